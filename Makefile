@@ -1,0 +1,54 @@
+# podtrace: build, test, demo and benchmarks.
+# `make demo` and `make test` are the two set-up commands of the README.
+
+GO ?= go
+OUT := _output
+BIN := $(OUT)/bin
+PODTRACE := $(OUT)/podtrace
+TEST_TIMEOUT ?= 45m
+
+.PHONY: all build cluster-binaries test unit-test integration-test browser-deps demo bench cluster-up cluster-down clean
+
+all: build
+
+## build: the podtrace binary, in _output/podtrace
+build:
+	$(GO) build -o $(PODTRACE) ./cmd/podtrace
+
+## cluster-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+## and kwok, built from the Go module proxy (hack/kube, hack/kwok); cached in
+## _output/bin and rebuilt only when the pinned versions change.
+cluster-binaries:
+	hack/build.sh
+
+## browser-deps: headless Chromium (Debian package) for the HTML report's browser test.
+browser-deps:
+	hack/ensure-chromium.sh
+
+## test: every test, unit and integration, on the local control plane.
+test: cluster-binaries browser-deps
+	$(GO) vet ./...
+	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
+
+## unit-test: the tests that need no control plane.
+unit-test:
+	$(GO) test -short ./...
+
+## demo: the digester case played on the local control plane, recorded,
+## diffed and reported (writes _output/demo/).
+demo: build cluster-binaries
+	$(GO) run ./examples/demo -podtrace $(PODTRACE) -out $(OUT)/demo
+
+## bench: the benchmarks behind BENCHMARKS.md.
+bench: build cluster-binaries
+	$(GO) test -run '^$$' -bench . -benchmem ./store/ ./diff/ ./report/
+
+## cluster-up / cluster-down: a local control plane to play with by hand.
+cluster-up: cluster-binaries
+	$(GO) run ./test/cluster/cmd/cluster up
+
+cluster-down:
+	$(GO) run ./test/cluster/cmd/cluster down
+
+clean:
+	rm -rf $(OUT)
