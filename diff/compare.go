@@ -1,0 +1,394 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Op says what a Change did to a field.
+type Op string
+
+const (
+	OpAdd    Op = "add"    // the field or list element appeared
+	OpRemove Op = "remove" // the field or list element went away
+	OpChange Op = "change" // the value changed
+)
+
+// Change is one field that differs between two revisions.
+type Change struct {
+	// Path names the field: JSON field names joined by dots, keyed list
+	// elements and map keys in brackets (spec.containers[build].image,
+	// metadata.labels[app], metadata.finalizers[foregroundDeletion]).
+	Path string `json:"path"`
+	Op   Op     `json:"op"`
+	// Old and New are the values, compact JSON for objects and lists, the
+	// plain text for strings; empty when absent.
+	Old string `json:"old,omitempty"`
+	New string `json:"new,omitempty"`
+	// Manager is the managedFields manager that owns the field after the
+	// change (before it, for a removal), when one does.
+	Manager string `json:"manager,omitempty"`
+
+	fields fieldPath // the path as managedFields spells it, for attribution
+}
+
+// fieldPath is a field's path in managedFields (fieldsV1) notation:
+// "f:spec", "k:{\"name\":\"build\"}", "v:\"foregroundDeletion\"".
+type fieldPath []string
+
+// ComparePods returns the changes from old to new, in path order. A nil old
+// pod compares against an empty one.
+func ComparePods(old, new *corev1.Pod) []Change {
+	if old == nil {
+		old = &corev1.Pod{}
+	}
+	if new == nil {
+		new = &corev1.Pod{}
+	}
+	var r reporter
+	cmp.Equal(old, new, podOptions, cmp.Reporter(&r))
+	sort.SliceStable(r.changes, func(i, j int) bool { return r.changes[i].Path < r.changes[j].Path })
+	return r.changes
+}
+
+// podOptions are the go-cmp options that compare objects the way the API
+// server merges them.
+var podOptions = cmp.Options{
+	cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ManagedFields", "ResourceVersion"),
+	cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }),
+	cmpopts.EquateEmpty(),
+	cmp.FilterPath(isKeyedList, cmp.Transformer("keyed", toKeyed)),
+}
+
+// listKind says how a list field is compared.
+type listKind struct {
+	key string // JSON name of the element field that keys the list; "" for a set
+	set bool   // compare as a set of values
+}
+
+// setFields are lists without merge tags whose order carries no meaning.
+var setFields = map[reflect.Type]map[string]bool{
+	reflect.TypeOf(corev1.PodSpec{}): {"Tolerations": true},
+}
+
+var listKinds sync.Map // reflect.Type of the parent struct + field index -> listKind
+
+// lookupList returns how the struct field at the end of p is compared, and
+// whether it is a keyed list or set at all.
+func lookupList(parent reflect.Type, idx int) (listKind, bool) {
+	type key struct {
+		t reflect.Type
+		i int
+	}
+	if v, ok := listKinds.Load(key{parent, idx}); ok {
+		lk := v.(*listKind)
+		return *lk, lk != nil && (lk.key != "" || lk.set)
+	}
+	f := parent.Field(idx)
+	lk := &listKind{}
+	if f.Type.Kind() == reflect.Slice {
+		mergeKey := f.Tag.Get("patchMergeKey")
+		strategy := f.Tag.Get("patchStrategy")
+		elem := f.Type.Elem()
+		switch {
+		case mergeKey != "" && elem.Kind() == reflect.Struct:
+			lk.key = mergeKey
+		case strings.Contains(strategy, "merge") && elem.Kind() == reflect.String:
+			lk.set = true
+		case setFields[parent][f.Name]:
+			lk.set = true
+		}
+	}
+	listKinds.Store(key{parent, idx}, lk)
+	return *lk, lk.key != "" || lk.set
+}
+
+// isKeyedList reports whether the path ends at a list compared by key or as a
+// set.
+func isKeyedList(p cmp.Path) bool {
+	sf, ok := p.Last().(cmp.StructField)
+	if !ok || len(p) < 2 {
+		return false
+	}
+	parent := p.Index(-2).Type()
+	if parent.Kind() != reflect.Struct {
+		return false
+	}
+	if _, ok := lookupList(parent, sf.Index()); !ok {
+		return false
+	}
+	// Two empty lists are equal already (EquateEmpty); transforming them too
+	// would make two options apply.
+	vx, vy := sf.Values()
+	return vx.Len() > 0 || vy.Len() > 0
+}
+
+// keyedList is a list turned into a map by its merge key. The type is
+// distinct so that the reporter knows map keys here are list elements.
+type keyedList map[string]any
+
+// toKeyed turns a list into a keyedList; the filter makes sure it is only
+// called on lists lookupList accepts. Elements whose key is missing keep their
+// index as key; duplicate keys get a #n suffix, so nothing is lost.
+func toKeyed(in any) keyedList {
+	v := reflect.ValueOf(in)
+	out := make(keyedList, v.Len())
+	if v.Len() == 0 {
+		return out
+	}
+	field := -1
+	elem := v.Type().Elem()
+	if elem.Kind() == reflect.Struct {
+		field = jsonFieldIndex(elem, mergeKeyOf(elem))
+	}
+	for i := 0; i < v.Len(); i++ {
+		e := v.Index(i)
+		var k string
+		switch {
+		case field >= 0:
+			k = scalarString(e.Field(field))
+		case e.Kind() == reflect.String:
+			k = e.String()
+		default:
+			b, _ := json.Marshal(e.Interface())
+			k = string(b)
+		}
+		if k == "" {
+			k = strconv.Itoa(i)
+		}
+		if _, dup := out[k]; dup {
+			k = fmt.Sprintf("%s#%d", k, i)
+		}
+		out[k] = e.Interface()
+	}
+	return out
+}
+
+var mergeKeys sync.Map // element type -> merge key, filled by the filter
+
+// mergeKeyOf finds the merge key that some struct field declares for lists of
+// elem.
+func mergeKeyOf(elem reflect.Type) string {
+	if v, ok := mergeKeys.Load(elem); ok {
+		return v.(string)
+	}
+	return ""
+}
+
+func init() {
+	// Register the merge keys of every list in the pod type tree once, so
+	// toKeyed, which sees only the list, knows its key.
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if k := f.Tag.Get("patchMergeKey"); k != "" && f.Type.Kind() == reflect.Slice {
+				mergeKeys.LoadOrStore(f.Type.Elem(), k)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeOf(corev1.Pod{}))
+}
+
+// jsonFieldIndex returns the index of the field of struct t whose JSON name
+// is name, or -1.
+func jsonFieldIndex(t reflect.Type, name string) int {
+	if name == "" {
+		return -1
+	}
+	for i := 0; i < t.NumField(); i++ {
+		if jsonName(t.Field(i)) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// jsonName is the JSON name of a struct field, "" for an inlined one.
+func jsonName(f reflect.StructField) string {
+	tag := f.Tag.Get("json")
+	name, opts, _ := strings.Cut(tag, ",")
+	if strings.Contains(opts, "inline") || (f.Anonymous && name == "") {
+		return ""
+	}
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+func scalarString(v reflect.Value) string {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return ""
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return v.String()
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// reporter collects the differences go-cmp finds as Changes.
+type reporter struct {
+	path    cmp.Path
+	changes []Change
+}
+
+func (r *reporter) PushStep(ps cmp.PathStep) { r.path = append(r.path, ps) }
+func (r *reporter) PopStep()                 { r.path = r.path[:len(r.path)-1] }
+
+func (r *reporter) Report(rs cmp.Result) {
+	if rs.Equal() {
+		return
+	}
+	vx, vy := r.path.Last().Values()
+	c := Change{Op: OpChange}
+	c.Path, c.fields = formatPath(r.path)
+	switch {
+	case !vx.IsValid() || isEmpty(vx):
+		c.Op = OpAdd
+	case !vy.IsValid() || isEmpty(vy):
+		c.Op = OpRemove
+	}
+	if c.Op != OpAdd {
+		c.Old = formatValue(vx)
+	}
+	if c.Op != OpRemove {
+		c.New = formatValue(vy)
+	}
+	// A set element carries its value in the path: say it once.
+	if _, ok := r.path.Last().(cmp.MapIndex); ok && isSetStep(r.path) {
+		c.Old, c.New = "", ""
+	}
+	r.changes = append(r.changes, c)
+}
+
+// isSetStep reports whether the last step indexes a list compared as a set.
+func isSetStep(p cmp.Path) bool {
+	if len(p) < 3 {
+		return false
+	}
+	tf, ok := p.Index(-2).(cmp.Transform)
+	if !ok || tf.Name() != "keyed" {
+		return false
+	}
+	sf, ok := p.Index(-3).(cmp.StructField)
+	if !ok || len(p) < 4 {
+		return false
+	}
+	lk, _ := lookupList(p.Index(-4).Type(), sf.Index())
+	return lk.set
+}
+
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice:
+		return v.IsNil() || (v.Kind() != reflect.Interface && v.Kind() != reflect.Pointer && v.Len() == 0)
+	}
+	return v.IsZero()
+}
+
+// formatPath renders a go-cmp path in JSON field names, and in managedFields
+// notation for attribution.
+func formatPath(p cmp.Path) (string, fieldPath) {
+	var b strings.Builder
+	var fp fieldPath
+	for i, step := range p {
+		switch s := step.(type) {
+		case cmp.StructField:
+			parent := p.Index(i - 1).Type()
+			name := jsonName(parent.Field(s.Index()))
+			if name == "" {
+				continue // inlined struct: its fields belong to the parent
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(name)
+			fp = append(fp, "f:"+name)
+		case cmp.MapIndex:
+			key := fmt.Sprint(s.Key().Interface())
+			b.WriteString("[" + key + "]")
+			fp = append(fp, mapFieldKey(p, i, key))
+		case cmp.SliceIndex:
+			ix, iy := s.SplitKeys()
+			k := iy
+			if k < 0 {
+				k = ix
+			}
+			fmt.Fprintf(&b, "[%d]", k)
+			fp = append(fp, fmt.Sprintf("i:%d", k))
+		}
+	}
+	return b.String(), fp
+}
+
+// mapFieldKey spells the map index at step i of p the way managedFields
+// does: k:{...} for keyed list elements, v:"..." for set elements, f:key for
+// map keys.
+func mapFieldKey(p cmp.Path, i int, key string) string {
+	if i >= 3 {
+		if tf, ok := p.Index(i - 1).(cmp.Transform); ok && tf.Name() == "keyed" {
+			if sf, ok := p.Index(i - 2).(cmp.StructField); ok {
+				lk, _ := lookupList(p.Index(i-3).Type(), sf.Index())
+				if lk.set {
+					b, _ := json.Marshal(key)
+					return "v:" + string(b)
+				}
+				b, _ := json.Marshal(map[string]string{lk.key: key})
+				return "k:" + string(b)
+			}
+		}
+	}
+	return "f:" + key
+}
+
+// formatValue renders a value: strings as they are, everything else as
+// compact JSON.
+func formatValue(v reflect.Value) string {
+	if !v.IsValid() {
+		return ""
+	}
+	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return ""
+		}
+		v = v.Elem()
+	}
+	if v.Kind() == reflect.String {
+		return v.String()
+	}
+	if !v.CanInterface() {
+		return fmt.Sprint(v)
+	}
+	b, err := json.Marshal(v.Interface())
+	if err != nil {
+		return fmt.Sprint(v.Interface())
+	}
+	return string(b)
+}

@@ -1,0 +1,29 @@
+// Package diff replays the recorded history of one pod into a Lifecycle: the
+// revisions in order, each with the field changes it made and the actor that
+// made them, the pod's events interleaved in time, the named phases of its
+// life (created, scheduled, started, ready, completed, deletion requested,
+// deleted) and the objects that depended on it.
+//
+// diff never opens a trace file: it consumes store.Records that the caller
+// loaded, so it can be tested on hand-made histories and reused on any source
+// of records.
+//
+// # Comparing revisions
+//
+// Two revisions are compared with go-cmp on the typed object. Lists are
+// compared the way the API server merges them, read from the strategic merge
+// patch tags of the Kubernetes types: a list with a patchMergeKey (containers
+// and container statuses by name, conditions by type, ownerReferences by uid,
+// volumes by name, ...) is keyed by it; a list of scalars with the merge
+// strategy (finalizers) is a set; tolerations are a set. Every other list is
+// ordered. managedFields and resourceVersion are not compared: the first says
+// who made a change, the second is shown on every step.
+//
+// # Who changed it
+//
+// A change's actor is read from managedFields: the entries that are new or
+// whose time or fields changed between two revisions are the writers of that
+// revision, and each changed field is attributed to the writer whose fieldsV1
+// owns it. A change no writer owns was made by the API server itself (a
+// deletion, defaulting, admission).
+package diff

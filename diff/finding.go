@@ -1,0 +1,415 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podtrace/podtrace/store"
+)
+
+// Severity orders findings: the most severe first.
+type Severity int
+
+const (
+	Info Severity = iota
+	Warning
+	Critical
+)
+
+func (s Severity) String() string {
+	return [...]string{"info", "warning", "critical"}[s]
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Finding is one diagnosis about a pod: a stable id, a headline, the evidence
+// in the recording that supports it and what to check next.
+type Finding struct {
+	ID       string     `json:"id"`
+	Severity Severity   `json:"severity"`
+	Headline string     `json:"headline"`
+	Evidence []Evidence `json:"evidence"`
+	// Suspects are the admission webhooks that intercept the request the
+	// finding is about.
+	Suspects []Webhook `json:"suspects,omitempty"`
+	Next     []string  `json:"next,omitempty"`
+}
+
+// Evidence points at what in the recording supports a finding.
+type Evidence struct {
+	Seq  uint64    `json:"seq,omitempty"`
+	Time time.Time `json:"time,omitempty"`
+	Text string    `json:"text"`
+}
+
+// rule inspects a replayed lifecycle and returns its findings.
+type rule func(lc *Lifecycle, in Input) []Finding
+
+// rules run in this order; findings are then sorted by severity.
+var rules = []rule{
+	stuckFinalizers,
+	lostNode,
+	unschedulable,
+	containerTrouble,
+	podFailed,
+}
+
+func diagnose(lc *Lifecycle, in Input) []Finding {
+	var out []Finding
+	for _, r := range rules {
+		out = append(out, r(lc, in)...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity > out[j].Severity })
+	return out
+}
+
+// finalizerOwners says who removes the well-known finalizers, and how.
+var finalizerOwners = map[string]string{
+	metav1.FinalizerDeleteDependents:   "the garbage collector (kube-controller-manager), with an UPDATE of the pod, once every dependent with blockOwnerDeletion is gone",
+	metav1.FinalizerOrphanDependents:   "the garbage collector (kube-controller-manager), with an UPDATE of the pod, once it has removed the pod's ownerReferences from the dependents",
+	"batch.kubernetes.io/job-tracking": "the job controller (kube-controller-manager), with an UPDATE of the pod, once it has counted the pod in the Job's status",
+}
+
+// stuckFinalizers finds a pod whose deletion was requested, whose grace
+// period is over, and which is still held by finalizers at the end of the
+// recording.
+func stuckFinalizers(lc *Lifecycle, in Input) []Finding {
+	last := lc.pods[len(lc.pods)-1]
+	if lc.Outcome != "Terminating" || len(last.Finalizers) == 0 {
+		return nil
+	}
+	if last.DeletionTimestamp != nil && lc.RecordingEnd.Before(last.DeletionTimestamp.Time) {
+		return nil // still within the grace period
+	}
+	req, _ := lc.phase(PhaseDeletionRequested)
+	lastStep := lc.Steps[len(lc.Steps)-1]
+	f := Finding{
+		ID:       "stuck-finalizer",
+		Severity: Critical,
+		Headline: fmt.Sprintf("deletion blocked for %s: finalizer %s never removed", lc.Terminating, strings.Join(quoteAll(last.Finalizers), ", ")),
+	}
+	f.Evidence = append(f.Evidence, Evidence{Seq: req.Seq, Time: req.Time, Text: "deletion requested: " + req.Detail})
+	for _, fin := range last.Finalizers {
+		if seq, t, ok := lc.finalizerAdded(fin); ok {
+			f.Evidence = append(f.Evidence, Evidence{Seq: seq, Time: t, Text: fmt.Sprintf("finalizer %q appeared", fin)})
+		}
+	}
+	if stopped, detail := containersStopped(last); stopped {
+		f.Evidence = append(f.Evidence, Evidence{Seq: lastStep.Seq, Time: lastStep.Time, Text: "containers stopped: " + detail})
+	}
+	var blocking []string
+	for _, d := range lc.Dependents {
+		switch {
+		case !d.Deleted.IsZero() && d.Deleted.After(req.Time):
+			f.Evidence = append(f.Evidence, Evidence{Time: d.Deleted, Text: fmt.Sprintf("dependent %s %s deleted after the deletion request", d.Kind, d.Name)})
+		case !d.Deleted.IsZero():
+			f.Evidence = append(f.Evidence, Evidence{Time: d.Deleted, Text: fmt.Sprintf("dependent %s %s deleted", d.Kind, d.Name)})
+		case d.Blocking:
+			blocking = append(blocking, d.Kind+" "+d.Name)
+		}
+	}
+	if len(blocking) > 0 {
+		f.Evidence = append(f.Evidence, Evidence{Text: "dependents still present, with blockOwnerDeletion: " + strings.Join(blocking, ", ")})
+	}
+	f.Evidence = append(f.Evidence, Evidence{Seq: lastStep.Seq, Time: lastStep.Time,
+		Text: fmt.Sprintf("no revision after this one: silence for %s until the recording ended", Duration(lc.RecordingEnd.Sub(lastStep.Time)))})
+
+	// Whoever removes a finalizer does it with an UPDATE of the pod, and
+	// every webhook intercepting pod UPDATE in the namespace can deny it.
+	var prev *corev1.Pod
+	if n := len(lc.pods); n > 1 {
+		prev = lc.pods[n-2]
+	}
+	nsRecs := namespaceRecords(in, lc.Namespace)
+	f.Suspects = MatchWebhooks(in.Webhooks, lc.RecordingEnd, PodRequest(admissionv1.Update, "", prev, last, nsRecs, lc.RecordingEnd))
+	for _, fin := range last.Finalizers {
+		owner, ok := finalizerOwners[fin]
+		if !ok {
+			owner = "the controller that added it (no built-in controller owns it)"
+		}
+		f.Next = append(f.Next, fmt.Sprintf("%q is removed by %s", fin, owner))
+	}
+	if len(blocking) > 0 {
+		f.Next = append(f.Next, "find out why the dependents still present are not being deleted (their own finalizers?)")
+	}
+	for _, w := range f.Suspects {
+		f.Next = append(f.Next, fmt.Sprintf("%s %s intercepts pod UPDATE here (failurePolicy %s): an error or denial from it blocks the finalizer removal; check its logs, or import the API server's audit log (podtrace import --audit-log) to see denied updates", strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.FailurePolicy))
+	}
+	if len(f.Suspects) == 0 && len(in.Webhooks) > 0 {
+		f.Evidence = append(f.Evidence, Evidence{Text: "no recorded admission webhook intercepts pod UPDATE in this namespace"})
+	}
+	return []Finding{f}
+}
+
+// finalizerAdded returns the step where a finalizer appeared.
+func (lc *Lifecycle) finalizerAdded(name string) (uint64, time.Time, bool) {
+	path := "metadata.finalizers[" + name + "]"
+	for _, s := range lc.Steps {
+		for _, c := range s.Changes {
+			if c.Op == OpAdd && (c.Path == path || (c.Path == "metadata.finalizers" && strings.Contains(c.New, `"`+name+`"`))) {
+				return s.Seq, s.Time, true
+			}
+		}
+	}
+	return 0, time.Time{}, false
+}
+
+// containersStopped reports whether no container of the pod is running.
+func containersStopped(p *corev1.Pod) (bool, string) {
+	if len(p.Status.ContainerStatuses) == 0 {
+		return false, ""
+	}
+	var parts []string
+	ready := 0
+	for _, s := range p.Status.ContainerStatuses {
+		if s.State.Running != nil {
+			return false, ""
+		}
+		if s.Ready {
+			ready++
+		}
+		if t := s.State.Terminated; t != nil {
+			parts = append(parts, fmt.Sprintf("%s terminated (%s, exit %d)", s.Name, t.Reason, t.ExitCode))
+		}
+	}
+	return true, fmt.Sprintf("%d/%d ready; %s", ready, len(p.Status.ContainerStatuses), strings.Join(parts, ", "))
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// namespaceRecords returns the recorded revisions of the named namespace.
+func namespaceRecords(in Input, name string) []store.Record {
+	for _, recs := range in.Related {
+		if len(recs) > 0 && recs[0].Kind == "Namespace" && recs[0].Name == name {
+			return recs
+		}
+	}
+	return nil
+}
+
+// nodeRecords returns the recorded revisions of the named node.
+func nodeRecords(in Input, name string) []store.Record {
+	for _, recs := range in.Related {
+		if len(recs) > 0 && recs[0].Kind == "Node" && recs[0].Name == name {
+			return recs
+		}
+	}
+	return nil
+}
+
+// lostNode finds a terminating pod on a node that stopped reporting: no
+// kubelet confirms the containers stopped, so the pod is never removed.
+func lostNode(lc *Lifecycle, in Input) []Finding {
+	if lc.Outcome != "Terminating" || lc.Node == "" {
+		return nil
+	}
+	recs := nodeRecords(in, lc.Node)
+	if len(recs) == 0 {
+		return nil
+	}
+	last := recs[len(recs)-1]
+	f := Finding{ID: "node-lost", Severity: Critical}
+	if last.Type == store.Deleted || last.Type == store.DeletedUnknown {
+		f.Headline = fmt.Sprintf("terminating for %s on node %s, which was deleted", lc.Terminating, lc.Node)
+		f.Evidence = append(f.Evidence, Evidence{Seq: last.Seq, Time: last.Observed, Text: "node " + lc.Node + " deleted"})
+	} else {
+		var node corev1.Node
+		if json.Unmarshal(last.Object, &node) != nil {
+			return nil
+		}
+		var ready *corev1.NodeCondition
+		for i := range node.Status.Conditions {
+			if node.Status.Conditions[i].Type == corev1.NodeReady {
+				ready = &node.Status.Conditions[i]
+			}
+		}
+		if ready == nil || ready.Status == corev1.ConditionTrue {
+			return nil
+		}
+		f.Headline = fmt.Sprintf("terminating for %s on node %s, which stopped reporting (Ready %s since %s)", lc.Terminating, lc.Node, ready.Status, ready.LastTransitionTime.UTC().Format(time.RFC3339))
+		f.Evidence = append(f.Evidence, Evidence{Seq: last.Seq, Time: last.Observed, Text: fmt.Sprintf("node %s Ready=%s: %s %s", lc.Node, ready.Status, ready.Reason, ready.Message)})
+		for _, t := range node.Spec.Taints {
+			f.Evidence = append(f.Evidence, Evidence{Text: fmt.Sprintf("node taint %s:%s", t.Key, t.Effect)})
+		}
+	}
+	req, _ := lc.phase(PhaseDeletionRequested)
+	f.Evidence = append(f.Evidence, Evidence{Seq: req.Seq, Time: req.Time, Text: "deletion requested: " + req.Detail})
+	f.Next = []string{
+		"no kubelet confirms that the containers stopped, so the API server keeps the pod until the node comes back or the node object is deleted",
+		"bring the node back, or delete the Node object if the machine is gone (kubectl delete node " + lc.Node + "); as a last resort force-delete the pod (kubectl delete pod --grace-period=0 --force)",
+	}
+	return []Finding{f}
+}
+
+// unschedulable finds a pod that was never bound to a node.
+func unschedulable(lc *Lifecycle, in Input) []Finding {
+	if lc.Node != "" {
+		return nil
+	}
+	var evidence []Evidence
+	for _, e := range lc.Events {
+		if e.Reason == "FailedScheduling" {
+			evidence = append(evidence, Evidence{Seq: e.Seq, Time: e.Time, Text: fmt.Sprintf("%s (x%d): %s", e.Reason, max(e.Count, 1), e.Message)})
+		}
+	}
+	last := lc.pods[len(lc.pods)-1]
+	for _, c := range last.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			evidence = append(evidence, Evidence{Time: c.LastTransitionTime.Time, Text: fmt.Sprintf("condition PodScheduled=False %s: %s", c.Reason, c.Message)})
+		}
+	}
+	if len(evidence) == 0 {
+		return nil
+	}
+	return []Finding{{
+		ID: "unschedulable", Severity: Warning,
+		Headline: "never scheduled: " + lastLine(evidence),
+		Evidence: evidence,
+		Next:     []string{"compare the pod's requests, nodeSelector, affinity and tolerations with the nodes' allocatable resources, labels and taints"},
+	}}
+}
+
+func lastLine(ev []Evidence) string {
+	s := ev[len(ev)-1].Text
+	if len(s) > 160 {
+		s = s[:160] + "..."
+	}
+	return s
+}
+
+// containerTrouble finds image pulls that fail, crash loops and OOM kills,
+// from the container statuses of every revision.
+func containerTrouble(lc *Lifecycle, in Input) []Finding {
+	type seen struct {
+		ev    Evidence
+		count int
+	}
+	pull := map[string]*seen{}
+	crash := map[string]*seen{}
+	oom := map[string]*seen{}
+	var order []string
+	note := func(m map[string]*seen, key string, step Step, text string) {
+		if s, ok := m[key]; ok {
+			s.count++
+			return
+		}
+		m[key] = &seen{ev: Evidence{Seq: step.Seq, Time: step.Time, Text: text}, count: 1}
+		order = append(order, key)
+	}
+	for i, pod := range lc.pods {
+		step := lc.Steps[i]
+		statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+		for _, s := range statuses {
+			if w := s.State.Waiting; w != nil {
+				switch w.Reason {
+				case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+					note(pull, s.Name, step, fmt.Sprintf("container %s waiting: %s: %s (image %s)", s.Name, w.Reason, w.Message, s.Image))
+				case "CrashLoopBackOff":
+					note(crash, s.Name, step, fmt.Sprintf("container %s waiting: CrashLoopBackOff, %d restarts: %s", s.Name, s.RestartCount, w.Message))
+				}
+			}
+			for _, t := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
+				if t != nil && t.Reason == "OOMKilled" {
+					note(oom, s.Name, step, fmt.Sprintf("container %s OOMKilled (exit %d) at %s", s.Name, t.ExitCode, t.FinishedAt.UTC().Format(time.RFC3339)))
+				}
+			}
+		}
+	}
+	var out []Finding
+	for _, name := range sortedKeys(pull) {
+		s := pull[name]
+		f := Finding{ID: "image-pull", Severity: Warning, Headline: "image never pulled for container " + name, Evidence: []Evidence{s.ev}}
+		f.Evidence = append(f.Evidence, eventsLike(lc, "Failed", "BackOff", "ErrImagePull")...)
+		f.Next = []string{"check the image name and tag, that the registry is reachable from the node, and the pod's imagePullSecrets"}
+		out = append(out, f)
+	}
+	for _, name := range sortedKeys(crash) {
+		s := crash[name]
+		out = append(out, Finding{ID: "crash-loop", Severity: Warning, Headline: "container " + name + " is crash looping", Evidence: []Evidence{s.ev},
+			Next: []string{"read the previous container's logs: kubectl logs --previous -c " + name}})
+	}
+	for _, name := range sortedKeys(oom) {
+		s := oom[name]
+		out = append(out, Finding{ID: "oom-killed", Severity: Warning, Headline: "container " + name + " was killed for running out of memory", Evidence: []Evidence{s.ev},
+			Next: []string{"raise the container's memory limit or find what makes it grow"}})
+	}
+	return out
+}
+
+// eventsLike returns the pod's events with one of the given reasons as
+// evidence.
+func eventsLike(lc *Lifecycle, reasons ...string) []Evidence {
+	var out []Evidence
+	for _, e := range lc.Events {
+		for _, r := range reasons {
+			if e.Reason == r {
+				out = append(out, Evidence{Seq: e.Seq, Time: e.Time, Text: fmt.Sprintf("event %s %s (x%d): %s", e.Type, e.Reason, max(e.Count, 1), e.Message)})
+				break
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// podFailed explains a pod that ended Failed: evicted, preempted, past its
+// deadline, or with containers that exited non-zero.
+func podFailed(lc *Lifecycle, in Input) []Finding {
+	p, ok := lc.phase(PhaseFailed)
+	if !ok {
+		return nil
+	}
+	var pod *corev1.Pod
+	for i, s := range lc.Steps {
+		if s.Seq == p.Seq {
+			pod = lc.pods[i]
+		}
+	}
+	f := Finding{ID: "failed", Severity: Warning, Evidence: []Evidence{{Seq: p.Seq, Time: p.Time, Text: "phase Failed: " + p.Detail}}}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			f.Evidence = append(f.Evidence, Evidence{Time: c.LastTransitionTime.Time, Text: fmt.Sprintf("condition DisruptionTarget %s: %s", c.Reason, c.Message)})
+		}
+	}
+	switch pod.Status.Reason {
+	case "Evicted":
+		f.ID, f.Headline = "evicted", "evicted: "+pod.Status.Message
+		f.Next = []string{"check the node's pressure conditions and the pod's requests"}
+	case "DeadlineExceeded":
+		f.ID, f.Headline = "deadline-exceeded", "failed by deadline: "+pod.Status.Message
+		f.Next = []string{"the pod ran longer than spec.activeDeadlineSeconds"}
+	case "Preempting", "Preempted":
+		f.ID, f.Headline = "preempted", "preempted: "+pod.Status.Message
+	default:
+		f.Headline = "failed: " + p.Detail
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget && c.Reason == "PreemptionByScheduler" {
+				f.ID, f.Headline = "preempted", "preempted by the scheduler: "+c.Message
+			}
+		}
+	}
+	f.Evidence = append(f.Evidence, eventsLike(lc, "Evicted", "Preempted", "DeadlineExceeded", "Killing")...)
+	return []Finding{f}
+}

@@ -1,0 +1,506 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podtrace/podtrace/store"
+)
+
+// Lifecycle is the replayed life of one pod incarnation.
+type Lifecycle struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	Node      string `json:"node,omitempty"`
+	// Outcome is where the pod ended: Pending, Running, Succeeded, Failed,
+	// Terminating (deletion requested, still present) or Deleted.
+	Outcome string `json:"outcome"`
+	// RecordingEnd is when the recording ended (or now, while recording).
+	RecordingEnd time.Time `json:"recordingEnd"`
+	// Terminating is how long the pod had been terminating when the
+	// recording ended; zero unless Outcome is Terminating.
+	Terminating Duration `json:"terminating,omitempty"`
+
+	Phases     []Phase     `json:"phases"`
+	Steps      []Step      `json:"steps"`
+	Events     []Event     `json:"events"`
+	Dependents []Dependent `json:"dependents,omitempty"`
+	Findings   []Finding   `json:"findings,omitempty"`
+	// Admission compares the pod as asked for with the pod as stored.
+	Admission *Admission `json:"admission,omitempty"`
+
+	// pods are the decoded revisions, parallel to Steps, for the rules.
+	pods []*corev1.Pod
+}
+
+// Duration is a time.Duration that marshals as text ("4m10s").
+type Duration time.Duration
+
+func (d Duration) String() string { return time.Duration(d).Round(time.Second).String() }
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Phase names a milestone of the pod's life.
+type Phase struct {
+	Name   string    `json:"name"`
+	Time   time.Time `json:"time"`
+	Seq    uint64    `json:"seq,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+	// Actor says who brought the pod to this phase, when known.
+	Actor string `json:"actor,omitempty"`
+}
+
+// The phase names, in the order a pod usually reaches them.
+const (
+	PhaseCreated           = "created"
+	PhaseAlreadyPresent    = "already present"
+	PhaseScheduled         = "scheduled"
+	PhaseStarted           = "containers started"
+	PhaseReady             = "ready"
+	PhaseSucceeded         = "completed"
+	PhaseFailed            = "failed"
+	PhaseDeletionRequested = "deletion requested"
+	PhaseDeleted           = "deleted"
+	PhaseStillPresent      = "still present when the recording ended"
+)
+
+// Step is one recorded revision of the pod and what changed in it.
+type Step struct {
+	Seq             uint64          `json:"seq"`
+	Time            time.Time       `json:"time"`
+	Type            store.EventType `json:"type"`
+	ResourceVersion string          `json:"resourceVersion"`
+	Actors          []Actor         `json:"actors"`
+	Changes         []Change        `json:"changes"`
+	// Phases names the phases this revision reached.
+	Phases []string `json:"phases,omitempty"`
+}
+
+// Event is one occurrence of a Kubernetes Event about the pod.
+type Event struct {
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"` // Normal or Warning
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Source  string    `json:"source,omitempty"`
+	Count   int32     `json:"count,omitempty"`
+}
+
+// Dependent is an object whose ownerReferences named the pod.
+type Dependent struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+	// Since is when it was first seen owned by the pod.
+	Since time.Time `json:"since"`
+	// Deleted is when its deletion was seen; zero if it still existed.
+	Deleted time.Time `json:"deleted,omitempty"`
+	// Blocking says whether the owner reference had blockOwnerDeletion set.
+	Blocking bool `json:"blockOwnerDeletion,omitempty"`
+}
+
+// Options control a replay.
+type Options struct {
+	Admission AdmissionOptions
+}
+
+// Replay turns a pod's recorded history into its Lifecycle.
+func Replay(in Input, opts Options) (*Lifecycle, error) {
+	if len(in.Pod) == 0 {
+		return nil, fmt.Errorf("no revisions to replay")
+	}
+	first := in.Pod[0]
+	lc := &Lifecycle{Namespace: first.Namespace, Name: first.Name, UID: first.UID}
+	var prev *corev1.Pod
+	for _, rec := range in.Pod {
+		pod, err := decodePod(rec)
+		if err != nil {
+			return nil, err
+		}
+		step := Step{Seq: rec.Seq, Time: rec.Observed, Type: rec.Type, ResourceVersion: rec.ResourceVersion}
+		switch rec.Type {
+		case store.Deleted, store.DeletedUnknown:
+			// The last state: what changed since the revision before it is
+			// still worth showing (a final status update can ride along).
+			step.Changes = ComparePods(prev, pod)
+			step.Actors = attribute(step.Changes, managed(prev), pod.ManagedFields)
+			if len(step.Changes) == 0 {
+				step.Actors = []Actor{APIServer}
+			}
+		default:
+			step.Changes = ComparePods(prev, pod)
+			step.Actors = attribute(step.Changes, managed(prev), pod.ManagedFields)
+			if prev == nil && rec.Type != store.Initial {
+				step.Actors = creators(pod)
+			}
+		}
+		lc.Steps = append(lc.Steps, step)
+		lc.pods = append(lc.pods, pod)
+		prev = pod
+	}
+	lc.RecordingEnd = recordingEnd(in)
+	lc.Events = replayEvents(in.Events)
+	lc.Dependents = replayDependents(lc.UID, in.Related)
+	lc.phases()
+	lc.Admission = replayAdmission(lc, in, opts.Admission)
+	lc.Findings = diagnose(lc, in)
+	return lc, nil
+}
+
+func managed(p *corev1.Pod) []metav1.ManagedFieldsEntry {
+	if p == nil {
+		return nil
+	}
+	return p.ManagedFields
+}
+
+// creators returns the actor of a pod's first revision: the manager whose
+// entry is the Update or Apply at creation.
+func creators(p *corev1.Pod) []Actor {
+	var out []Actor
+	for _, m := range p.ManagedFields {
+		if m.Subresource == "" {
+			out = append(out, actorOf(m))
+		}
+	}
+	if len(out) == 0 {
+		return []Actor{APIServer}
+	}
+	return out
+}
+
+func decodePod(rec store.Record) (*corev1.Pod, error) {
+	var p corev1.Pod
+	if err := json.Unmarshal(rec.Object, &p); err != nil {
+		return nil, fmt.Errorf("decode pod %s/%s revision %s (record %d): %w", rec.Namespace, rec.Name, rec.ResourceVersion, rec.Seq, err)
+	}
+	return &p, nil
+}
+
+// recordingEnd is when the recording of this history ended: the last
+// session's stop, the caller's End, or the last record seen.
+func recordingEnd(in Input) time.Time {
+	if !in.End.IsZero() {
+		return in.End
+	}
+	var end time.Time
+	for _, s := range in.Sessions {
+		if s.Stopped.After(end) {
+			end = s.Stopped
+		}
+	}
+	last := in.Pod[len(in.Pod)-1].Observed
+	for _, recs := range [][]store.Record{in.Events} {
+		if n := len(recs); n > 0 && recs[n-1].Observed.After(last) {
+			last = recs[n-1].Observed
+		}
+	}
+	if last.After(end) {
+		end = last
+	}
+	return end
+}
+
+// phases derives the named phases and the outcome from the revisions.
+func (lc *Lifecycle) phases() {
+	reached := map[string]bool{}
+	add := func(i int, name, detail, actor string, t time.Time) {
+		if reached[name] {
+			return
+		}
+		reached[name] = true
+		step := &lc.Steps[i]
+		if t.IsZero() || step.Type != store.Initial {
+			t = step.Time
+		}
+		lc.Phases = append(lc.Phases, Phase{Name: name, Time: t, Seq: step.Seq, Detail: detail, Actor: actor})
+		step.Phases = append(step.Phases, name)
+	}
+	for i, pod := range lc.pods {
+		step := lc.Steps[i]
+		if i == 0 {
+			if step.Type == store.Initial {
+				add(i, PhaseAlreadyPresent, "created "+pod.CreationTimestamp.UTC().Format(time.RFC3339)+", before the recording began", "", pod.CreationTimestamp.Time)
+			} else {
+				add(i, PhaseCreated, ownerDetail(pod), whoOf(step.Actors), pod.CreationTimestamp.Time)
+			}
+		}
+		if pod.Spec.NodeName != "" {
+			lc.Node = pod.Spec.NodeName
+			add(i, PhaseScheduled, "to node "+pod.Spec.NodeName, whoOf(actorsFor(step, "spec.nodeName")), conditionTime(pod, corev1.PodScheduled))
+		}
+		if t, ok := started(pod); ok {
+			add(i, PhaseStarted, "", "", t)
+		}
+		if cond(pod, corev1.PodReady) == corev1.ConditionTrue {
+			add(i, PhaseReady, "", "", conditionTime(pod, corev1.PodReady))
+		}
+		switch pod.Status.Phase {
+		case corev1.PodSucceeded:
+			add(i, PhaseSucceeded, exitDetail(pod), whoOf(actorsFor(step, "status.phase")), time.Time{})
+		case corev1.PodFailed:
+			add(i, PhaseFailed, strings.TrimSpace(pod.Status.Reason+" "+exitDetail(pod)), whoOf(actorsFor(step, "status.phase")), time.Time{})
+		}
+		if pod.DeletionTimestamp != nil {
+			var requested time.Time
+			if pod.DeletionGracePeriodSeconds != nil {
+				requested = pod.DeletionTimestamp.Add(-time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second)
+			}
+			add(i, PhaseDeletionRequested, deletionDetail(pod), "", requested)
+		}
+		if step.Type == store.Deleted || step.Type == store.DeletedUnknown {
+			detail := ""
+			if step.Type == store.DeletedUnknown {
+				detail = "the watch missed the deletion; the last state seen is shown"
+			}
+			add(i, PhaseDeleted, detail, "", time.Time{})
+		}
+	}
+	last := lc.pods[len(lc.pods)-1]
+	lastStep := lc.Steps[len(lc.Steps)-1]
+	switch {
+	case reached[PhaseDeleted]:
+		lc.Outcome = "Deleted"
+	case last.DeletionTimestamp != nil:
+		lc.Outcome = "Terminating"
+		if req, ok := lc.phase(PhaseDeletionRequested); ok && lc.RecordingEnd.After(req.Time) {
+			lc.Terminating = Duration(lc.RecordingEnd.Sub(req.Time))
+		}
+	default:
+		lc.Outcome = string(last.Status.Phase)
+		if lc.Outcome == "" {
+			lc.Outcome = "Pending"
+		}
+	}
+	if !reached[PhaseDeleted] {
+		detail := "phase " + string(last.Status.Phase)
+		if lc.Outcome == "Terminating" {
+			detail = "terminating for " + lc.Terminating.String()
+			if len(last.Finalizers) > 0 {
+				detail += ", finalizers [" + strings.Join(last.Finalizers, ", ") + "]"
+			}
+		}
+		lc.Phases = append(lc.Phases, Phase{Name: PhaseStillPresent, Time: lc.RecordingEnd, Seq: lastStep.Seq, Detail: detail})
+	}
+}
+
+// phase returns the named phase if it was reached.
+func (lc *Lifecycle) phase(name string) (Phase, bool) {
+	for _, p := range lc.Phases {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Phase{}, false
+}
+
+// Pod returns the decoded revision of step i.
+func (lc *Lifecycle) Pod(i int) *corev1.Pod { return lc.pods[i] }
+
+// actorsFor returns the actors of a step that own the change at path, or all
+// of the step's actors when none does.
+func actorsFor(step Step, path string) []Actor {
+	for _, c := range step.Changes {
+		if c.Path == path && c.Manager != "" {
+			for _, a := range step.Actors {
+				if a.Manager == c.Manager {
+					return []Actor{a}
+				}
+			}
+		}
+	}
+	return step.Actors
+}
+
+func whoOf(actors []Actor) string {
+	var names []string
+	for _, a := range actors {
+		names = append(names, a.Who)
+	}
+	return strings.Join(names, "; ")
+}
+
+func ownerDetail(p *corev1.Pod) string {
+	for _, o := range p.OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			return "owned by " + o.Kind + " " + o.Name
+		}
+	}
+	return ""
+}
+
+func cond(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func conditionTime(p *corev1.Pod, t corev1.PodConditionType) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// started reports whether any container has started, and the earliest start.
+func started(p *corev1.Pod) (time.Time, bool) {
+	var t time.Time
+	ok := false
+	for _, s := range p.Status.ContainerStatuses {
+		var at time.Time
+		switch {
+		case s.State.Running != nil:
+			at = s.State.Running.StartedAt.Time
+		case s.State.Terminated != nil && !s.State.Terminated.StartedAt.IsZero():
+			at = s.State.Terminated.StartedAt.Time
+		default:
+			continue
+		}
+		if !ok || at.Before(t) {
+			t = at
+		}
+		ok = true
+	}
+	return t, ok
+}
+
+func exitDetail(p *corev1.Pod) string {
+	var parts []string
+	for _, s := range p.Status.ContainerStatuses {
+		if t := s.State.Terminated; t != nil {
+			parts = append(parts, fmt.Sprintf("%s exited %d (%s)", s.Name, t.ExitCode, t.Reason))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// deletionDetail says what the deletion request asked for: the grace period,
+// the finalizers then present, and the propagation policy they reveal.
+func deletionDetail(p *corev1.Pod) string {
+	var parts []string
+	if g := p.DeletionGracePeriodSeconds; g != nil {
+		parts = append(parts, fmt.Sprintf("grace period %ds", *g))
+	}
+	if len(p.Finalizers) > 0 {
+		parts = append(parts, "finalizers ["+strings.Join(p.Finalizers, ", ")+"]")
+	}
+	parts = append(parts, "propagation "+Propagation(p))
+	return strings.Join(parts, ", ")
+}
+
+// Propagation infers the deletion propagation policy from the finalizers the
+// API server adds on delete: foregroundDeletion for Foreground, orphan for
+// Orphan, neither for Background (the default for pods).
+func Propagation(p *corev1.Pod) string {
+	for _, f := range p.Finalizers {
+		switch f {
+		case metav1.FinalizerDeleteDependents:
+			return string(metav1.DeletePropagationForeground)
+		case metav1.FinalizerOrphanDependents:
+			return string(metav1.DeletePropagationOrphan)
+		}
+	}
+	return string(metav1.DeletePropagationBackground) + " (no foregroundDeletion or orphan finalizer)"
+}
+
+// replayEvents turns Event revisions into occurrences: a new Event, or a
+// higher count on a known one, is one occurrence.
+func replayEvents(recs []store.Record) []Event {
+	var out []Event
+	counts := map[string]int32{}
+	for _, rec := range recs {
+		if rec.Type == store.Deleted || rec.Type == store.DeletedUnknown {
+			continue // events expire; that is not news about the pod
+		}
+		var ev corev1.Event
+		if err := json.Unmarshal(rec.Object, &ev); err != nil {
+			continue
+		}
+		count := ev.Count
+		if ev.Series != nil {
+			count = ev.Series.Count
+		}
+		if seen, ok := counts[rec.UID]; ok && count <= seen {
+			continue
+		}
+		counts[rec.UID] = count
+		out = append(out, Event{
+			Seq: rec.Seq, Time: eventTime(&ev, rec), Type: ev.Type, Reason: ev.Reason,
+			Message: ev.Message, Source: eventSource(&ev), Count: count,
+		})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}
+
+func eventTime(ev *corev1.Event, rec store.Record) time.Time {
+	switch {
+	case ev.Series != nil && !ev.Series.LastObservedTime.IsZero():
+		return ev.Series.LastObservedTime.Time
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	case !ev.FirstTimestamp.IsZero():
+		return ev.FirstTimestamp.Time
+	}
+	return rec.Observed
+}
+
+func eventSource(ev *corev1.Event) string {
+	if ev.ReportingController != "" {
+		return ev.ReportingController
+	}
+	if ev.Source.Host != "" {
+		return ev.Source.Component + " on " + ev.Source.Host
+	}
+	return ev.Source.Component
+}
+
+// replayDependents finds the related objects whose ownerReferences named the
+// pod, when each was first seen so, and when it was deleted.
+func replayDependents(podUID string, related map[string][]store.Record) []Dependent {
+	var out []Dependent
+	for uid, recs := range related {
+		var d *Dependent
+		for _, rec := range recs {
+			var m metav1.PartialObjectMetadata
+			if err := json.Unmarshal(rec.Object, &m); err != nil {
+				continue
+			}
+			for _, o := range m.OwnerReferences {
+				if string(o.UID) == podUID && d == nil {
+					d = &Dependent{Kind: rec.Kind, Name: rec.Name, UID: uid, Since: rec.Observed,
+						Blocking: o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion}
+				}
+			}
+			if d != nil && (rec.Type == store.Deleted || rec.Type == store.DeletedUnknown) {
+				d.Deleted = rec.Observed
+			}
+		}
+		if d != nil {
+			out = append(out, *d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Since.Equal(out[j].Since) {
+			return out[i].Since.Before(out[j].Since)
+		}
+		return out[i].Kind+"/"+out[i].Name < out[j].Kind+"/"+out[j].Name
+	})
+	return out
+}

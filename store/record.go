@@ -1,0 +1,73 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventType says how the recorder came to see one revision of an object.
+type EventType string
+
+const (
+	// Initial marks an object that was already present when recording began:
+	// it came from the informer's initial list, so it is not a creation.
+	Initial EventType = "Initial"
+	// Added is an object created while recording.
+	Added EventType = "Added"
+	// Updated is a new revision of a recorded object.
+	Updated EventType = "Updated"
+	// Deleted is the deletion of an object, with its last known state.
+	Deleted EventType = "Deleted"
+	// DeletedUnknown is a deletion the watch missed (the informer relisted and
+	// the object was gone): the object is the last state the recorder saw, not
+	// the state at deletion.
+	DeletedUnknown EventType = "DeletedFinalStateUnknown"
+)
+
+// Record is one observed revision of one Kubernetes object. It is the unit the
+// tracer produces, the store keeps and diff replays.
+type Record struct {
+	// Seq is the record's position in the trace, assigned by the store when it
+	// is written; it increases strictly across the whole file.
+	Seq uint64 `json:"seq"`
+	// Session is the recording session that saw the record (see Session).
+	Session uint32 `json:"session"`
+	// Observed is when the recorder received the revision.
+	Observed time.Time `json:"observed"`
+	Type     EventType `json:"type"`
+
+	// APIVersion and Kind name the object's type, e.g. "v1" "Pod",
+	// "apps/v1" "ReplicaSet", "admissionregistration.k8s.io/v1"
+	// "MutatingWebhookConfiguration".
+	APIVersion      string `json:"apiVersion"`
+	Kind            string `json:"kind"`
+	Namespace       string `json:"namespace,omitempty"`
+	Name            string `json:"name"`
+	UID             string `json:"uid"`
+	ResourceVersion string `json:"resourceVersion"`
+
+	// Refs are the UIDs of the objects this one is about or belongs to: an
+	// Event's involvedObject, the owners in ownerReferences. The store indexes
+	// them, so the records about a pod (its events, its dependents) are found
+	// from the pod's UID.
+	Refs []string `json:"refs,omitempty"`
+
+	// Object is the object as JSON, apiVersion and kind set, managedFields
+	// kept. For Secrets and other metadata-only kinds it holds the metadata
+	// alone; Secret data is never recorded.
+	Object json.RawMessage `json:"object"`
+}
+
+// Session describes one run of `podtrace record` into a trace file.
+type Session struct {
+	ID            uint32    `json:"id"`
+	Server        string    `json:"server"`        // API server URL
+	ServerVersion string    `json:"serverVersion"` // e.g. v1.37.2
+	Context       string    `json:"context,omitempty"`
+	Namespace     string    `json:"namespace,omitempty"` // empty: all namespaces
+	Selector      string    `json:"selector,omitempty"`  // pod label selector
+	Args          []string  `json:"args,omitempty"`      // the command line, for the record
+	Started       time.Time `json:"started"`
+	Stopped       time.Time `json:"stopped,omitempty"` // zero while recording or if it crashed
+	Version       string    `json:"podtraceVersion"`
+}
