@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build cluster-binaries test unit-test integration-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build cluster-binaries test unit-test integration-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -43,12 +43,18 @@ demo: build cluster-binaries
 bench: build cluster-binaries
 	$(GO) test -run '^$$' -bench . -benchmem ./store/ ./diff/ ./report/
 
-## cluster-up / cluster-down: a local control plane to play with by hand.
-cluster-up: cluster-binaries
-	$(GO) run ./test/cluster/cmd/cluster up
+## cluster-up / cluster-down: a local control plane to play with by hand
+## (NODES=1, AUDIT_POLICY=file); down stops exactly what up started.
+$(BIN)/podtrace-cluster: FORCE
+	$(GO) build -o $@ ./test/cluster/cmd/cluster
 
-cluster-down:
-	$(GO) run ./test/cluster/cmd/cluster down
+cluster-up: cluster-binaries $(BIN)/podtrace-cluster
+	$(BIN)/podtrace-cluster up -nodes $(or $(NODES),1) $(if $(AUDIT_POLICY),-audit-policy $(AUDIT_POLICY))
+
+cluster-down: $(BIN)/podtrace-cluster
+	$(BIN)/podtrace-cluster down
+
+FORCE:
 
 clean:
 	rm -rf $(OUT)
