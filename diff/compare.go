@@ -98,11 +98,11 @@ func lookupList(parent reflect.Type, idx int) (listKind, bool) {
 	f := parent.Field(idx)
 	lk := &listKind{}
 	if f.Type.Kind() == reflect.Slice {
-		mergeKey := f.Tag.Get("patchMergeKey")
+		mergeKey := listKey(f)
 		strategy := f.Tag.Get("patchStrategy")
 		elem := f.Type.Elem()
 		switch {
-		case mergeKey != "" && elem.Kind() == reflect.Struct:
+		case mergeKey != "":
 			lk.key = mergeKey
 		case strings.Contains(strategy, "merge") && elem.Kind() == reflect.String:
 			lk.set = true
@@ -201,13 +201,29 @@ func init() {
 		seen[t] = true
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
-			if k := f.Tag.Get("patchMergeKey"); k != "" && f.Type.Kind() == reflect.Slice {
+			if k := listKey(f); k != "" {
 				mergeKeys.LoadOrStore(f.Type.Elem(), k)
 			}
 			walk(f.Type)
 		}
 	}
 	walk(reflect.TypeOf(corev1.Pod{}))
+}
+
+// listKey returns the field that keys the elements of a list field: its
+// patchMergeKey, or, for lists of named elements without one (container
+// statuses), "name". Lists of anything else have no key.
+func listKey(f reflect.StructField) string {
+	if f.Type.Kind() != reflect.Slice || f.Type.Elem().Kind() != reflect.Struct {
+		return ""
+	}
+	if k := f.Tag.Get("patchMergeKey"); k != "" {
+		return k
+	}
+	if jsonFieldIndex(f.Type.Elem(), "name") >= 0 {
+		return "name"
+	}
+	return ""
 }
 
 // jsonFieldIndex returns the index of the field of struct t whose JSON name

@@ -163,3 +163,15 @@ func TestAttribute(t *testing.T) {
 		t.Errorf("attribute with unchanged managedFields = %+v, want the API server", got)
 	}
 }
+
+func TestContainerStatusesKeyedByName(t *testing.T) {
+	old := basePod()
+	old.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "build"}, {Name: "helper"}}
+	cur := basePod()
+	cur.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "helper", Ready: true}, {Name: "build"}}
+	got := ComparePods(old, cur)
+	want := []Change{{Path: "status.containerStatuses[helper].ready", Op: OpAdd, New: "true"}}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Change{})); diff != "" {
+		t.Errorf("ComparePods (-want +got):\n%s", diff)
+	}
+}

@@ -30,6 +30,17 @@ func (s Severity) String() string {
 // MarshalText implements encoding.TextMarshaler.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *Severity) UnmarshalText(b []byte) error {
+	for v := Info; v <= Critical; v++ {
+		if v.String() == string(b) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown severity %q", b)
+}
+
 // Finding is one diagnosis about a pod: a stable id, a headline, the evidence
 // in the recording that supports it and what to check next.
 type Finding struct {

@@ -48,6 +48,13 @@ func (d Duration) String() string { return time.Duration(d).Round(time.Second).S
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
+}
+
 // Phase names a milestone of the pod's life.
 type Phase struct {
 	Name   string    `json:"name"`
@@ -143,6 +150,9 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 				step.Actors = creators(pod)
 			}
 		}
+		if len(step.Actors) == 1 && step.Actors[0] == APIServer {
+			step.Actors = []Actor{serverActor(step, prev, pod)}
+		}
 		lc.Steps = append(lc.Steps, step)
 		lc.pods = append(lc.pods, pod)
 		prev = pod
@@ -154,6 +164,34 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	lc.Admission = replayAdmission(lc, in, opts.Admission)
 	lc.Findings = diagnose(lc, in)
 	return lc, nil
+}
+
+// serverActor names, from the Kubernetes semantics of the fields that
+// changed, the request behind a revision that no field manager wrote:
+// bindings, deletions and the kubelet's final delete do not touch
+// managedFields.
+func serverActor(step Step, prev, pod *corev1.Pod) Actor {
+	has := func(path string, op Op) bool {
+		for _, c := range step.Changes {
+			if c.Path == path && c.Op == op {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case step.Type == store.Deleted || step.Type == store.DeletedUnknown:
+		return Actor{Who: "the API server, removing the pod (no finalizer left, grace period over)"}
+	case has("spec.nodeName", OpAdd):
+		// spec.nodeName is set once, through the pods/binding subresource,
+		// by the scheduler the pod names.
+		return Actor{Subresource: "binding", Who: fmt.Sprintf("the scheduler (%s), binding", pod.Spec.SchedulerName)}
+	case has("metadata.deletionTimestamp", OpAdd):
+		return Actor{Who: "a DELETE request (the client is named only in the audit log)"}
+	case has("metadata.deletionTimestamp", OpChange) && (pod.DeletionGracePeriodSeconds == nil || *pod.DeletionGracePeriodSeconds == 0):
+		return Actor{Who: "a DELETE with grace period 0 (the kubelet confirming the containers stopped, or a forced delete)"}
+	}
+	return APIServer
 }
 
 func managed(p *corev1.Pod) []metav1.ManagedFieldsEntry {
@@ -438,8 +476,14 @@ func replayEvents(recs []store.Record) []Event {
 			continue
 		}
 		counts[rec.UID] = count
+		// Events carry second-precision times; one seen while recording is
+		// placed when it was seen, so it sorts right among the revisions.
+		t := eventTime(&ev, rec)
+		if rec.Type != store.Initial && rec.Observed.After(t) {
+			t = rec.Observed
+		}
 		out = append(out, Event{
-			Seq: rec.Seq, Time: eventTime(&ev, rec), Type: ev.Type, Reason: ev.Reason,
+			Seq: rec.Seq, Time: t, Type: ev.Type, Reason: ev.Reason,
 			Message: ev.Message, Source: eventSource(&ev), Count: count,
 		})
 	}
