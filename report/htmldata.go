@@ -1,0 +1,538 @@
+package report
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/podtrace/podtrace/diff"
+)
+
+// htmlData is the trace as the HTML page's script reads it. html/template
+// marshals it into <script type="application/json" id="data">; encoding/json
+// escapes <, > and & in it, so no string from the cluster can end the script
+// element.
+//
+// A thousand pods of a hundred revisions would make tens of megabytes of
+// plain diff.Lifecycle JSON, mostly the same field names, paths, managers
+// and timestamps over and over; so the page gets a compact form:
+//
+//	{
+//	  "format": "podtrace-report/2",
+//	  "file": "...", "generated": "RFC 3339", "sessions": [store.Session...],
+//	  "base": 1773478800000,     // Unix ms; every time below is ms from it
+//	  "strings": ["...", ...],   // each distinct string once, most used first
+//	  "actors": [[manager s, who s], ...],
+//	  "webhooks": [diff.Webhook...],
+//	  "pods": [{
+//	    "namespace": s, "name": s, "uid": "...", "node": s, "outcome": s,
+//	    "end": t, "terminating": "6m30s",
+//	    "phases": [[name s, time t, seq, detail s, actor s], ...],
+//	    "steps": [[seq +, time +, type s, resourceVersion +, [actor...], [change...], [phase s...]?], ...],
+//	    "creationDetails": [i, ...],
+//	    "events": [[seq +, time +, type s, reason s, message s, source s, count], ...],
+//	    "dependents": [[kind s, name s, uid, since t, deleted t or null, blockOwnerDeletion 0/1], ...],
+//	    "findings": [{"id", "severity", "headline", "evidence": [[seq, t or null, text]], "suspects": [webhook...], "next": [...]}],
+//	    "admission": {"source", "changes": [[path s, op, old s, new s, by s, certainty s], ...],
+//	                  "defaultsHidden", "webhooks": [webhook...], "notes": [...]}   // when known
+//	  }]
+//	}
+//
+// where s is an index into strings, t a time in ms from base, webhook an
+// index into webhooks and actor one into actors; + marks a delta from the
+// same field of the item before (the first from 0, or from base for
+// times). A resourceVersion is a number (a delta after the first) while it
+// and the one before are plain numbers, else a string.
+//
+// A change is [path*3 + op, value, manager s, old s]: op 0 adds, 1 removes,
+// 2 changes a field; value is the new value, or the old one of a removal.
+// manager is left out when it is the manager of the step's only actor (or
+// empty when there are several), and old is left out when it is the value
+// the pod's last change of the same path set (or "" when none did).
+// creationDetails lists the changes of the first step that the text report
+// also folds away: the fields set at creation that tell no story.
+type htmlData struct{ tr *Trace }
+
+// MarshalJSON implements json.Marshaler.
+func (d htmlData) MarshalJSON() ([]byte, error) {
+	e := &dataEncoder{ids: map[string]int32{}, actor: map[actorKey]int{}, webhook: map[string]int{}}
+	e.base = dataBase(d.tr).UnixMilli()
+	// The first pass interns the strings and records which string each
+	// reference was; the second writes, numbering the strings by use, most
+	// used first, so the most used get the shortest numbers.
+	e.counting = true
+	e.pods(d.tr)
+	e.counting = false
+	e.rankStrings()
+
+	e.raw(`{"format":"podtrace-report/2","file":`)
+	e.json(d.tr.File)
+	e.raw(`,"generated":`)
+	e.json(d.tr.Generated)
+	e.raw(`,"sessions":`)
+	e.json(d.tr.Sessions)
+	e.raw(`,"base":`)
+	e.int(e.base)
+	e.raw(`,"strings":`)
+	e.json(e.ranked)
+	e.raw(`,"actors":[`)
+	for i, a := range e.actors {
+		e.sep(i)
+		e.raw("[")
+		e.int(int64(e.rank[a.manager]))
+		e.raw(",")
+		e.int(int64(e.rank[a.who]))
+		e.raw("]")
+	}
+	e.raw(`],"webhooks":[`)
+	for i, w := range e.webhooks {
+		e.sep(i)
+		e.raw(w)
+	}
+	e.raw("]")
+	e.pods(d.tr)
+	e.raw("}")
+	return e.b, e.err
+}
+
+// dataBase is the time the page's times count from: the start of the
+// recording window, or of the earliest pod.
+func dataBase(tr *Trace) time.Time {
+	base, _ := tr.Window()
+	for _, p := range tr.Pods {
+		if len(p.Steps) > 0 && (base.IsZero() || p.Steps[0].Time.Before(base)) {
+			base = p.Steps[0].Time
+		}
+	}
+	return base.Truncate(time.Second)
+}
+
+type dataEncoder struct {
+	counting bool
+	b        []byte
+	err      error
+	base     int64 // Unix ms
+
+	ids    map[string]int32 // string -> id, in order of first use
+	strs   []string         // by id
+	uses   []int32          // by id
+	tokens []int32          // the id of every reference, in order
+	next   int              // the next token to write
+	rank   []int32          // id -> index in the written table
+	ranked []string
+
+	actor  map[actorKey]int
+	actors []actorKey
+
+	webhook  map[string]int // JSON -> index
+	webhooks []string
+
+	last map[string]string // path -> the value the pod's last change of it set
+}
+
+type actorKey struct{ manager, who int32 }
+
+func (e *dataEncoder) rankStrings() {
+	order := make([]int32, len(e.strs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return int(e.uses[b] - e.uses[a]) })
+	e.rank = make([]int32, len(e.strs))
+	e.ranked = make([]string, len(e.strs))
+	for r, id := range order {
+		e.rank[id] = int32(r)
+		e.ranked[r] = e.strs[id]
+	}
+	e.next = 0
+}
+
+func (e *dataEncoder) raw(s string) {
+	if !e.counting {
+		e.b = append(e.b, s...)
+	}
+}
+
+func (e *dataEncoder) sep(i int) {
+	if i > 0 {
+		e.raw(",")
+	}
+}
+
+func (e *dataEncoder) int(n int64) {
+	if !e.counting {
+		e.b = strconv.AppendInt(e.b, n, 10)
+	}
+}
+
+// intern returns the id of s, counting a use, in the first pass; in the
+// second it returns the rank of the string the same reference had.
+func (e *dataEncoder) intern(s string) int32 {
+	if e.counting {
+		id, ok := e.ids[s]
+		if !ok {
+			id = int32(len(e.strs))
+			e.ids[s] = id
+			e.strs = append(e.strs, s)
+			e.uses = append(e.uses, 0)
+		}
+		e.uses[id]++
+		e.tokens = append(e.tokens, id)
+		return id
+	}
+	id := e.tokens[e.next]
+	e.next++
+	return e.rank[id]
+}
+
+// str writes the index of s in the string table.
+func (e *dataEncoder) str(s string) { e.int(int64(e.intern(s))) }
+
+// json writes v as ordinary JSON.
+func (e *dataEncoder) json(v any) {
+	if e.counting || e.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		e.err = err
+		return
+	}
+	e.b = append(e.b, b...)
+}
+
+// time writes t in ms from the base, or null.
+func (e *dataEncoder) time(t time.Time) {
+	if t.IsZero() {
+		e.raw("null")
+		return
+	}
+	e.int(t.UnixMilli() - e.base)
+}
+
+// plainNumber returns rv as a number if it is a plain one that a page's
+// script holds exactly.
+func plainNumber(rv string) (int64, bool) {
+	if len(rv) == 0 || len(rv) > 15 || rv[0] == '0' {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(rv); i++ {
+		if rv[i] < '0' || rv[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(rv[i]-'0')
+	}
+	return n, true
+}
+
+// actorIndex returns the index of a step's actor in the actor table. The
+// table is built in the first pass; its strings are interned then, once.
+func (e *dataEncoder) actorIndex(a diff.Actor) int {
+	if !e.counting {
+		id := e.tokens[e.next]
+		e.next++
+		return int(id)
+	}
+	k := actorKey{e.intern(a.Manager), e.intern(a.Who)}
+	e.tokens = e.tokens[:len(e.tokens)-2] // the table holds the strings, not this reference
+	i, ok := e.actor[k]
+	if !ok {
+		i = len(e.actors)
+		e.actor[k] = i
+		e.actors = append(e.actors, k)
+	} else {
+		e.uses[k.manager]--
+		e.uses[k.who]--
+	}
+	e.tokens = append(e.tokens, int32(i))
+	return i
+}
+
+// webhookIndex returns the index of w in the webhook table, adding it in
+// the first pass.
+func (e *dataEncoder) webhookIndex(w diff.Webhook) int {
+	if !e.counting {
+		id := e.tokens[e.next]
+		e.next++
+		return int(id)
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		e.err = err
+	}
+	i, ok := e.webhook[string(b)]
+	if !ok {
+		i = len(e.webhooks)
+		e.webhook[string(b)] = i
+		e.webhooks = append(e.webhooks, string(b))
+	}
+	e.tokens = append(e.tokens, int32(i))
+	return i
+}
+
+func (e *dataEncoder) webhookList(ws []diff.Webhook) {
+	e.raw("[")
+	for i, w := range ws {
+		e.sep(i)
+		e.int(int64(e.webhookIndex(w)))
+	}
+	e.raw("]")
+}
+
+var opCodes = map[diff.Op]int64{diff.OpAdd: 0, diff.OpRemove: 1, diff.OpChange: 2}
+
+func (e *dataEncoder) pods(tr *Trace) {
+	e.raw(`,"pods":[`)
+	for i, p := range tr.Pods {
+		e.sep(i)
+		e.pod(p)
+	}
+	e.raw("]")
+}
+
+func (e *dataEncoder) pod(p *diff.Lifecycle) {
+	e.raw(`{"namespace":`)
+	e.str(p.Namespace)
+	e.raw(`,"name":`)
+	e.str(p.Name)
+	e.raw(`,"uid":`)
+	e.json(p.UID)
+	e.raw(`,"node":`)
+	e.str(p.Node)
+	e.raw(`,"outcome":`)
+	e.str(p.Outcome)
+	e.raw(`,"end":`)
+	e.time(p.RecordingEnd)
+	if p.Terminating != 0 {
+		e.raw(`,"terminating":`)
+		e.json(p.Terminating.String())
+	}
+
+	e.raw(`,"phases":[`)
+	for i, ph := range p.Phases {
+		e.sep(i)
+		e.raw("[")
+		e.str(ph.Name)
+		e.raw(",")
+		e.time(ph.Time)
+		e.raw(",")
+		e.int(int64(ph.Seq))
+		e.raw(",")
+		e.str(ph.Detail)
+		e.raw(",")
+		e.str(ph.Actor)
+		e.raw("]")
+	}
+
+	e.raw(`],"steps":[`)
+	e.steps(p.Steps)
+	e.raw(`],"creationDetails":[`)
+	if len(p.Steps) > 0 {
+		n := 0
+		for j, c := range p.Steps[0].Changes {
+			if !isStoryField(c) {
+				e.sep(n)
+				e.int(int64(j))
+				n++
+			}
+		}
+	}
+
+	e.raw(`],"events":[`)
+	var seq uint64
+	ms := e.base
+	for i, ev := range p.Events {
+		e.sep(i)
+		e.raw("[")
+		e.int(int64(ev.Seq) - int64(seq))
+		seq = ev.Seq
+		e.raw(",")
+		t := ev.Time.UnixMilli()
+		e.int(t - ms)
+		ms = t
+		e.raw(",")
+		e.str(ev.Type)
+		e.raw(",")
+		e.str(ev.Reason)
+		e.raw(",")
+		e.str(ev.Message)
+		e.raw(",")
+		e.str(ev.Source)
+		e.raw(",")
+		e.int(int64(ev.Count))
+		e.raw("]")
+	}
+
+	e.raw(`],"dependents":[`)
+	for i, d := range p.Dependents {
+		e.sep(i)
+		e.raw("[")
+		e.str(d.Kind)
+		e.raw(",")
+		e.str(d.Name)
+		e.raw(",")
+		e.json(d.UID)
+		e.raw(",")
+		e.time(d.Since)
+		e.raw(",")
+		e.time(d.Deleted)
+		if d.Blocking {
+			e.raw(",1]")
+		} else {
+			e.raw(",0]")
+		}
+	}
+
+	e.raw(`],"findings":[`)
+	for i, f := range p.Findings {
+		e.sep(i)
+		e.raw(`{"id":`)
+		e.json(f.ID)
+		e.raw(`,"severity":`)
+		e.json(f.Severity.String())
+		e.raw(`,"headline":`)
+		e.json(f.Headline)
+		e.raw(`,"evidence":[`)
+		for j, ev := range f.Evidence {
+			e.sep(j)
+			e.raw("[")
+			e.int(int64(ev.Seq))
+			e.raw(",")
+			e.time(ev.Time)
+			e.raw(",")
+			e.json(ev.Text)
+			e.raw("]")
+		}
+		e.raw(`],"suspects":`)
+		e.webhookList(f.Suspects)
+		e.raw(`,"next":`)
+		if f.Next == nil {
+			e.raw("[]")
+		} else {
+			e.json(f.Next)
+		}
+		e.raw("}")
+	}
+	e.raw("]")
+	if a := p.Admission; a != nil {
+		e.raw(`,"admission":{"source":`)
+		e.json(a.Source)
+		e.raw(`,"changes":[`)
+		for i, c := range a.Changes {
+			e.sep(i)
+			e.raw("[")
+			e.str(c.Path)
+			e.raw(",")
+			e.int(opCodes[c.Op])
+			e.raw(",")
+			e.str(c.Old)
+			e.raw(",")
+			e.str(c.New)
+			e.raw(",")
+			e.str(c.By)
+			e.raw(",")
+			e.str(c.Certainty)
+			e.raw("]")
+		}
+		e.raw(`],"defaultsHidden":`)
+		e.int(int64(a.Defaults))
+		e.raw(`,"webhooks":`)
+		e.webhookList(a.Webhooks)
+		e.raw(`,"notes":`)
+		if a.Notes == nil {
+			e.raw("[]")
+		} else {
+			e.json(a.Notes)
+		}
+		e.raw("}")
+	}
+	e.raw("}")
+}
+
+func (e *dataEncoder) steps(steps []diff.Step) {
+	if e.last == nil {
+		e.last = map[string]string{}
+	}
+	clear(e.last)
+	var seq uint64
+	ms := e.base
+	var rv int64
+	rvNumber := false
+	for i, s := range steps {
+		e.sep(i)
+		e.raw("[")
+		e.int(int64(s.Seq) - int64(seq))
+		seq = s.Seq
+		e.raw(",")
+		t := s.Time.UnixMilli()
+		e.int(t - ms)
+		ms = t
+		e.raw(",")
+		e.str(string(s.Type))
+		e.raw(",")
+		n, isNumber := plainNumber(s.ResourceVersion)
+		switch {
+		case isNumber && i == 0:
+			e.int(n)
+		case isNumber && rvNumber:
+			e.int(n - rv)
+		default:
+			e.json(s.ResourceVersion)
+		}
+		rv, rvNumber = n, isNumber
+		e.raw(",[")
+		for j, a := range s.Actors {
+			e.sep(j)
+			e.int(int64(e.actorIndex(a)))
+		}
+		e.raw("],[")
+		manager := ""
+		if len(s.Actors) == 1 {
+			manager = s.Actors[0].Manager
+		}
+		for j, c := range s.Changes {
+			e.sep(j)
+			e.change(c, manager)
+		}
+		e.raw("]")
+		if len(s.Phases) > 0 {
+			e.raw(",[")
+			for j, ph := range s.Phases {
+				e.sep(j)
+				e.str(ph)
+			}
+			e.raw("]")
+		}
+		e.raw("]")
+	}
+}
+
+// change writes [path*3 + op, value, manager, old], leaving out the old
+// value the reader knows and the manager it can tell.
+func (e *dataEncoder) change(c diff.Change, manager string) {
+	e.raw("[")
+	e.int(int64(e.intern(c.Path))*3 + opCodes[c.Op])
+	e.raw(",")
+	value := c.New
+	if c.Op == diff.OpRemove {
+		value = c.Old
+	}
+	e.str(value)
+	knownOld := c.Op != diff.OpChange || e.last[c.Path] == c.Old
+	if !knownOld || c.Manager != manager {
+		e.raw(",")
+		e.str(c.Manager)
+	}
+	if !knownOld {
+		e.raw(",")
+		e.str(c.Old)
+	}
+	e.raw("]")
+	if c.Op == diff.OpRemove {
+		e.last[c.Path] = ""
+	} else {
+		e.last[c.Path] = c.New
+	}
+}

@@ -1,0 +1,286 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/podtrace/podtrace/diff"
+)
+
+// Markdown writes a summary of the trace to paste into a GitHub or GitLab
+// issue: the recording, a table of the pods, and for each pod with findings
+// the findings with their evidence and the decisive changes of its life.
+// Strings from the cluster are escaped so that they stay text: they cannot
+// break a table, open a code span, make a link or add markup.
+func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
+	opts.Color = false
+	t := &textWriter{w: w, opts: opts}
+	t.printf("## podtrace report\n\n")
+	t.printf("**Trace** %s", mdText(tr.File))
+	if !tr.Generated.IsZero() {
+		t.printf(" · **Generated** %s", t.stamp(tr.Generated))
+	}
+	t.printf("\n\n")
+	if len(tr.Sessions) > 0 {
+		t.printf("| Session | Server | Version | Started | Stopped |\n|---|---|---|---|---|\n")
+		for _, s := range tr.Sessions {
+			stop := "still recording, or interrupted"
+			if !s.Stopped.IsZero() {
+				stop = t.stamp(s.Stopped)
+			}
+			server := mdText(s.Server)
+			if s.Context != "" {
+				server += " (context " + mdText(s.Context) + ")"
+			}
+			t.printf("| %d | %s | %s | %s | %s |\n", s.ID, server, mdText(s.ServerVersion), t.stamp(s.Started), stop)
+		}
+		t.printf("\n")
+	}
+	if start, end := tr.Window(); !start.IsZero() {
+		t.printf("**Window** %s to %s (%s)  \n", t.stamp(start), t.stamp(end), end.Sub(start).Round(1e9))
+	}
+	t.printf("**Pods** %d: %s  \n", len(tr.Pods), mdText(outcomeLine(tr.Outcomes())))
+	fs := tr.Findings()
+	t.printf("**Findings** %d\n\n", len(fs))
+	for _, f := range fs {
+		t.printf("- **%s** %s/%s %s: %s\n", strings.ToUpper(f.Severity.String()), mdText(f.Pod.Namespace), mdText(f.Pod.Name), mdCode(f.ID), mdText(f.Headline))
+	}
+	if len(fs) == 0 {
+		t.printf("No findings: nothing abnormal in the recorded pods.\n")
+	}
+
+	t.printf("\n### Pods\n\n| Namespace | Name | Outcome | Revisions | Events | Findings |\n|---|---|---|--:|--:|---|\n")
+	for _, p := range tr.Pods {
+		var ids []string
+		for _, f := range p.Findings {
+			ids = append(ids, f.ID)
+		}
+		t.printf("| %s | %s | %s | %d | %d | %s |\n", mdText(p.Namespace), mdText(p.Name), mdText(outcomeText(p)),
+			len(p.Steps), len(p.Events), mdText(orDash(strings.Join(ids, ", "))))
+	}
+	for _, p := range tr.Pods {
+		if len(p.Findings) > 0 {
+			t.mdPod(p)
+		}
+	}
+	return t.err
+}
+
+func outcomeText(p *diff.Lifecycle) string {
+	if p.Outcome == "Terminating" && p.Terminating != 0 {
+		return p.Outcome + " for " + p.Terminating.String()
+	}
+	return p.Outcome
+}
+
+func (t *textWriter) mdPod(p *diff.Lifecycle) {
+	t.printf("\n### %s/%s: %s\n\n", mdText(p.Namespace), mdText(p.Name), mdText(outcomeText(p)))
+	t.printf("UID %s", mdText(p.UID))
+	if p.Node != "" {
+		t.printf(" · node %s", mdText(p.Node))
+	}
+	t.printf(" · %s\n", mdText(PhasePath(p)))
+	for _, f := range p.Findings {
+		t.printf("\n**%s** %s: %s\n\n", strings.ToUpper(f.Severity.String()), mdCode(f.ID), mdText(f.Headline))
+		for _, e := range f.Evidence {
+			// The revision goes in code: a bare #13 would link to issue 13.
+			var when []string
+			if !e.Time.IsZero() {
+				when = append(when, t.clock(e.Time))
+			}
+			if e.Seq != 0 {
+				when = append(when, fmt.Sprintf("#%d", e.Seq))
+			}
+			if len(when) > 0 {
+				t.printf("- %s %s\n", mdCode(strings.Join(when, " ")), mdText(e.Text))
+			} else {
+				t.printf("- %s\n", mdText(e.Text))
+			}
+		}
+		if len(f.Suspects) > 0 {
+			t.printf("\nSuspects, admission webhooks that intercept this request:\n\n")
+			for _, w := range f.Suspects {
+				t.printf("- %s\n", mdWebhook(w))
+			}
+		}
+		if len(f.Next) > 0 {
+			t.printf("\nNext:\n\n")
+			for _, n := range f.Next {
+				t.printf("- %s\n", mdText(n))
+			}
+		}
+	}
+	if a := p.Admission; a != nil && (len(a.Changes) > 0 || len(a.Notes) > 0) {
+		t.printf("\nAdmission, compared with %s:\n\n", mdText(a.Source))
+		for _, c := range a.Changes {
+			t.printf("- %s by %s (%s)\n", mdText(changeText(c.Change)), mdText(c.By), mdText(c.Certainty))
+		}
+		for _, n := range a.Notes {
+			t.printf("- %s\n", mdText(n))
+		}
+	}
+	lines := t.decisive(p)
+	if len(lines) > 0 {
+		body := strings.Join(lines, "\n")
+		fence := codeFence(body)
+		t.printf("\nDecisive changes:\n\n%stext\n%s\n%s\n", fence, body, fence)
+	}
+}
+
+func mdWebhook(w diff.Webhook) string {
+	s := fmt.Sprintf("%s %s (configuration %s): failurePolicy %s, rules %s", strings.TrimSuffix(w.Kind, "Configuration"),
+		mdText(w.Name), mdText(w.Configuration), mdText(w.FailurePolicy), mdText(w.Rules))
+	if w.NamespaceSelector != "" {
+		s += ", namespaceSelector " + mdText(w.NamespaceSelector)
+	}
+	if w.ObjectSelector != "" {
+		s += ", objectSelector " + mdText(w.ObjectSelector)
+	}
+	for _, c := range w.MatchConditions {
+		s += "; matchCondition (not evaluated) " + mdText(c)
+	}
+	if w.Uncertain != "" {
+		s += "; uncertain: " + mdText(w.Uncertain)
+	}
+	return s
+}
+
+// decisive returns the lines of the fenced block of a pod's decisive
+// changes: every revision that reached a phase or changed the finalizers,
+// the deletion or an image, with those changes.
+func (t *textWriter) decisive(p *diff.Lifecycle) []string {
+	var out []string
+	indent := strings.Repeat(" ", 14)
+	for i, s := range p.Steps {
+		var changes []string
+		for _, c := range s.Changes {
+			changes = append(changes, decisiveChanges(c)...)
+		}
+		if len(changes) == 0 && len(s.Phases) == 0 {
+			continue
+		}
+		what := strings.ToLower(string(s.Type))
+		switch {
+		case i == 0 && s.Type == "Added":
+			what = "created"
+		case i == 0 && s.Type == "Initial":
+			what = "already present"
+		}
+		line := fmt.Sprintf("%s  #%-5d %s by %s", t.clock(s.Time), s.Seq, what, actors(s.Actors))
+		if len(s.Phases) > 0 {
+			line += "  [" + strings.Join(s.Phases, ", ") + "]"
+		}
+		out = append(out, line)
+		for _, c := range changes {
+			out = append(out, indent+c)
+		}
+	}
+	return out
+}
+
+// decisiveChanges renders a change if it is one the story turns on: the
+// finalizers, the deletion, the node, the phase, an image. A container added
+// or removed whole shows as its image.
+func decisiveChanges(c diff.Change) []string {
+	p := c.Path
+	switch {
+	case strings.HasPrefix(p, "metadata.finalizers"), strings.HasPrefix(p, "metadata.deletionTimestamp"),
+		strings.HasPrefix(p, "metadata.deletionGracePeriodSeconds"), p == "spec.nodeName", p == "status.phase",
+		isContainerList(p) && strings.HasSuffix(p, "].image"):
+		return []string{changeText(c)}
+	case isContainerList(p) && strings.HasSuffix(p, "]") && strings.Count(p, "[") == 1:
+		// spec.containers[build] added or removed whole
+		v := c.New
+		if c.Op == diff.OpRemove {
+			v = c.Old
+		}
+		var ct struct {
+			Image string `json:"image"`
+		}
+		if json.Unmarshal([]byte(v), &ct) == nil && ct.Image != "" && c.Op != diff.OpChange {
+			return []string{changeText(diff.Change{Path: p + ".image", Op: c.Op, New: ct.Image, Old: ct.Image})}
+		}
+	case p == "spec.containers" || p == "spec.initContainers" || p == "spec.ephemeralContainers":
+		v := c.New
+		if c.Op == diff.OpRemove {
+			v = c.Old
+		}
+		var cts []struct {
+			Name  string `json:"name"`
+			Image string `json:"image"`
+		}
+		if json.Unmarshal([]byte(v), &cts) == nil && c.Op != diff.OpChange {
+			var out []string
+			for _, ct := range cts {
+				out = append(out, changeText(diff.Change{Path: p + "[" + ct.Name + "].image", Op: c.Op, New: ct.Image, Old: ct.Image}))
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+func isContainerList(p string) bool {
+	return strings.HasPrefix(p, "spec.containers[") || strings.HasPrefix(p, "spec.initContainers[") || strings.HasPrefix(p, "spec.ephemeralContainers[")
+}
+
+// changeText renders a change the way the text report does: + path value,
+// - path value, ~ path old -> new.
+func changeText(c diff.Change) string {
+	switch c.Op {
+	case diff.OpAdd:
+		if c.New == "" {
+			return "+ " + c.Path
+		}
+		return "+ " + c.Path + "  " + shorten(c.New)
+	case diff.OpRemove:
+		if c.Old == "" {
+			return "- " + c.Path
+		}
+		return "- " + c.Path + "  " + shorten(c.Old)
+	}
+	return "~ " + c.Path + "  " + shorten(c.Old) + " -> " + shorten(c.New)
+}
+
+// mdEscaper backslash-escapes the characters that make markup in GitHub and
+// GitLab markdown, and turns line breaks into spaces, so that a string stays
+// one line of text, also inside a table cell.
+var mdEscaper = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", `*`, `\*`, `_`, `\_`, `[`, `\[`, `]`, `\]`, `<`, `\<`,
+	`|`, `\|`, `~`, `\~`, `&`, `\&`, `#`, `\#`, "\r\n", " ", "\n", " ", "\r", " ",
+)
+
+func mdText(s string) string { return mdEscaper.Replace(s) }
+
+// mdCode renders s as an inline code span, delimited by more backticks than
+// it holds in a row. Not for table cells, where a | would still split it.
+func mdCode(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	fence := strings.Repeat("`", backtickRun(s)+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+// codeFence returns a fence of backticks longer than any run of backticks in
+// body, so that the block cannot be closed from inside.
+func codeFence(body string) string {
+	return strings.Repeat("`", max(3, backtickRun(body)+1))
+}
+
+// backtickRun returns the length of the longest run of backticks in s.
+func backtickRun(s string) int {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return longest
+}

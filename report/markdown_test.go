@@ -1,0 +1,136 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMarkdownGolden(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Markdown(&buf, fixtureTrace(t), TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.md.golden", buf.String())
+}
+
+func TestMarkdownLocation(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Markdown(&buf, fixtureTrace(t), TextOptions{Location: time.FixedZone("CET", 3600)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2026-03-14 10:15:00 CET", "`10:03:20.500 #13`"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("times are not shown in the zone asked for: no %q", want)
+		}
+	}
+}
+
+// unescapedPipes counts the | of a table row that separate cells.
+func unescapedPipes(line string) int {
+	n := 0
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '\\':
+			i++
+		case '|':
+			n++
+		}
+	}
+	return n
+}
+
+// TestMarkdownTablesHold checks that every row of every table has as many
+// cells as its header, whatever the cluster strings held, and that the
+// fenced blocks are closed by their own fence.
+func TestMarkdownTablesHold(t *testing.T) {
+	tr := fixtureTrace(t)
+	// Pipes, backticks and line breaks where the tables show cluster
+	// strings.
+	tr.Sessions[0].Server = "https://a|b`c\nd"
+	tr.Sessions[0].ServerVersion = "v1|2"
+	fixturePod(t, tr, "hostile").Outcome = "Odd|`outcome`\n| x | y |"
+	fixturePod(t, tr, "hostile").Findings[0].ID = "id|with|pipes"
+	var buf bytes.Buffer
+	if err := Markdown(&buf, tr, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	header := 0
+	fence := ""
+	for i, line := range lines {
+		if fence != "" {
+			if line == fence {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(line, "```") {
+			fence = strings.TrimRight(line, "abcdefghijklmnopqrstuvwxyz")
+			continue
+		}
+		if !strings.HasPrefix(line, "|") {
+			header = 0
+			continue
+		}
+		if header == 0 {
+			header = unescapedPipes(line)
+			continue
+		}
+		if got := unescapedPipes(line); got != header {
+			t.Errorf("line %d has %d cell separators, its table's header %d:\n%s", i+1, got, header, line)
+		}
+	}
+	if fence != "" {
+		t.Errorf("a fenced block (%s) is never closed", fence)
+	}
+	if !strings.Contains(buf.String(), `Odd\|\`+"`"+`outcome\`+"`"+` \| x \| y \|`) {
+		t.Errorf("the odd outcome is not escaped as expected:\n%s", buf.String())
+	}
+}
+
+func TestMarkdownEscaping(t *testing.T) {
+	tests := []struct {
+		name, in, text, code string
+	}{
+		{"plain", "runner-x7k2p-project-42", "runner-x7k2p-project-42", "`runner-x7k2p-project-42`"},
+		{"pipe and backticks", "a|b `c` ```d", "a\\|b \\`c\\` \\`\\`\\`d", "````a|b `c` ```d````"},
+		{"markup", "<script>alert(1)</script>", `\<script>alert(1)\</script>`, "`<script>alert(1)</script>`"},
+		{"link", "[click](javascript:alert(1))", `\[click\](javascript:alert(1))`, "`[click](javascript:alert(1))`"},
+		{"emphasis and issue refs", "*bold* _it_ #12 ~~x~~ &amp;", `\*bold\* \_it\_ \#12 \~\~x\~\~ \&amp;`, "`*bold* _it_ #12 ~~x~~ &amp;`"},
+		{"line breaks", "a\nb\r\nc", "a b c", "`a b c`"},
+		{"backslash", `a\|b`, `a\\\|b`, "`a\\|b`"},
+		{"backtick at the edge", "`x", "\\`x", "`` `x ``"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mdText(tc.in); got != tc.text {
+				t.Errorf("mdText(%q) = %q, want %q", tc.in, got, tc.text)
+			}
+			if got := mdCode(tc.in); got != tc.code {
+				t.Errorf("mdCode(%q) = %q, want %q", tc.in, got, tc.code)
+			}
+		})
+	}
+	for body, want := range map[string]string{"plain": "```", "has ``` inside": "````", "has ````` inside": "``````"} {
+		if got := codeFence(body); got != want {
+			t.Errorf("codeFence(%q) = %q, want %q", body, got, want)
+		}
+	}
+}
+
+func TestMarkdownNoFindings(t *testing.T) {
+	tr := fixtureTrace(t)
+	for _, p := range tr.Pods {
+		p.Findings = nil
+	}
+	var buf bytes.Buffer
+	if err := Markdown(&buf, tr, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "No findings") || strings.Contains(out, "Decisive changes") {
+		t.Errorf("with no findings, want the all-clear and no pod sections:\n%s", out)
+	}
+}

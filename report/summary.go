@@ -1,0 +1,76 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Text writes the summary of a whole trace: the recording, every finding
+// most severe first, and every pod with its phase path and counts.
+func Text(w io.Writer, tr *Trace, opts TextOptions) error {
+	t := &textWriter{w: w, opts: opts}
+	start, end := tr.Window()
+	t.printf("%s %s\n", t.paint(cBold, "Trace"), tr.File)
+	for _, s := range tr.Sessions {
+		stop := "still recording (or interrupted)"
+		if !s.Stopped.IsZero() {
+			stop = t.stamp(s.Stopped)
+		}
+		t.printf("Session %d: %s (server %s), %s to %s\n", s.ID, s.Server, s.ServerVersion, t.stamp(s.Started), stop)
+	}
+	if !start.IsZero() {
+		t.printf("Window:  %s to %s (%s)\n", t.stamp(start), t.stamp(end), end.Sub(start).Round(1e9))
+	}
+	t.printf("Pods:    %d (%s)\n", len(tr.Pods), outcomeLine(tr.Outcomes()))
+
+	fs := tr.Findings()
+	if len(fs) > 0 {
+		t.printf("\n%s\n", t.paint(cBold, "Findings"))
+		for _, f := range fs {
+			t.printf("  %s %s/%s %s: %s\n", t.paint(severityColor(f.Severity), strings.ToUpper(f.Severity.String())),
+				f.Pod.Namespace, f.Pod.Name, f.ID, f.Headline)
+		}
+	} else {
+		t.printf("\n%s\n", t.paint(cGreen, "No findings: nothing abnormal in the recorded pods."))
+	}
+	t.printf("\n%s\n", t.paint(cBold, "Pods"))
+	if t.err != nil {
+		return t.err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAMESPACE\tNAME\tOUTCOME\tREVISIONS\tEVENTS\tFINDINGS\tPHASES")
+	for _, p := range tr.Pods {
+		var ids []string
+		for _, f := range p.Findings {
+			ids = append(ids, f.ID)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\t%s\n", p.Namespace, p.Name, p.Outcome, len(p.Steps), len(p.Events), orDash(strings.Join(ids, ",")), PhasePath(p))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func outcomeLine(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

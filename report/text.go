@@ -1,0 +1,364 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/podtrace/podtrace/diff"
+)
+
+// TextOptions control the text renderings.
+type TextOptions struct {
+	// Color adds ANSI colours; set it only when writing to a terminal.
+	Color bool
+	// AllFields shows every field of a pod's first revision, not only the
+	// ones that tell its story (images, owners, finalizers, labels, ...).
+	AllFields bool
+	// Location is the time zone times are shown in; nil means UTC.
+	Location *time.Location
+}
+
+// colours, used only when TextOptions.Color is set.
+const (
+	cReset  = "\x1b[0m"
+	cBold   = "\x1b[1m"
+	cDim    = "\x1b[2m"
+	cRed    = "\x1b[31m"
+	cGreen  = "\x1b[32m"
+	cYellow = "\x1b[33m"
+	cCyan   = "\x1b[36m"
+)
+
+type textWriter struct {
+	w    io.Writer
+	opts TextOptions
+	err  error
+}
+
+func (t *textWriter) printf(format string, args ...any) {
+	if t.err != nil {
+		return
+	}
+	_, t.err = fmt.Fprintf(t.w, format, args...)
+}
+
+func (t *textWriter) paint(color, s string) string {
+	if !t.opts.Color || s == "" {
+		return s
+	}
+	return color + s + cReset
+}
+
+func (t *textWriter) clock(ts time.Time) string {
+	if ts.IsZero() {
+		return strings.Repeat(" ", 12)
+	}
+	loc := t.opts.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	return ts.In(loc).Format("15:04:05.000")
+}
+
+func (t *textWriter) stamp(ts time.Time) string {
+	loc := t.opts.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	return ts.In(loc).Format("2006-01-02 15:04:05 MST")
+}
+
+func severityColor(s diff.Severity) string {
+	switch s {
+	case diff.Critical:
+		return cRed + cBold
+	case diff.Warning:
+		return cYellow
+	}
+	return cCyan
+}
+
+// Diff writes the text of `podtrace diff`: the pod, its findings, its phases
+// and its timeline of revisions and events.
+func Diff(w io.Writer, lc *diff.Lifecycle, opts TextOptions) error {
+	t := &textWriter{w: w, opts: opts}
+	t.header(lc)
+	t.findings(lc.Findings)
+	t.phases(lc)
+	t.admission(lc)
+	t.dependents(lc)
+	t.timeline(lc)
+	return t.err
+}
+
+// Explain writes the text of `podtrace explain`: the pod and its findings,
+// or that nothing looks wrong.
+func Explain(w io.Writer, lc *diff.Lifecycle, opts TextOptions) error {
+	t := &textWriter{w: w, opts: opts}
+	t.header(lc)
+	if len(lc.Findings) == 0 {
+		t.printf("\n%s\n", t.paint(cGreen, "Nothing looks wrong: no finding in this pod's recorded life."))
+	}
+	t.findings(lc.Findings)
+	return t.err
+}
+
+func (t *textWriter) header(lc *diff.Lifecycle) {
+	t.printf("%s %s/%s %s\n", t.paint(cBold, "Pod"), lc.Namespace, lc.Name, t.paint(cDim, "(uid "+lc.UID+")"))
+	if lc.Node != "" {
+		t.printf("Node:     %s\n", lc.Node)
+	}
+	outcome := lc.Outcome
+	if lc.Outcome == "Terminating" {
+		outcome += " for " + lc.Terminating.String()
+	}
+	color := cGreen
+	switch lc.Outcome {
+	case "Terminating", "Failed":
+		color = cRed
+	case "Pending":
+		color = cYellow
+	}
+	t.printf("Outcome:  %s\n", t.paint(color, outcome))
+	if len(lc.Steps) > 0 {
+		t.printf("Recorded: %d revisions, %d events, %s to %s\n", len(lc.Steps), len(lc.Events),
+			t.stamp(lc.Steps[0].Time), t.stamp(lc.RecordingEnd))
+	}
+}
+
+func (t *textWriter) findings(fs []diff.Finding) {
+	if len(fs) == 0 {
+		return
+	}
+	t.printf("\n%s\n", t.paint(cBold, "Findings"))
+	for _, f := range fs {
+		t.printf("  %s %s: %s\n", t.paint(severityColor(f.Severity), strings.ToUpper(f.Severity.String())), f.ID, f.Headline)
+		for _, e := range f.Evidence {
+			seq := ""
+			if e.Seq != 0 {
+				seq = fmt.Sprintf("#%d", e.Seq)
+			}
+			t.printf("    %s %-7s %s\n", t.paint(cDim, t.clock(e.Time)), t.paint(cDim, seq), e.Text)
+		}
+		for _, w := range f.Suspects {
+			t.printf("    %s %s %q (configuration %s): failurePolicy %s, %s", t.paint(cYellow, "suspect"),
+				strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.Configuration, w.FailurePolicy, w.Rules)
+			if w.NamespaceSelector != "" {
+				t.printf(", namespaceSelector %s", w.NamespaceSelector)
+			}
+			if w.ObjectSelector != "" {
+				t.printf(", objectSelector %s", w.ObjectSelector)
+			}
+			t.printf("\n")
+			for _, c := range w.MatchConditions {
+				t.printf("      matchCondition (not evaluated) %s\n", c)
+			}
+			if w.Uncertain != "" {
+				t.printf("      uncertain: %s\n", w.Uncertain)
+			}
+		}
+		for _, n := range f.Next {
+			t.printf("    %s %s\n", t.paint(cCyan, "next:"), n)
+		}
+	}
+}
+
+func (t *textWriter) phases(lc *diff.Lifecycle) {
+	t.printf("\n%s\n", t.paint(cBold, "Phases"))
+	for _, p := range lc.Phases {
+		line := fmt.Sprintf("  %s  %-22s", t.clock(p.Time), p.Name)
+		if p.Detail != "" {
+			line += " " + p.Detail
+		}
+		if p.Actor != "" {
+			line += t.paint(cDim, " (by "+p.Actor+")")
+		}
+		t.printf("%s\n", strings.TrimRight(line, " "))
+	}
+}
+
+func (t *textWriter) dependents(lc *diff.Lifecycle) {
+	if len(lc.Dependents) == 0 {
+		return
+	}
+	t.printf("\n%s\n", t.paint(cBold, "Dependents (objects owned by the pod)"))
+	for _, d := range lc.Dependents {
+		state := "still present"
+		if !d.Deleted.IsZero() {
+			state = "deleted " + t.clock(d.Deleted)
+		}
+		block := ""
+		if d.Blocking {
+			block = ", blockOwnerDeletion"
+		}
+		t.printf("  %-10s %-30s owned since %s%s, %s\n", d.Kind, d.Name, t.clock(d.Since), block, state)
+	}
+}
+
+// storyFields are the fields of a first revision worth showing when not all
+// of them are asked for.
+var storyFields = []string{
+	"metadata.labels", "metadata.ownerReferences", "metadata.finalizers", "metadata.deletionTimestamp",
+	"spec.containers", "spec.initContainers", "spec.imagePullSecrets", "spec.nodeName",
+	"spec.serviceAccountName", "status.phase",
+}
+
+func isStoryField(c diff.Change) bool {
+	for _, f := range storyFields {
+		if c.Path == f || strings.HasPrefix(c.Path, f+"[") || strings.HasPrefix(c.Path, f+".") {
+			if strings.HasPrefix(f, "spec.containers") || strings.HasPrefix(f, "spec.initContainers") {
+				return strings.HasSuffix(c.Path, ".image") || strings.HasSuffix(c.Path, "]")
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (t *textWriter) timeline(lc *diff.Lifecycle) {
+	t.printf("\n%s\n", t.paint(cBold, "Timeline"))
+	ev := 0
+	flushEvents := func(until time.Time, all bool) {
+		for ; ev < len(lc.Events) && (all || !lc.Events[ev].Time.After(until)); ev++ {
+			e := lc.Events[ev]
+			color := cDim
+			if e.Type == "Warning" {
+				color = cYellow
+			}
+			count := ""
+			if e.Count > 1 {
+				count = fmt.Sprintf(" (x%d)", e.Count)
+			}
+			t.printf("  %s  %s %s%s: %s %s\n", t.clock(e.Time), t.paint(color, "event "+e.Type), e.Reason, count, e.Message, t.paint(cDim, "["+e.Source+"]"))
+		}
+	}
+	for i, s := range lc.Steps {
+		flushEvents(s.Time, false)
+		what := strings.ToLower(string(s.Type))
+		switch {
+		case i == 0 && s.Type == "Added":
+			what = "created"
+		case i == 0 && s.Type == "Initial":
+			what = "already present"
+		}
+		phases := ""
+		if len(s.Phases) > 0 {
+			phases = " " + t.paint(cGreen, "["+strings.Join(s.Phases, ", ")+"]")
+		}
+		t.printf("  %s  %s %s by %s%s\n", t.clock(s.Time), t.paint(cBold, what), t.paint(cDim, "rv "+s.ResourceVersion), actors(s.Actors), phases)
+		hidden := 0
+		for _, c := range s.Changes {
+			if i == 0 && !t.opts.AllFields {
+				if !isStoryField(c) {
+					hidden++
+					continue
+				}
+				c = containerImage(c)
+			}
+			t.change(c, len(s.Actors) > 1)
+		}
+		if hidden > 0 {
+			t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%d more fields set at creation; --all-fields or -o json shows them)", hidden)))
+		}
+	}
+	flushEvents(time.Time{}, true)
+}
+
+// containerImage shows a container added whole at creation by its image,
+// the part of it that tells the story; -o json and --all-fields show all.
+func containerImage(c diff.Change) diff.Change {
+	if c.Op != diff.OpAdd || !strings.HasSuffix(c.Path, "]") ||
+		!(strings.HasPrefix(c.Path, "spec.containers[") || strings.HasPrefix(c.Path, "spec.initContainers[")) {
+		return c
+	}
+	var ctr struct {
+		Image string `json:"image"`
+	}
+	if json.Unmarshal([]byte(c.New), &ctr) != nil || ctr.Image == "" {
+		return c
+	}
+	c.Path += ".image"
+	c.New = ctr.Image
+	return c
+}
+
+func actors(as []diff.Actor) string {
+	var parts []string
+	for _, a := range as {
+		parts = append(parts, a.Who)
+	}
+	if len(parts) == 0 {
+		return "unknown"
+	}
+	return strings.Join(parts, " and ")
+}
+
+const maxValue = 120
+
+func shorten(s string) string {
+	if len(s) <= maxValue {
+		return s
+	}
+	return s[:maxValue] + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
+func (t *textWriter) change(c diff.Change, showManager bool) {
+	who := ""
+	if showManager && c.Manager != "" {
+		who = t.paint(cDim, "  ("+c.Manager+")")
+	}
+	switch c.Op {
+	case diff.OpAdd:
+		val := ""
+		if c.New != "" {
+			val = "  " + shorten(c.New)
+		}
+		t.printf("      %s %s%s%s\n", t.paint(cGreen, "+"), c.Path, val, who)
+	case diff.OpRemove:
+		val := ""
+		if c.Old != "" {
+			val = "  " + shorten(c.Old)
+		}
+		t.printf("      %s %s%s%s\n", t.paint(cRed, "-"), c.Path, val, who)
+	default:
+		t.printf("      %s %s  %s -> %s%s\n", t.paint(cYellow, "~"), c.Path, shorten(c.Old), shorten(c.New), who)
+	}
+}
+
+func (t *textWriter) admission(lc *diff.Lifecycle) {
+	a := lc.Admission
+	if a == nil || (len(a.Changes) == 0 && len(a.Webhooks) == 0 && len(a.Notes) == 0) {
+		return
+	}
+	t.printf("\n%s %s\n", t.paint(cBold, "Admission"), t.paint(cDim, "(as asked for vs. as stored; compared with "+a.Source+")"))
+	for _, c := range a.Changes {
+		t.change(c.Change, false)
+		t.printf("          %s\n", t.paint(cDim, "by "+c.By+" ("+c.Certainty+")"))
+	}
+	if a.Defaults > 0 {
+		t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%d changes by defaulting or the owning controller hidden; --show-defaults shows them)", a.Defaults)))
+	}
+	for _, w := range a.Webhooks {
+		t.printf("  %s %s %q (configuration %s): failurePolicy %s", t.paint(cYellow, "webhook"), strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.Configuration, w.FailurePolicy)
+		if w.ReinvocationPolicy != "" {
+			t.printf(", reinvocationPolicy %s", w.ReinvocationPolicy)
+		}
+		t.printf(", sideEffects %s, timeout %ds, %s", w.SideEffects, w.TimeoutSeconds, w.Rules)
+		if w.NamespaceSelector != "" {
+			t.printf(", namespaceSelector %s", w.NamespaceSelector)
+		}
+		if w.ObjectSelector != "" {
+			t.printf(", objectSelector %s", w.ObjectSelector)
+		}
+		t.printf("\n")
+		if w.Uncertain != "" {
+			t.printf("      uncertain: %s\n", w.Uncertain)
+		}
+	}
+	for _, n := range a.Notes {
+		t.printf("  %s %s\n", t.paint(cCyan, "note:"), n)
+	}
+}
