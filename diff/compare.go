@@ -402,9 +402,13 @@ func formatValue(v reflect.Value) string {
 	if !v.CanInterface() {
 		return fmt.Sprint(v)
 	}
-	b, err := json.Marshal(v.Interface())
-	if err != nil {
+	// Values are data for people, not for a web page: keep < > & as they
+	// are (every renderer escapes for its own medium).
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v.Interface()); err != nil {
 		return fmt.Sprint(v.Interface())
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
