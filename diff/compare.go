@@ -56,10 +56,42 @@ func ComparePods(old, new *corev1.Pod) []Change {
 	if new == nil {
 		new = &corev1.Pod{}
 	}
+	// go-cmp evaluates its options at every node it visits: give it only
+	// the parts that differ. Fields equal in both revisions are zeroed in
+	// shallow copies, two levels down (metadata, spec and status, then their
+	// fields), so the walk skips them.
+	a, b := *old, *new
+	a.ManagedFields, b.ManagedFields = nil, nil
+	a.ResourceVersion, b.ResourceVersion = "", ""
+	pruneEqual(reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem(), 2)
 	var r reporter
-	cmp.Equal(old, new, podOptions, cmp.Reporter(&r))
+	cmp.Equal(&a, &b, podOptions, cmp.Reporter(&r))
 	sort.SliceStable(r.changes, func(i, j int) bool { return r.changes[i].Path < r.changes[j].Path })
 	return r.changes
+}
+
+// pruneEqual zeroes the fields of the structs a and b that are deeply equal,
+// descending depth levels into struct fields that differ. a and b must be
+// settable copies: the zeroed fields are shared with the originals only by
+// reference, never written through.
+func pruneEqual(a, b reflect.Value, depth int) {
+	for i := 0; i < a.NumField(); i++ {
+		fa, fb := a.Field(i), b.Field(i)
+		if !fa.CanSet() {
+			continue
+		}
+		if fa.IsZero() && fb.IsZero() {
+			continue
+		}
+		if reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+			fa.SetZero()
+			fb.SetZero()
+			continue
+		}
+		if depth > 1 && fa.Kind() == reflect.Struct {
+			pruneEqual(fa, fb, depth-1)
+		}
+	}
 }
 
 // podOptions are the go-cmp options that compare objects the way the API
@@ -67,7 +99,11 @@ func ComparePods(old, new *corev1.Pod) []Change {
 var podOptions = cmp.Options{
 	cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ManagedFields", "ResourceVersion"),
 	cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }),
-	cmpopts.EquateEmpty(),
+	// nil and empty slices and maps are equal (JSON omits both). This is
+	// cmpopts.EquateEmpty with a path filter, which go-cmp calls directly,
+	// instead of a values filter, which it calls through reflection at
+	// every node.
+	cmp.FilterPath(bothEmpty, cmp.Comparer(func(a, b any) bool { return true })),
 	cmp.FilterPath(isKeyedList, cmp.Transformer("keyed", toKeyed)),
 }
 
@@ -83,6 +119,20 @@ var setFields = map[reflect.Type]map[string]bool{
 }
 
 var listKinds sync.Map // reflect.Type of the parent struct + field index -> listKind
+
+// bothEmpty reports whether the path ends at two empty slices or maps, at
+// least one of them nil.
+func bothEmpty(p cmp.Path) bool {
+	vx, vy := p.Last().Values()
+	if !vx.IsValid() || !vy.IsValid() || vx.Kind() != vy.Kind() {
+		return false
+	}
+	switch vx.Kind() {
+	case reflect.Slice, reflect.Map:
+		return vx.Len() == 0 && vy.Len() == 0 && (vx.IsNil() || vy.IsNil())
+	}
+	return false
+}
 
 // lookupList returns how the struct field at the end of p is compared, and
 // whether it is a keyed list or set at all.
