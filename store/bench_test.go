@@ -1,0 +1,235 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// workload generates the records of a recording: pods going through their
+// lifecycle with about 200 in flight at a time, their revisions interleaved
+// as a recorder sees them, and events about them.
+type workload struct {
+	rv        int
+	revisions int // revisions per pod
+	events    int // events per pod
+	next      int // next pod to start
+	active    []*fakePod
+	n         int
+}
+
+func newWorkload(revisions, events int) *workload {
+	return &workload{rv: 1000, revisions: revisions, events: events}
+}
+
+// batch returns the next n records.
+func (w *workload) batch(n int) []Record {
+	recs := make([]Record, 0, n)
+	for len(recs) < n {
+		for len(w.active) < 200 {
+			w.active = append(w.active, newFakePod(w.next, "ns-"+strconv.Itoa(w.next%7), &w.rv))
+			w.next++
+		}
+		i := w.n % len(w.active)
+		w.n++
+		p := w.active[i]
+		if p.rev > 0 && w.events > 0 && w.n%(w.revisions/w.events+1) == 0 {
+			recs = append(recs, fakeEvent(p, w.n, 1))
+			continue
+		}
+		recs = append(recs, p.record(1))
+		if p.rev >= w.revisions {
+			w.active[i] = w.active[len(w.active)-1]
+			w.active = w.active[:len(w.active)-1]
+		}
+	}
+	return recs
+}
+
+// cpuTime is the CPU time the process has used, in user and system mode:
+// on a shared machine it says what a write costs better than the clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func jsonBytes(recs []Record) int {
+	n := 0
+	for _, r := range recs {
+		n += len(r.Object)
+	}
+	return n
+}
+
+// benchDir returns a directory on disk for a benchmark's trace:
+// $PODTRACE_BENCH_DIR, or one under the system's temporary directory.
+func benchDir(b *testing.B) string {
+	if d := os.Getenv("PODTRACE_BENCH_DIR"); d != "" {
+		return d
+	}
+	d, err := os.MkdirTemp(diskTempDir, "podtrace-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// benchBatch is the records written per transaction in BenchmarkHistory's
+// trace.
+const benchBatch = 2000
+
+// BenchmarkWrite measures ingest of pod revisions (about 3 KB of JSON each):
+// revisions written per second, and the bytes the trace takes per revision
+// and as a share of the JSON, as written and after Compact.
+//
+//	long-100rev:     pods of 100 revisions each, a few status fields apart
+//	lifecycle-7rev:  pods created, scheduled, started, restarted, deleted in
+//	                 7 revisions, and 2 events each
+func BenchmarkWrite(b *testing.B) {
+	for _, tc := range []struct {
+		name              string
+		revisions, events int
+		batch             int // records per transaction: a flush of a Writer
+	}{
+		// A recorder that flushes every second at 50,000 revisions/s
+		// writes batches of BatchSize; one that flushes every 40 ms, 2,000.
+		{"long-100rev/batch=10000", 100, 0, BatchSize},
+		{"long-100rev/batch=2000", 100, 0, 2000},
+		{"lifecycle-7rev/batch=10000", 7, 2, BatchSize},
+		{"lifecycle-7rev/batch=2000", 7, 2, 2000},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			path := filepath.Join(benchDir(b), "trace.db")
+			db, err := Open(path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := newWorkload(tc.revisions, tc.events)
+			js := 0
+			var elapsed, cpu time.Duration
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				b.StopTimer()
+				batch := w.batch(min(tc.batch, b.N-done))
+				js += jsonBytes(batch)
+				b.StartTimer()
+				start, startCPU := time.Now(), cpuTime()
+				if err := db.Write(batch); err != nil {
+					b.Fatal(err)
+				}
+				elapsed += time.Since(start)
+				cpu += cpuTime() - startCPU
+				done += len(batch)
+			}
+			b.StopTimer()
+			st, err := db.Stats()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				b.Fatal(err)
+			}
+			_, compacted, err := Compact(path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := float64(b.N)
+			b.ReportMetric(n/elapsed.Seconds(), "revisions/s")
+			b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/rev")
+			b.ReportMetric(float64(js)/n, "json-B/rev")
+			b.ReportMetric(float64(st.DataBytes)/n, "disk-B/rev")
+			b.ReportMetric(100*float64(st.DataBytes)/float64(js), "disk-%json")
+			b.ReportMetric(100*float64(compacted)/float64(js), "compacted-%json")
+			os.Remove(path)
+		})
+	}
+}
+
+// historyTrace is a trace for BenchmarkHistory: one pod of 1,000 revisions
+// among the records of many others.
+type historyTrace struct {
+	path string
+	uid  string
+	want []Record
+}
+
+var historyTraces = map[int]*historyTrace{}
+
+// buildHistoryTrace writes n records, among them the 1,000 revisions of one
+// pod spread over the whole trace.
+func buildHistoryTrace(b *testing.B, n int) *historyTrace {
+	if ht := historyTraces[n]; ht != nil {
+		return ht
+	}
+	dir, err := os.MkdirTemp(diskTempDir, "podtrace-history-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ht := &historyTrace{path: filepath.Join(dir, "trace.db")}
+	w, err := NewWriter(ht.path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rv := 0
+	target := newFakePod(1<<30, "ci", &rv)
+	ht.uid = target.uid
+	wl := newWorkload(100, 2)
+	every := n / 1000
+	for i := 0; i < n; i += benchBatch {
+		batch := wl.batch(min(benchBatch, n-i))
+		for j := range batch {
+			if (i+j)%every == 0 && target.rev < 1000 {
+				batch[j] = target.record(1)
+			}
+		}
+		w.Add(batch...)
+		if _, err := w.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	historyTraces[n] = ht
+	return ht
+}
+
+// BenchmarkHistory measures History of a pod with 1,000 revisions in a trace
+// of 100,000 records ($PODTRACE_BENCH_RECORDS to change; 1000000 for a
+// large one): opening the trace read-only, one range scan, decoding.
+func BenchmarkHistory(b *testing.B) {
+	n := 100_000
+	if s := os.Getenv("PODTRACE_BENCH_RECORDS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1000 {
+			b.Fatalf("PODTRACE_BENCH_RECORDS=%q: want a number of records >= 1000", s)
+		}
+	}
+	ht := buildHistoryTrace(b, n)
+	b.Run("records="+strconv.Itoa(n), func(b *testing.B) {
+		var st Stats
+		for b.Loop() {
+			db, err := Open(ht.path, Options{ReadOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			recs, err := db.History(ht.uid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(recs) != 1000 {
+				b.Fatalf("History: %d revisions, want 1000", len(recs))
+			}
+			if st.Records == 0 {
+				st, _ = db.Stats()
+			}
+			db.Close()
+		}
+		b.ReportMetric(float64(st.FileBytes)/(1<<20), "trace-MiB")
+	})
+}

@@ -1,0 +1,284 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the newest trace layout this build reads and the one it
+// writes. See doc.go.
+const SchemaVersion = 1
+
+const (
+	// DefaultTimeout is how long Open waits for the file lock when
+	// Options.Timeout is zero.
+	DefaultTimeout = 10 * time.Second
+	// DefaultCacheBytes is the cache budget when Options.CacheBytes is zero.
+	DefaultCacheBytes = 64 << 20
+
+	writerMmapBytes = 1 << 30
+)
+
+// Bucket names and meta keys; doc.go draws them.
+var (
+	bucketMeta     = []byte("meta")
+	bucketSessions = []byte("sessions")
+	bucketUIDs     = []byte("uids")
+	bucketRecords  = []byte("records")
+	bucketObjects  = []byte("objects")
+	bucketTime     = []byte("time")
+	bucketRefs     = []byte("refs")
+	bucketDicts    = []byte("dicts")
+
+	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketUIDs, bucketRecords, bucketObjects, bucketTime, bucketRefs, bucketDicts}
+
+	metaSchema    = []byte("schema")
+	metaPodtrace  = []byte("podtrace")
+	metaCreated   = []byte("created")
+	metaID        = []byte("id")
+	metaJSONBytes = []byte("json-bytes")
+)
+
+// Options configure Open.
+type Options struct {
+	// ReadOnly opens an existing trace for queries. Without it Open creates
+	// the file if it is missing, and takes the file's lock for writing.
+	ReadOnly bool
+	// Timeout is how long Open waits for another process to release the
+	// file; zero means DefaultTimeout.
+	Timeout time.Duration
+	// Version is the podtrace version written into the meta of a new trace.
+	Version string
+	// CacheBytes bounds the cache of each object's last revision (for
+	// writing deltas) or of decoded revisions (for Scan); zero means
+	// DefaultCacheBytes.
+	CacheBytes int
+	// NoCompact: Writer.Close leaves the file as written instead of
+	// rewriting it with full pages (see Compact).
+	NoCompact bool
+}
+
+func (o Options) timeout() time.Duration {
+	if o.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return o.Timeout
+}
+
+func (o Options) cacheBytes() int {
+	if o.CacheBytes <= 0 {
+		return DefaultCacheBytes
+	}
+	return o.CacheBytes
+}
+
+// DB is an open trace file. Its methods are safe for concurrent use; writes
+// are serialized.
+type DB struct {
+	path     string
+	bolt     *bolt.DB
+	readOnly bool
+	id       string // the meta id: tells files apart for the write caches
+	opts     Options
+
+	writeMu sync.Mutex
+	enc     *encoder // write state; shared with a Writer across opens
+
+	dictMu sync.Mutex
+	dicts  *dictSet // loaded on first use
+}
+
+// Open opens the trace file at path. See Options.
+func Open(path string, opts Options) (*DB, error) {
+	return open(path, opts, nil)
+}
+
+// open opens path; a non-nil enc carries a Writer's caches across opens.
+func open(path string, opts Options, enc *encoder) (db *DB, err error) {
+	if opts.ReadOnly {
+		fi, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, notExistError(path, err)
+		case err != nil:
+			return nil, fmt.Errorf("open trace %q: %w", path, err)
+		case fi.IsDir():
+			return nil, corruptError(path, errors.New("it is a directory"))
+		case fi.Size() == 0:
+			return nil, corruptError(path, errors.New("the file is empty"))
+		}
+	}
+	// bbolt may panic on a damaged file rather than return an error, or
+	// fault reading past the end of a truncated one.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, corruptError(path, fmt.Errorf("%v", r))
+		}
+	}()
+	bopts := &bolt.Options{ReadOnly: opts.ReadOnly, Timeout: opts.timeout()}
+	if !opts.ReadOnly {
+		// Address space, not memory: a writer that outgrows its mapping
+		// remaps and copies every page it holds.
+		bopts.InitialMmapSize = writerMmapBytes
+	}
+	bdb, err := bolt.Open(path, 0o600, bopts)
+	if err != nil {
+		return nil, openError(path, opts, err)
+	}
+	db = &DB{path: path, bolt: bdb, readOnly: opts.ReadOnly, opts: opts, enc: enc}
+	if err := db.init(); err != nil {
+		bdb.Close()
+		return nil, err
+	}
+	if !opts.ReadOnly && db.enc == nil {
+		db.enc = newEncoder(opts.cacheBytes())
+	}
+	return db, nil
+}
+
+func openError(path string, opts Options, err error) error {
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		if opts.ReadOnly {
+			return newError(ErrLocked, err,
+				"trace %q is held open for writing by another process (a `podtrace record` still running?) and was not released within %s: wait for the recorder to flush, or stop it",
+				path, opts.timeout())
+		}
+		return newError(ErrLocked, err,
+			"trace %q is open in another process (a reader such as `podtrace report`, or another recorder) and was not released within %s: close it or record into another file",
+			path, opts.timeout())
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
+		return corruptError(path, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return notExistError(path, err)
+	}
+	return fmt.Errorf("open trace %q: %w", path, err)
+}
+
+// init checks the schema of the file and, for a writer, creates the layout
+// of a new trace.
+func (db *DB) init() error {
+	var fresh bool
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			empty := true
+			tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if !empty || db.readOnly {
+				return corruptError(db.path, errors.New("a bbolt database without podtrace's meta bucket"))
+			}
+			fresh = true
+			return nil
+		}
+		return db.checkMeta(tx)
+	})
+	if err != nil || !fresh {
+		return err
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create trace %q: %w", db.path, err)
+			}
+		}
+		id := make([]byte, 16)
+		rand.Read(id)
+		db.id = hex.EncodeToString(id)
+		version := db.opts.Version
+		if version == "" {
+			version = "unknown"
+		}
+		meta := tx.Bucket(bucketMeta)
+		for k, v := range map[string]string{
+			string(metaSchema):    strconv.Itoa(SchemaVersion),
+			string(metaPodtrace):  version,
+			string(metaCreated):   time.Now().UTC().Format(time.RFC3339Nano),
+			string(metaID):        db.id,
+			string(metaJSONBytes): "0",
+		} {
+			if err := meta.Put([]byte(k), []byte(v)); err != nil {
+				return fmt.Errorf("create trace %q: %w", db.path, err)
+			}
+		}
+		return nil
+	})
+}
+
+// checkMeta refuses a trace of a newer schema or one missing its buckets.
+func (db *DB) checkMeta(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	schema, err := strconv.ParseUint(string(meta.Get(metaSchema)), 10, 64)
+	if err != nil {
+		return corruptError(db.path, fmt.Errorf("meta schema %q", meta.Get(metaSchema)))
+	}
+	if schema > SchemaVersion {
+		return newerSchemaError(db.path, schema)
+	}
+	for _, name := range allBuckets {
+		if tx.Bucket(name) == nil {
+			return corruptError(db.path, fmt.Errorf("bucket %q is missing", name))
+		}
+	}
+	db.id = string(meta.Get(metaID))
+	return nil
+}
+
+// Path is the file the trace is in.
+func (db *DB) Path() string { return db.path }
+
+// Close releases the file.
+func (db *DB) Close() error {
+	db.dictMu.Lock()
+	if db.dicts != nil {
+		db.dicts.zstd.Close()
+		db.dicts = nil
+	}
+	db.dictMu.Unlock()
+	if err := db.bolt.Close(); err != nil {
+		return fmt.Errorf("close trace %q: %w", db.path, err)
+	}
+	return nil
+}
+
+// view runs fn in a read transaction and turns a bbolt panic or a memory
+// fault (a damaged or truncated file) into ErrCorrupt.
+func (db *DB) view(fn func(tx *bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = corruptError(db.path, fmt.Errorf("%v", r))
+		}
+	}()
+	return db.bolt.View(fn)
+}
+
+// Check runs bbolt's consistency check of the whole file and returns the
+// problems it finds, joined; nil means none.
+func (db *DB) Check() error {
+	var errs []error
+	err := db.view(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return corruptError(db.path, errors.Join(errs...))
+	}
+	return nil
+}

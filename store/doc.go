@@ -1,0 +1,214 @@
+/*
+Package store keeps podtrace's trace file: every observed revision of the
+recorded objects, in one bbolt database, written in batches and read by
+queries.
+
+# Using it
+
+The recorder writes through a Writer, which holds the file only while it
+flushes, so that `podtrace diff` and `podtrace report` can read a trace that
+is being recorded:
+
+	w, err := store.NewWriter("trace.db", store.Options{Version: app.Version})
+	s, err := w.BeginSession(store.Session{Server: url, Started: time.Now()})
+	w.Add(recs...)           // from the informers' handlers
+	n, err := w.Flush()      // every second, or when w.Pending() >= store.BatchSize;
+	                         // while a reader holds the file, the records wait
+	err = w.EndSession(s.ID, time.Now())
+	err = w.Close()          // the last flush, then Compact
+
+Readers open the file read-only; they wait up to Options.Timeout for a flush
+in progress:
+
+	db, err := store.Open("trace.db", store.Options{ReadOnly: true})
+	pods, err := db.Objects(store.ObjectFilter{Kind: "Pod", Namespace: "ci", Name: "job-1"})
+	revs, err := db.History(pods[0].UID)  // every revision, JSON byte for byte as recorded
+	deps, err := db.Referring(pods[0].UID) // its Events, its dependents
+	err = db.Scan(func(r store.Record) error { ... }) // the whole trace in Seq order
+
+Open without ReadOnly creates a missing file and returns a DB that can Write
+too; it holds the file's lock until Close.
+
+Errors say what to do next and match sentinels with errors.Is: fs.ErrNotExist
+(no such file), ErrCorrupt (not a trace, or damaged), ErrNewerSchema (written
+by a newer podtrace), ErrLocked (another process holds the file), ErrNotFound
+(no object with that UID).
+
+# The file
+
+A trace is a bbolt database (https://pkg.go.dev/go.etcd.io/bbolt) of eight
+top-level buckets. All integers in keys are big-endian, so keys sort in
+numeric order. Every UID the trace mentions has a 4-byte object number, given
+in order of first mention; keys use the number, not the 36-byte UID, which
+keeps the indexes small.
+
+	meta      "schema"|"podtrace"|"created"|"id"|"json-bytes" -> text
+	sessions  session ID (uint32)                    -> Session as JSON
+	uids      UID (text)                             -> object number (uint32)
+	objects   object number (uint32)                 -> object summary
+	records   object number (uint32) + Seq (uint64)  -> record value
+	time      Seq (uint64)                           -> object number (uint32)
+	refs      referenced number + referring number   -> empty
+	dicts     dictionary ID (uint32)                 -> dictionary
+
+# meta
+
+Text values, readable as they are:
+
+	schema      the layout version, "1" (SchemaVersion). A file whose schema
+	            is newer than the reader's is refused with ErrNewerSchema.
+	podtrace    the podtrace version that created the file
+	created     when, RFC 3339 UTC
+	id          128 random bits in hex, telling trace files apart
+	json-bytes  the total size of the JSON of every record written
+
+# sessions
+
+One JSON Session per `podtrace record` run into the file (see record.go),
+keyed by its ID, 1, 2, 3...; Stopped is zero while recording or if the run
+crashed.
+
+# uids and objects
+
+uids maps each UID to its number: the UID of every recorded object, and of
+every object a record refers to (an Event's involvedObject, an owner) even if
+it was not recorded. The bucket's sequence is the last number given.
+
+objects holds one summary per recorded object, keyed by its number:
+
+	byte     format, 1
+	byte     flags: 0x01 the last record is a deletion
+	string   UID
+	string   apiVersion, kind, namespace, name (of the first record)
+	uvarint  first Seq, last Seq
+	varint   first observed, last observed (Unix nanoseconds; 0: unknown)
+	uvarint  number of records
+	uvarint  number of refs, then each ref as a string (UIDs, as first seen)
+
+A string is a uvarint length and that many bytes. Varints are
+encoding/binary's.
+
+# records
+
+One value per revision. The key, object number then Seq, keeps the revisions
+of an object together and in order: an object's history is one range scan.
+Seq is the record's position in the whole trace; it increases strictly across
+the file. A value:
+
+	byte     format, 1
+	byte     flags: bits 0-1 payload encoding (below)
+	               bit 2 (0x04) refs listed
+	               bit 3 (0x08) identity listed
+	               bits 4-6 event type: 1 Initial, 2 Added, 3 Updated,
+	                        4 Deleted, 5 DeletedFinalStateUnknown, 0 other
+	               bit 7 (0x80) observed is relative
+	uvarint  session ID
+	varint   observed: Unix nanoseconds (0: unknown), or, if relative, the
+	         nanoseconds since the previous revision's
+	jstring  resourceVersion
+	string   event type, only if its code is 0
+	refs     if listed: uvarint count, then a jstring each. If not listed:
+	         the previous revision's refs for a delta, none otherwise
+	identity if listed: apiVersion, kind, namespace, name as strings. If not
+	         listed: the summary's
+	payload  the rest of the value: the object's JSON, encoded
+
+A jstring is either a string whose length is shifted left one bit (uvarint
+n<<1, n bytes), or a pointer into the record's JSON (uvarint offset<<1|1,
+uvarint n: the n bytes of the JSON at offset). UIDs and resourceVersions are
+usually in the JSON, so they cost three or four bytes.
+
+Payload encodings:
+
+	0 raw         the JSON itself
+	1 zstd        a zstd frame of the JSON, compressed with the raw
+	              dictionary whose ID the frame header names
+	2 delta       uvarint dictionary ID (0: none), then a delta against the
+	              concatenation of the previous revision's JSON and that
+	              dictionary
+	3 dict-delta  uvarint dictionary ID, then a delta against that
+	              dictionary alone
+
+Encodings 0, 1 and 3 are snapshots: they decode without the previous
+revision. The writer stores a delta when it holds the object's previous
+revision in its cache (a bounded LRU by object, checked against the
+summary's last Seq) and fewer than 31 deltas follow the last snapshot; when
+a delta exceeds an eighth of the JSON it is kept only if it is smaller than
+a snapshot. So at least every 32nd revision of an object is a snapshot, and
+a revision decodes from at most 32 values. A snapshot is a dict-delta; a
+zstd frame only when the dict-delta is still longer than a quarter of the
+JSON; the JSON itself if neither is shorter. Reads rebuild the JSON byte for
+byte.
+
+A delta (delta.go) is a uvarint target length, then operations, each a uvarint
+h with n = h>>2: h&3 == 0 inserts the next n bytes of the delta; 1 copies n
+bytes from the source at the cursor; 2 reads a zigzag varint d and copies n
+bytes from cursor+d. The cursor starts at 0; an insert of n advances it by n,
+a copy from s sets it to s+n.
+
+# time
+
+Seq to object number: the trace in the order it was recorded. Scan walks it
+and looks each record up in records.
+
+# refs
+
+For each object O and each UID R its records refer to, the key is R's number
+then O's, both uint32, with an empty value. The objects that refer to R (its
+Events, its dependents) are one prefix scan; their histories follow from
+their numbers.
+
+# dicts
+
+Dictionaries make snapshots small: earlier JSON of objects of the same
+apiVersion and kind. A value:
+
+	byte     format, 1
+	string   "apiVersion kind", e.g. "v1 Pod"
+	bytes    the dictionary: the rest of the value
+
+A kind's first object becomes its first dictionary. A later snapshot whose
+dict-delta exceeds a quarter of its JSON (say a running pod, when the
+dictionary only knows pending ones) makes a new dictionary: the previous
+one followed by that JSON, at most 32 KiB, at most 8 per kind. Deltas name
+the newest dictionary of their kind. Dictionaries never change once
+written.
+
+# Reading a trace with the bbolt CLI
+
+The bbolt command (go install go.etcd.io/bbolt/cmd/bbolt@v1.5.0) reads a
+trace; it waits while a recorder flushes:
+
+	bbolt buckets trace.db                   # dicts meta objects records refs sessions time uids
+	bbolt get trace.db meta schema           # 1
+	bbolt keys -f hex trace.db sessions      # 00000001 ...
+	bbolt get --parse-format hex trace.db sessions 00000001      # the Session, as JSON
+	bbolt get --format hex trace.db uids 2b9b4c3e-...            # the object's number: 0000002a
+	bbolt get --parse-format hex --format hex trace.db objects 0000002a
+	bbolt keys -f hex trace.db records       # 0000002a0000000000000007: object 42, Seq 7
+	bbolt keys -f hex trace.db time          # 0000000000000007 ...
+	bbolt check trace.db
+
+Values of objects, records and dicts are binary, as above; podtrace decodes
+them.
+
+# Live recordings
+
+bbolt lets one process write a file only while no other process has it
+open: a writer takes an exclusive flock, a reader a shared one. A Writer
+opens the file for each flush (open, write the batch in one transaction,
+close) and keeps its records in memory while a reader holds the file; so a
+reader waits at most one flush, and a recording loses nothing while a report
+is being made. The Writer's caches (the last revision of each object, the
+dictionaries) survive between flushes and are checked against the file each
+time: the cached revision must be the object's last in the file, by Seq, for
+a delta to be written against it.
+
+# Schema versions
+
+SchemaVersion changes when a build writes something an older build cannot
+read; the byte at the start of each value lets an encoding change within a
+schema. Open refuses a trace whose schema is newer than SchemaVersion with
+ErrNewerSchema.
+*/
+package store

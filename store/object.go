@@ -1,0 +1,113 @@
+package store
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Object summarizes the recorded history of one object: what it is, when it
+// was seen first and last, how many revisions the trace holds.
+type Object struct {
+	UID        string
+	APIVersion string
+	Kind       string
+	Namespace  string
+	Name       string
+
+	FirstSeq, LastSeq           uint64
+	FirstObserved, LastObserved time.Time
+	// Revisions is the number of records of the object.
+	Revisions uint64
+	// Deleted: the object's last record is a deletion (Deleted or
+	// DeletedFinalStateUnknown).
+	Deleted bool
+	// Refs are the UIDs the object's records referred to (owners, an
+	// Event's involvedObject), in the order they were first seen.
+	Refs []string
+
+	num uint32 // the object's number: its key in the objects bucket
+}
+
+// ObjectFilter selects objects; empty fields match anything.
+type ObjectFilter struct {
+	Kind      string // e.g. "Pod"; compared exactly
+	Namespace string
+	Name      string
+	UID       string
+}
+
+func (f ObjectFilter) match(o *Object) bool {
+	return (f.Kind == "" || f.Kind == o.Kind) &&
+		(f.Namespace == "" || f.Namespace == o.Namespace) &&
+		(f.Name == "" || f.Name == o.Name) &&
+		(f.UID == "" || f.UID == o.UID)
+}
+
+const objectDeleted = 0x01
+
+// appendObject appends the objects value of o (its number is the key).
+func appendObject(dst []byte, o *Object) []byte {
+	var flags byte
+	if o.Deleted {
+		flags |= objectDeleted
+	}
+	dst = append(dst, valueFormat, flags)
+	dst = appendString(dst, o.UID)
+	dst = appendString(dst, o.APIVersion)
+	dst = appendString(dst, o.Kind)
+	dst = appendString(dst, o.Namespace)
+	dst = appendString(dst, o.Name)
+	dst = binary.AppendUvarint(dst, o.FirstSeq)
+	dst = binary.AppendUvarint(dst, o.LastSeq)
+	dst = appendTime(dst, o.FirstObserved)
+	dst = appendTime(dst, o.LastObserved)
+	dst = binary.AppendUvarint(dst, o.Revisions)
+	dst = binary.AppendUvarint(dst, uint64(len(o.Refs)))
+	for _, ref := range o.Refs {
+		dst = appendString(dst, ref)
+	}
+	return dst
+}
+
+// parseObject parses the objects value v of object number num.
+func parseObject(num uint32, v []byte) (Object, error) {
+	o := Object{num: num}
+	r := reader{b: v}
+	if f := r.byte(); r.err == nil && f != valueFormat {
+		return o, fmt.Errorf("%w: object %d: format %d, this build reads %d", errValue, num, f, valueFormat)
+	}
+	flags := r.byte()
+	o.Deleted = flags&objectDeleted != 0
+	o.UID = r.string()
+	o.APIVersion = r.string()
+	o.Kind = r.string()
+	o.Namespace = r.string()
+	o.Name = r.string()
+	o.FirstSeq = r.uvarint()
+	o.LastSeq = r.uvarint()
+	o.FirstObserved = r.time()
+	o.LastObserved = r.time()
+	o.Revisions = r.uvarint()
+	o.Refs = r.strings()
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%w: %d trailing bytes", errValue, len(r.b))
+	}
+	if r.err != nil {
+		return o, fmt.Errorf("object %d: %w", num, r.err)
+	}
+	return o, nil
+}
+
+// sortObjects orders objects by kind, namespace, name, then first sighting.
+func sortObjects(objs []Object) {
+	slices.SortFunc(objs, func(a, b Object) int {
+		return cmp.Or(
+			cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Namespace, b.Namespace),
+			cmp.Compare(a.Name, b.Name),
+			cmp.Compare(a.FirstSeq, b.FirstSeq))
+	})
+}

@@ -1,0 +1,422 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// readError wraps an error of a query once: a malformed value means a
+// corrupt file.
+func (db *DB) readError(what string, err error) error {
+	var te *traceError
+	switch {
+	case errors.As(err, &te):
+		return err
+	case errors.Is(err, errValue), errors.Is(err, errDelta):
+		return newError(ErrCorrupt, err, "%s in trace %q: the file is corrupt: %v", what, db.path, err)
+	}
+	return fmt.Errorf("%s in trace %q: %w", what, db.path, err)
+}
+
+// dictSet returns the file's dictionaries, loading them on first use and
+// again when a write has added some.
+func (db *DB) dictSet(tx *bolt.Tx) (*dictSet, error) {
+	dicts := tx.Bucket(bucketDicts)
+	var last uint32
+	if k, _ := dicts.Cursor().Last(); len(k) == 4 {
+		last = binary.BigEndian.Uint32(k)
+	}
+	db.dictMu.Lock()
+	defer db.dictMu.Unlock()
+	if db.dicts != nil && db.dicts.last == last {
+		return db.dicts, nil
+	}
+	// A set another query may still use is left to the garbage collector:
+	// DecodeAll-only decoders hold no goroutines.
+	ds, err := loadDicts(dicts)
+	if err != nil {
+		return nil, err
+	}
+	db.dicts = ds
+	return ds, nil
+}
+
+// revision is what decoding a delta needs of the revision before it.
+type revision struct {
+	json     []byte
+	refs     []string
+	observed int64 // Unix nanoseconds; 0 for none
+}
+
+func revisionOf(r *Record) *revision {
+	return &revision{json: r.Object, refs: r.Refs, observed: unixNano(r.Observed)}
+}
+
+// decodeRecord decodes the records value v of object o at seq; prev is the
+// object's previous revision, or nil.
+func decodeRecord(ds *dictSet, o *Object, seq uint64, v []byte, prev *revision) (rec Record, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("record %s/%d: %w", o.UID, seq, err)
+		}
+	}()
+	h, err := parseValue(v)
+	if err != nil {
+		return Record{}, err
+	}
+	rec = Record{
+		Seq:        seq,
+		Session:    h.session,
+		Observed:   fromUnixNano(h.observed),
+		Type:       h.typ,
+		APIVersion: o.APIVersion,
+		Kind:       o.Kind,
+		Namespace:  o.Namespace,
+		Name:       o.Name,
+		UID:        o.UID,
+	}
+	if h.relTime {
+		if prev == nil || prev.observed == 0 {
+			return rec, fmt.Errorf("%w: a relative time with no previous revision", errValue)
+		}
+		rec.Observed = fromUnixNano(prev.observed + h.observed)
+	}
+	if h.listIdentity {
+		rec.APIVersion, rec.Kind, rec.Namespace, rec.Name = h.apiVersion, h.kind, h.namespace, h.name
+	}
+	switch h.payload {
+	case payloadRaw:
+		rec.Object = bytes.Clone(h.body)
+	case payloadZstd:
+		if rec.Object, err = ds.zstd.DecodeAll(h.body, nil); err != nil {
+			return rec, fmt.Errorf("%w: zstd: %v", errValue, err)
+		}
+	case payloadDelta, payloadDictDelta:
+		var prevJSON []byte
+		if h.payload == payloadDelta {
+			if prev == nil {
+				return rec, fmt.Errorf("%w: a delta with no previous revision", errValue)
+			}
+			prevJSON = prev.json
+		}
+		id, n := binary.Uvarint(h.body)
+		if n <= 0 || id > math.MaxUint32 {
+			return rec, fmt.Errorf("%w: dictionary id", errValue)
+		}
+		dict, ok := ds.content[uint32(id)]
+		if id != 0 && !ok {
+			return rec, fmt.Errorf("%w: dictionary %d is missing", errValue, id)
+		}
+		if rec.Object, err = applyDelta(nil, prevJSON, dict, h.body[n:]); err != nil {
+			return rec, err
+		}
+	}
+	if rec.ResourceVersion, err = h.rv.resolve(rec.Object); err != nil {
+		return rec, err
+	}
+	switch {
+	case h.listRefs:
+		rec.Refs = make([]string, len(h.refs))
+		for i, ref := range h.refs {
+			if rec.Refs[i], err = ref.resolve(rec.Object); err != nil {
+				return rec, err
+			}
+		}
+	case h.payload == payloadDelta:
+		rec.Refs = slices.Clone(prev.refs)
+	}
+	return rec, nil
+}
+
+// objectByNum returns the summary of object num, or nil.
+func objectByNum(tx *bolt.Tx, num []byte) (*Object, error) {
+	if len(num) != 4 {
+		return nil, fmt.Errorf("%w: object number %x", errValue, num)
+	}
+	v := tx.Bucket(bucketObjects).Get(num)
+	if v == nil {
+		return nil, nil
+	}
+	o, err := parseObject(binary.BigEndian.Uint32(num), v)
+	return &o, err
+}
+
+// objectByUID returns the summary of the object with uid, or nil.
+func objectByUID(tx *bolt.Tx, uid string) (*Object, error) {
+	num := tx.Bucket(bucketUIDs).Get([]byte(uid))
+	if num == nil {
+		return nil, nil
+	}
+	o, err := objectByNum(tx, num)
+	if err == nil && o == nil {
+		err = fmt.Errorf("%w: object %x of %q is missing", errValue, num, uid)
+	}
+	return o, err
+}
+
+// recordSeq returns the Seq of a records key of object num, or false if the
+// key is another object's.
+func recordSeq(k []byte, num uint32) (uint64, bool) {
+	if len(k) != 12 || binary.BigEndian.Uint32(k) != num {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[4:]), true
+}
+
+// History returns every recorded revision of the object with uid, in Seq
+// order, each fully decoded.
+func (db *DB) History(uid string) ([]Record, error) {
+	var out []Record
+	err := db.view(func(tx *bolt.Tx) error {
+		o, err := objectByUID(tx, uid)
+		if err != nil {
+			return err
+		}
+		if o == nil {
+			return newError(ErrNotFound, nil, "no object with UID %q in trace %q", uid, db.path)
+		}
+		ds, err := db.dictSet(tx)
+		if err != nil {
+			return err
+		}
+		out = make([]Record, 0, min(o.Revisions, 1<<16))
+		var prev *revision
+		c := tx.Bucket(bucketRecords).Cursor()
+		for k, v := c.Seek(numKey(o.num)); k != nil; k, v = c.Next() {
+			seq, ok := recordSeq(k, o.num)
+			if !ok {
+				break
+			}
+			rec, err := decodeRecord(ds, o, seq, v, prev)
+			if err != nil {
+				return err
+			}
+			out = append(out, rec)
+			prev = revisionOf(&rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, db.readError("read history of "+uid, err)
+	}
+	return out, nil
+}
+
+// Objects returns the summaries of the objects that match filter, ordered by
+// kind, namespace, name and first sighting.
+func (db *DB) Objects(filter ObjectFilter) ([]Object, error) {
+	var out []Object
+	err := db.view(func(tx *bolt.Tx) error {
+		if filter.UID != "" {
+			o, err := objectByUID(tx, filter.UID)
+			if o != nil && err == nil && filter.match(o) {
+				out = append(out, *o)
+			}
+			return err
+		}
+		return tx.Bucket(bucketObjects).ForEach(func(k, v []byte) error {
+			if len(k) != 4 {
+				return fmt.Errorf("%w: object key %x", errValue, k)
+			}
+			o, err := parseObject(binary.BigEndian.Uint32(k), v)
+			if err != nil {
+				return err
+			}
+			if filter.match(&o) {
+				out = append(out, o)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, db.readError("list objects", err)
+	}
+	sortObjects(out)
+	return out, nil
+}
+
+// Referring returns the summaries of the objects whose records referred to
+// uid (its Events, its dependents), in the order they were first seen.
+func (db *DB) Referring(uid string) ([]Object, error) {
+	var out []Object
+	err := db.view(func(tx *bolt.Tx) error {
+		prefix := tx.Bucket(bucketUIDs).Get([]byte(uid))
+		if prefix == nil {
+			return nil // nothing in the trace refers to uid
+		}
+		c := tx.Bucket(bucketRefs).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			o, err := objectByNum(tx, k[len(prefix):])
+			if err != nil {
+				return err
+			}
+			if o == nil {
+				return fmt.Errorf("%w: a ref to %q names object %x, which is missing", errValue, uid, k[len(prefix):])
+			}
+			out = append(out, *o)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, db.readError("find objects referring to "+uid, err)
+	}
+	slices.SortFunc(out, func(a, b Object) int { return cmp.Compare(a.FirstSeq, b.FirstSeq) })
+	return out, nil
+}
+
+// scanRev is what Scan keeps of an object: its summary and last revision.
+type scanRev struct {
+	obj  *Object
+	prev *revision
+}
+
+// fnError carries the error of Scan's callback back unwrapped.
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+
+// Scan calls fn with every record of the trace in Seq order, each fully
+// decoded; fn owns the record. It stops at the first error fn returns and
+// returns that error. fn must not call the DB's methods: it runs inside a
+// read transaction.
+func (db *DB) Scan(fn func(Record) error) error {
+	cache := newLRU(db.opts.cacheBytes(), func(r *scanRev) int {
+		if r.prev == nil {
+			return 256
+		}
+		return len(r.prev.json) + 256
+	})
+	err := db.view(func(tx *bolt.Tx) error {
+		ds, err := db.dictSet(tx)
+		if err != nil {
+			return err
+		}
+		records := tx.Bucket(bucketRecords)
+		var key []byte
+		c := tx.Bucket(bucketTime).Cursor()
+		for k, num := c.First(); k != nil; k, num = c.Next() {
+			if len(k) != 8 || len(num) != 4 {
+				return fmt.Errorf("%w: time entry %x: %x", errValue, k, num)
+			}
+			seq := binary.BigEndian.Uint64(k)
+			key = append(append(key[:0], num...), k...)
+			v := records.Get(key)
+			if v == nil {
+				return fmt.Errorf("%w: the time index names record %x, which is missing", errValue, key)
+			}
+			ent, ok := cache.get(string(num))
+			if !ok {
+				o, err := objectByNum(tx, num)
+				if err != nil {
+					return err
+				}
+				if o == nil {
+					return fmt.Errorf("%w: record %x has no object summary", errValue, key)
+				}
+				ent = &scanRev{obj: o}
+				if !isSnapshot(v) {
+					if ent.prev, err = revisionBefore(records, ds, o, seq); err != nil {
+						return err
+					}
+				}
+			}
+			rec, err := decodeRecord(ds, ent.obj, seq, v, ent.prev)
+			if err != nil {
+				return err
+			}
+			ent.prev = &revision{json: rec.Object, refs: slices.Clone(rec.Refs), observed: unixNano(rec.Observed)}
+			cache.put(string(num), ent)
+			rec.Object = bytes.Clone(rec.Object)
+			if err := fn(rec); err != nil {
+				return fnError{err}
+			}
+		}
+		return nil
+	})
+	var fe fnError
+	if errors.As(err, &fe) {
+		return fe.err
+	}
+	if err != nil {
+		return db.readError("scan", err)
+	}
+	return nil
+}
+
+// revisionBefore decodes the revision of o that precedes seq: back to the
+// last snapshot, then forward through the deltas.
+func revisionBefore(records *bolt.Bucket, ds *dictSet, o *Object, seq uint64) (*revision, error) {
+	c := records.Cursor()
+	if k, _ := c.Seek(recordKey(nil, o.num, seq)); k == nil {
+		return nil, fmt.Errorf("%w: record %s/%d is missing", errValue, o.UID, seq)
+	}
+	type kv struct {
+		seq uint64
+		v   []byte
+	}
+	var chain []kv
+	for k, v := c.Prev(); ; k, v = c.Prev() {
+		s, ok := recordSeq(k, o.num)
+		if !ok {
+			return nil, fmt.Errorf("%w: record %s/%d is a delta with no snapshot before it", errValue, o.UID, seq)
+		}
+		chain = append(chain, kv{s, v})
+		if isSnapshot(v) {
+			break
+		}
+	}
+	var prev *revision
+	for i := len(chain) - 1; i >= 0; i-- {
+		rec, err := decodeRecord(ds, o, chain[i].seq, chain[i].v, prev)
+		if err != nil {
+			return nil, err
+		}
+		prev = revisionOf(&rec)
+	}
+	return prev, nil
+}
+
+// Stats describe a trace file.
+type Stats struct {
+	Records  uint64
+	Objects  uint64
+	Sessions uint64
+	// JSONBytes is the size of the JSON of every record written: what the
+	// trace would hold without deltas and compression.
+	JSONBytes uint64
+	// FileBytes is the size of the file; bbolt grows it ahead of need.
+	FileBytes int64
+	// DataBytes is the part of the file that holds pages (used or free).
+	DataBytes int64
+}
+
+// Stats counts the trace's records, objects and sessions and sizes its file.
+func (db *DB) Stats() (Stats, error) {
+	var s Stats
+	err := db.view(func(tx *bolt.Tx) error {
+		s.Records = uint64(tx.Bucket(bucketTime).Stats().KeyN)
+		s.Objects = uint64(tx.Bucket(bucketObjects).Stats().KeyN)
+		s.Sessions = uint64(tx.Bucket(bucketSessions).Stats().KeyN)
+		s.JSONBytes, _ = strconv.ParseUint(string(tx.Bucket(bucketMeta).Get(metaJSONBytes)), 10, 64)
+		s.DataBytes = tx.Size()
+		return nil
+	})
+	if err != nil {
+		return s, db.readError("stats", err)
+	}
+	fi, err := os.Stat(db.path)
+	if err != nil {
+		return s, fmt.Errorf("stats of trace %q: %w", db.path, err)
+	}
+	s.FileBytes = fi.Size()
+	return s, nil
+}

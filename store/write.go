@@ -1,0 +1,547 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+const (
+	// snapshotEvery: at least every snapshotEvery-th revision of an object
+	// is a snapshot, so reading one revision decodes at most that many.
+	snapshotEvery = 32
+
+	// appendFill is the FillPercent of the buckets written in runs of
+	// rising keys (records, per object; objects, by number); time, written
+	// in key order, fills pages. See PERFORMANCE-NOTES.md and Compact.
+	appendFill = 0.95
+)
+
+// lastRev is the last revision written of one object: the base of the next
+// revision's delta.
+type lastRev struct {
+	seq      uint64
+	chain    int // deltas since the last snapshot
+	json     []byte
+	refs     []string
+	observed int64 // Unix nanoseconds; 0 for none
+}
+
+func lastRevSize(r *lastRev) int { return len(r.json) + 64 + 40*len(r.refs) }
+
+// encoder is the write state of one trace file: the last revision of the
+// objects written lately and the compression dictionaries. A Writer keeps it
+// across the opens of its file.
+type encoder struct {
+	fileID string
+	last   *lru[*lastRev]
+	comp   *compressor
+
+	// nums caches the numbers of UIDs; a number never changes once
+	// committed. newNums are the numbers the batch looked up or gave.
+	nums, newNums map[string]uint32
+
+	// Per batch; reused.
+	objects map[string]*Object
+	chains  map[string]*chain
+	order   []*chain // in first-touched order
+	jobs    []job
+	arena   []byte
+	workers []*worker
+	kind    kinds
+
+	// zstdAbove: a snapshot whose delta against its dictionary is longer
+	// than 1/zstdAbove of the JSON is also tried as a zstd frame (which
+	// costs more time than the rest of the write); -1: never.
+	zstdAbove int
+}
+
+// job is the write of one record.
+type job struct {
+	r        *Record
+	o        *Object
+	seq      uint64
+	identity bool   // the record's identity differs from its summary's
+	madeDict bool   // its JSON is its kind's new dictionary
+	value    []byte // the encoded value, from a worker's arena
+}
+
+// chain is the records of one object in a batch, encoded in order by one
+// worker: each revision's delta is against the one before it.
+type chain struct {
+	uid  string
+	jobs []int
+	base *lastRev // the object's last revision before the batch, if cached and current
+	last *lastRev // after the batch
+}
+
+// worker encodes values. Each has its own delta index and arena, so workers
+// run in parallel on different objects.
+type worker struct {
+	e       *encoder
+	delta   deltaEncoder
+	arena   []byte
+	scratch []byte
+
+	kind kinds     // of the chain's records
+	kd   *kindDict // the newest dictionary of kind.key, as of the chain's start
+}
+
+// kinds remembers the last kind key made, to make it once per run of
+// records of one kind.
+type kinds struct {
+	apiVersion, kind, key string
+}
+
+func (k *kinds) of(r *Record) string {
+	if k.key == "" || r.APIVersion != k.apiVersion || r.Kind != k.kind {
+		k.apiVersion, k.kind, k.key = r.APIVersion, r.Kind, kindKey(r)
+	}
+	return k.key
+}
+
+func newEncoder(cacheBytes int) *encoder {
+	return &encoder{
+		last:      newLRU(cacheBytes, lastRevSize),
+		comp:      newCompressor(),
+		objects:   map[string]*Object{},
+		chains:    map[string]*chain{},
+		nums:      map[string]uint32{},
+		newNums:   map[string]uint32{},
+		zstdAbove: 4,
+	}
+}
+
+// Write appends recs to the trace in one transaction. It assigns each record
+// its Seq, strictly increasing across the file, and sets recs[i].Seq. The
+// records must not be changed while Write runs.
+func (db *DB) Write(recs []Record) error {
+	if db.readOnly {
+		return fmt.Errorf("write to trace %q: %w", db.path, errReadOnly)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	for i := range recs {
+		if err := validate(&recs[i]); err != nil {
+			return fmt.Errorf("write to trace %q: record %d: %w", db.path, i, err)
+		}
+	}
+	db.writeMu.Lock()
+	defer db.writeMu.Unlock()
+	e := db.enc
+	if e.fileID != db.id {
+		// Another file than the one the caches describe.
+		e.last.clear()
+		e.comp.reset()
+		clear(e.nums)
+		e.fileID = db.id
+	}
+	err := db.bolt.Update(func(tx *bolt.Tx) error { return e.write(tx, recs) })
+	if err != nil {
+		e.done()
+		// The dictionaries may name ones the rollback dropped; the
+		// batch's revisions were never made the delta bases.
+		e.comp.reset()
+		for i := range recs {
+			recs[i].Seq = 0
+		}
+		return fmt.Errorf("write %d records to trace %q: %w", len(recs), db.path, err)
+	}
+	for _, c := range e.order {
+		// Copy: the JSON belongs to the caller.
+		lr := c.last
+		old, _ := e.last.get(c.uid)
+		if old != nil && cap(old.json) >= len(lr.json) && cap(old.json) <= 2*len(lr.json) {
+			old.json = append(old.json[:0], lr.json...)
+		} else {
+			old = &lastRev{json: bytes.Clone(lr.json)}
+		}
+		old.seq, old.chain, old.refs, old.observed = lr.seq, lr.chain, slices.Clone(lr.refs), lr.observed
+		e.last.put(c.uid, old)
+	}
+	if len(e.nums)+len(e.newNums) > maxNums {
+		clear(e.nums)
+	}
+	for uid, num := range e.newNums {
+		e.nums[uid] = num
+	}
+	e.done()
+	return nil
+}
+
+func validate(r *Record) error {
+	switch {
+	case r.UID == "":
+		return fmt.Errorf("%s %s/%s has no UID", r.Kind, r.Namespace, r.Name)
+	case len(r.UID) > maxUIDLen || strings.IndexByte(r.UID, 0) >= 0:
+		return fmt.Errorf("%s %s/%s: UID %q is not usable as a key", r.Kind, r.Namespace, r.Name, r.UID)
+	case r.Kind == "":
+		return fmt.Errorf("object %s has no kind", r.UID)
+	case len(r.Object) == 0:
+		return fmt.Errorf("%s %s/%s (%s) has no object JSON", r.Kind, r.Namespace, r.Name, r.UID)
+	}
+	for _, ref := range r.Refs {
+		if ref == "" || len(ref) > maxUIDLen || strings.IndexByte(ref, 0) >= 0 {
+			return fmt.Errorf("%s %s/%s: ref %q is not a usable UID", r.Kind, r.Namespace, r.Name, ref)
+		}
+	}
+	return nil
+}
+
+// write is Write's transaction: it resolves the records' objects, encodes
+// their values (in parallel, by object) and puts everything.
+func (e *encoder) write(tx *bolt.Tx, recs []Record) error {
+	b := buckets{
+		uids: tx.Bucket(bucketUIDs), objects: tx.Bucket(bucketObjects), records: tx.Bucket(bucketRecords),
+		times: tx.Bucket(bucketTime), refs: tx.Bucket(bucketRefs), dicts: tx.Bucket(bucketDicts),
+	}
+	b.records.FillPercent = appendFill
+	b.objects.FillPercent = appendFill
+	b.times.FillPercent = 1.0
+	if err := e.comp.sync(b.dicts); err != nil {
+		return err
+	}
+	if err := e.resolve(&b, recs); err != nil {
+		return err
+	}
+	if err := e.encode(); err != nil {
+		return err
+	}
+
+	arena := e.arena[:0]
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		start := len(arena)
+		arena = recordKey(arena, j.o.num, j.seq)
+		arena = binary.BigEndian.AppendUint32(arena, j.o.num)
+		if err := b.records.Put(arena[start:start+12], j.value); err != nil {
+			return err
+		}
+		if err := b.times.Put(arena[start+4:start+12], arena[start+12:]); err != nil {
+			return err
+		}
+	}
+	for _, c := range e.order {
+		o := e.objects[c.uid]
+		start := len(arena)
+		arena = binary.BigEndian.AppendUint32(arena, o.num)
+		arena = appendObject(arena, o)
+		if err := b.objects.Put(arena[start:start+4], arena[start+4:]); err != nil {
+			return err
+		}
+	}
+	e.arena = arena[:0]
+	if err := e.comp.flush(b.dicts); err != nil {
+		return err
+	}
+	var jsonBytes uint64
+	for i := range recs {
+		jsonBytes += uint64(len(recs[i].Object))
+	}
+	meta := tx.Bucket(bucketMeta)
+	total, _ := strconv.ParseUint(string(meta.Get(metaJSONBytes)), 10, 64)
+	return meta.Put(metaJSONBytes, strconv.AppendUint(nil, total+jsonBytes, 10))
+}
+
+// resolve assigns each record its Seq, finds or makes its object's summary
+// and number, updates the summaries and the refs index, and groups the
+// records into chains by object.
+func (e *encoder) resolve(b *buckets, recs []Record) error {
+	e.jobs = slices.Grow(e.jobs[:0], len(recs))[:len(recs)]
+	var seq uint64
+	if k, _ := b.times.Cursor().Last(); k != nil {
+		if len(k) != 8 {
+			return fmt.Errorf("%w: time key %x", errValue, k)
+		}
+		seq = binary.BigEndian.Uint64(k)
+	}
+	for i := range recs {
+		r := &recs[i]
+		seq++
+		r.Seq = seq
+		o, err := e.object(b, r)
+		if err != nil {
+			return err
+		}
+		c := e.chains[r.UID]
+		if c == nil {
+			c = &chain{uid: r.UID}
+			// The cached revision is a delta base only if it is still the
+			// object's last in the file.
+			if base, ok := e.last.get(r.UID); ok && base.seq == o.LastSeq && o.Revisions > 0 {
+				c.base = base
+			}
+			e.chains[r.UID] = c
+			e.order = append(e.order, c)
+		}
+		c.jobs = append(c.jobs, i)
+		e.jobs[i] = job{
+			r: r, o: o, seq: seq,
+			identity: o.Revisions > 0 && (r.APIVersion != o.APIVersion || r.Kind != o.Kind || r.Namespace != o.Namespace || r.Name != o.Name),
+			madeDict: e.comp.dict(e.kind.of(r), r.Object),
+		}
+
+		if o.Revisions == 0 {
+			o.FirstSeq, o.FirstObserved = seq, r.Observed
+		}
+		o.LastSeq, o.LastObserved = seq, r.Observed
+		o.Revisions++
+		o.Deleted = r.Type == Deleted || r.Type == DeletedUnknown
+		for _, ref := range r.Refs {
+			if slices.Contains(o.Refs, ref) {
+				continue
+			}
+			o.Refs = append(o.Refs, ref)
+			num, _, err := e.number(b, ref)
+			if err != nil {
+				return err
+			}
+			key := binary.BigEndian.AppendUint32(make([]byte, 0, 8), num)
+			if err := b.refs.Put(binary.BigEndian.AppendUint32(key, o.num), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// maxNums bounds the cache of object numbers (about 100 bytes an entry).
+const maxNums = 200_000
+
+// done forgets the batch.
+func (e *encoder) done() {
+	clear(e.newNums)
+	clear(e.objects)
+	clear(e.chains)
+	clear(e.order)
+	e.order = e.order[:0]
+	clear(e.jobs)
+	e.jobs = e.jobs[:0]
+	for _, w := range e.workers {
+		w.arena = w.arena[:0]
+	}
+}
+
+// parallelMin is the smallest batch worth encoding on several goroutines.
+const parallelMin = 64
+
+// encode encodes the values of the batch's records: the chains are shared
+// among up to GOMAXPROCS workers.
+func (e *encoder) encode() error {
+	n := 1
+	if len(e.jobs) >= parallelMin {
+		n = min(runtime.GOMAXPROCS(0), len(e.order), maxWorkers)
+	}
+	for len(e.workers) < n {
+		e.workers = append(e.workers, &worker{e: e})
+	}
+	var next atomic.Int64
+	run := func(w *worker) error {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(e.order) {
+				return nil
+			}
+			if err := w.chain(e.order[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if n == 1 {
+		return run(e.workers[0])
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k := 1; k < n; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = run(e.workers[k])
+		}()
+	}
+	errs[0] = run(e.workers[0])
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// maxWorkers bounds the encoding goroutines of one write.
+const maxWorkers = 4
+
+// chain encodes the records of one object in order.
+func (w *worker) chain(c *chain) error {
+	prev := c.base
+	var cur lastRev
+	w.kd = nil
+	for _, i := range c.jobs {
+		j := &w.e.jobs[i]
+		if key := w.kind.key; w.kind.of(j.r) != key || w.kd == nil {
+			w.kd = w.e.comp.newest(w.kind.key)
+		}
+		chainLen, err := w.value(j, prev)
+		if err != nil {
+			return err
+		}
+		r := j.r
+		cur = lastRev{seq: j.seq, chain: chainLen, json: r.Object, refs: r.Refs, observed: unixNano(r.Observed)}
+		prev = &cur
+	}
+	c.last = &lastRev{}
+	*c.last = cur
+	return nil
+}
+
+// value encodes the value of j, a delta against prev when prev is not nil
+// and that pays, and returns the number of deltas since the last snapshot.
+func (w *worker) value(j *job, prev *lastRev) (int, error) {
+	r := j.r
+	start := len(w.arena)
+	if prev == nil || prev.chain >= snapshotEvery-1 {
+		var err error
+		w.arena, err = w.appendSnapshotValue(w.arena, j)
+		j.value = w.arena[start:]
+		return 0, err
+	}
+	listRefs := !slices.Equal(prev.refs, r.Refs)
+	w.arena = appendValue(w.arena, r, payloadDelta, listRefs, j.identity, prev.observed)
+	bstart := len(w.arena)
+	w.arena = binary.AppendUvarint(w.arena, uint64(w.kd.id))
+	w.arena = w.delta.appendDelta(w.arena, prev.json, w.kd.deltaIndex(), r.Object)
+	if len(w.arena)-bstart <= len(r.Object)/8 {
+		j.value = w.arena[start:]
+		return prev.chain + 1, nil
+	}
+	// A big delta: keep whichever of it and a snapshot is smaller.
+	delta := bytes.Clone(w.arena[start:])
+	var err error
+	if w.arena, err = w.appendSnapshotValue(w.arena[:start], j); err != nil {
+		return 0, err
+	}
+	if len(w.arena)-start <= len(delta) {
+		j.value = w.arena[start:]
+		return 0, nil
+	}
+	w.arena = append(w.arena[:start], delta...)
+	j.value = w.arena[start:]
+	return prev.chain + 1, nil
+}
+
+// buckets are the buckets a write transaction changes.
+type buckets struct {
+	uids, objects, records, times, refs, dicts *bolt.Bucket
+}
+
+// number returns the number of uid, giving it the next one if it has none;
+// fresh says it did.
+func (e *encoder) number(b *buckets, uid string) (num uint32, fresh bool, err error) {
+	if n, ok := e.nums[uid]; ok {
+		return n, false, nil
+	}
+	key := []byte(uid)
+	if v := b.uids.Get(key); v != nil {
+		if len(v) != 4 {
+			return 0, false, fmt.Errorf("%w: uids value %x of %q", errValue, v, uid)
+		}
+		num = binary.BigEndian.Uint32(v)
+	} else {
+		n, err := b.uids.NextSequence()
+		if err != nil {
+			return 0, false, err
+		}
+		if n > math.MaxUint32 {
+			return 0, false, fmt.Errorf("the trace holds %d objects, its limit", uint32(math.MaxUint32))
+		}
+		num, fresh = uint32(n), true
+		if err := b.uids.Put(key, numKey(num)); err != nil {
+			return 0, false, err
+		}
+	}
+	e.newNums[uid] = num
+	return num, fresh, nil
+}
+
+// object returns the summary of r's object, loading it on first use in the
+// batch. A new object gets r's identity and no revisions.
+func (e *encoder) object(b *buckets, r *Record) (*Object, error) {
+	if o := e.objects[r.UID]; o != nil {
+		return o, nil
+	}
+	num, fresh, err := e.number(b, r.UID)
+	if err != nil {
+		return nil, err
+	}
+	o := &Object{UID: r.UID, APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, num: num}
+	if fresh {
+		// A new number has no summary yet.
+	} else if v := b.objects.Get(numKey(num)); v != nil {
+		parsed, err := parseObject(num, v)
+		if err != nil {
+			return nil, err
+		}
+		o = &parsed
+	}
+	e.objects[r.UID] = o
+	return o, nil
+}
+
+// appendSnapshotValue appends the value of j as a snapshot: the smallest of
+// a delta against its kind's dictionary, a zstd frame compressed with it and
+// the JSON itself.
+func (w *worker) appendSnapshotValue(dst []byte, j *job) ([]byte, error) {
+	r := j.r
+	kd := w.kd
+	start := len(dst)
+	dst = appendValue(dst, r, payloadDictDelta, len(r.Refs) > 0, j.identity, 0)
+	bstart := len(dst)
+	dst = w.appendDictDelta(dst, kd, r.Object)
+	if !j.madeDict && poorlyCompressed(len(dst)-bstart, len(r.Object)) {
+		// The kind's dictionary lacks much of what this object has (a
+		// pod that started running, when all it knew was pending pods):
+		// make one that has it.
+		if nkd := w.e.comp.grow(w.kind.key, r.Object); nkd != nil {
+			kd, w.kd = nkd, nkd
+			dst = w.appendDictDelta(dst[:bstart], kd, r.Object)
+		}
+	}
+	payload := byte(payloadDictDelta)
+	if n := len(dst) - bstart; w.e.zstdAbove > 0 && n*w.e.zstdAbove > len(r.Object) {
+		// Still poor: zstd's entropy coding may do better than a delta.
+		enc, err := kd.encoder()
+		if err != nil {
+			return dst, err
+		}
+		w.scratch = enc.EncodeAll(r.Object, w.scratch[:0])
+		if len(w.scratch) < n {
+			dst, payload = append(dst[:bstart], w.scratch...), payloadZstd
+		}
+	}
+	if len(dst)-bstart >= len(r.Object) {
+		dst, payload = append(dst[:bstart], r.Object...), payloadRaw
+	}
+	dst[start+1] = dst[start+1]&^payloadMask | payload
+	return dst, nil
+}
+
+// appendDictDelta appends the body of a dict-delta: kd's id and the delta
+// from kd to json.
+func (w *worker) appendDictDelta(dst []byte, kd *kindDict, json []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(kd.id))
+	return w.delta.appendDelta(dst, nil, kd.deltaIndex(), json)
+}
+
+// poorlyCompressed: a snapshot of n bytes for a JSON of size bytes shows a
+// dictionary that lacks what the JSON has; objects of a kind that only differ
+// in names, UIDs and times take less than a tenth.
+func poorlyCompressed(n, size int) bool { return size >= dictGrowMin && n*4 > size }
+
+var errReadOnly = errors.New("it is open read-only; open it without Options.ReadOnly to write")
