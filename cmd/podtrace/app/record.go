@@ -1,0 +1,347 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/podtrace/podtrace/store"
+	"github.com/podtrace/podtrace/tracer"
+)
+
+// recordOptions are the options of `podtrace record`.
+type recordOptions struct {
+	Kubeconfig    string
+	Context       string
+	Namespace     string
+	AllNamespaces bool
+	Selector      string
+	Out           string
+	Duration      time.Duration
+
+	args []string // the command line, for the session
+}
+
+func defaultRecordOptions() *recordOptions {
+	return &recordOptions{Out: "podtrace.db"}
+}
+
+func recordCommand(streams Streams) *cli.Command {
+	o := defaultRecordOptions()
+	return &cli.Command{
+		Name:      "record",
+		Usage:     "record pods, their events and what surrounds them into a trace file",
+		ArgsUsage: " ",
+		Description: "Watches the cluster with shared informers and writes every revision of every pod\n" +
+			"(and their events, owners, pod-owned Secrets/ConfigMaps/Services/PVCs as metadata,\n" +
+			"namespaces, nodes and admission webhook configurations) to the trace file, until\n" +
+			"Ctrl-C or --duration. Secret data is never requested. Recording into an existing\n" +
+			"trace adds a session to it; diff and report can read it while it records.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig file (default: $KUBECONFIG or ~/.kube/config; in a pod: the pod's service account)", Destination: &o.Kubeconfig},
+			&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use", Destination: &o.Context},
+			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "record only this namespace (default: all namespaces)", Destination: &o.Namespace},
+			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "record all namespaces (the default)", Destination: &o.AllNamespaces},
+			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "record only the pods matching this label selector, e.g. app=web", Destination: &o.Selector},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "trace file to write", Value: o.Out, Destination: &o.Out},
+			&cli.DurationFlag{Name: "duration", Usage: "stop after this long, e.g. 10m (0: until Ctrl-C)", Destination: &o.Duration},
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return &UsageError{Err: err}
+		},
+		Action: func(c *cli.Context) error {
+			if err := o.Complete(c); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(c.Context, streams)
+		},
+	}
+}
+
+// Complete fills in what the flags do not say.
+func (o *recordOptions) Complete(c *cli.Context) error {
+	if c.Args().Present() {
+		return usagef("record takes no arguments, got %q", strings.Join(c.Args().Slice(), " "))
+	}
+	lineage := c.Lineage()
+	o.args = append([]string{"podtrace"}, lineage[len(lineage)-1].Args().Slice()...)
+	return nil
+}
+
+// Validate checks the options; its errors name the flag.
+func (o *recordOptions) Validate() error {
+	if o.Namespace != "" && o.AllNamespaces {
+		return usagef("--namespace and --all-namespaces cannot be used together")
+	}
+	if o.Duration < 0 {
+		return usagef("--duration must be positive (or 0 to record until Ctrl-C), got %s", o.Duration)
+	}
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return usagef("--selector %q: %v", o.Selector, err)
+	}
+	if o.Out == "" {
+		return usagef("--out must name a trace file")
+	}
+	if fi, err := os.Stat(o.Out); err == nil && fi.IsDir() {
+		return usagef("--out %q is a directory; name a trace file, e.g. %s", o.Out, strings.TrimSuffix(o.Out, "/")+"/podtrace.db")
+	}
+	return nil
+}
+
+// Run records until ctx is done or the duration is over, then flushes,
+// closes the trace and prints a summary.
+func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
+	// client-go logs watch failures through klog; the tracer's warnings say
+	// what matters without breaking the status line.
+	klog.SetLogger(logr.Discard())
+
+	cfg, contextName, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "podtrace/" + Version
+	status := newStatusLine(streams.ErrOut)
+	warn := func(msg string) { status.println("podtrace: warning: " + msg) }
+
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	version, err := disc.ServerVersion()
+	if err != nil {
+		return fmt.Errorf("cannot reach the API server at %s (context %q): %w; check the cluster is up and kubectl works with the same --kubeconfig and --context", cfg.Host, contextName, err)
+	}
+
+	tr, err := tracer.New(tracer.Options{
+		RESTConfig:  cfg,
+		Namespace:   o.Namespace,
+		PodSelector: o.Selector,
+		Warn:        warn,
+	})
+	if err != nil {
+		return err
+	}
+	if err := tr.Preflight(ctx); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(streams.ErrOut, "podtrace: interrupted before recording started")
+			return nil
+		}
+		return err
+	}
+
+	w, err := store.NewWriter(o.Out, store.Options{Version: Version})
+	if err != nil {
+		return fmt.Errorf("record into %s: %w", o.Out, err)
+	}
+	started := time.Now()
+	session, err := w.BeginSession(store.Session{
+		Server:        cfg.Host,
+		ServerVersion: version.GitVersion,
+		Context:       contextName,
+		Namespace:     o.Namespace,
+		Selector:      o.Selector,
+		Args:          o.args,
+		Started:       started,
+		Version:       Version,
+	})
+	if err != nil {
+		return fmt.Errorf("record into %s: %w", o.Out, err)
+	}
+
+	runCtx := ctx
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	sink := &traceSink{w: w, session: session.ID}
+	bg, stopBG := context.WithCancel(context.Background())
+	var bgDone sync.WaitGroup
+	bgDone.Go(func() { o.background(bg, tr, w, status) })
+	bgDone.Go(func() {
+		select {
+		case <-tr.Ready():
+			status.println(fmt.Sprintf("podtrace: recording %s to %s (initial lists synced; Ctrl-C stops)", cfg.Host, o.Out))
+		case <-bg.Done():
+		}
+	})
+
+	runErr := tr.Run(runCtx, sink)
+
+	stopBG()
+	bgDone.Wait()
+	status.clear()
+	stopped := time.Now()
+	if err := w.EndSession(session.ID, stopped); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := w.Close(); err != nil {
+		return errors.Join(runErr, fmt.Errorf("close %s: %w", o.Out, err))
+	}
+	if runErr != nil {
+		return runErr
+	}
+	st := tr.Stats()
+	size := "?"
+	if fi, err := os.Stat(o.Out); err == nil {
+		size = humanBytes(fi.Size())
+	}
+	fmt.Fprintf(streams.ErrOut, "recorded %d revisions of %d objects (%d pods, %d events) in %s to %s (%s)\n",
+		st.Revisions, st.Objects, st.Pods, st.Events, stopped.Sub(started).Round(100*time.Millisecond), o.Out, size)
+	return nil
+}
+
+// restConfig loads the kubeconfig like kubectl: --kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config, else the pod's service account.
+func (o *recordOptions) restConfig() (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.Kubeconfig != "" {
+		rules.ExplicitPath = o.Kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, "", errors.New("no kubeconfig found and not running in a pod: set --kubeconfig or KUBECONFIG")
+		}
+		return nil, "", fmt.Errorf("load kubeconfig: %w", err)
+	}
+	contextName := o.Context
+	if contextName == "" {
+		if raw, err := cc.RawConfig(); err == nil {
+			contextName = raw.CurrentContext
+		}
+	}
+	return cfg, contextName, nil
+}
+
+// background refreshes the status line and retries the writes a reader
+// delayed, once a second, until ctx is done.
+func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, w *store.Writer, status *statusLine) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if w.Pending() > 0 {
+			if _, err := w.Flush(); err != nil {
+				status.println("podtrace: warning: " + err.Error())
+			}
+		}
+		if !status.enabled {
+			continue
+		}
+		st := tr.Stats()
+		last := "no write yet"
+		if !st.LastWrite.IsZero() {
+			last = "last write " + time.Since(st.LastWrite).Truncate(time.Second).String() + " ago"
+		}
+		size := "?"
+		if fi, err := os.Stat(o.Out); err == nil {
+			size = humanBytes(fi.Size())
+		}
+		status.set(fmt.Sprintf("recording: %d objects, %d revisions, %d events, %s, %s (Ctrl-C to stop)",
+			st.Objects, st.Revisions, st.Events, size, last))
+	}
+}
+
+// traceSink writes the tracer's batches into the trace, in the session.
+type traceSink struct {
+	w       *store.Writer
+	session uint32
+}
+
+func (s *traceSink) Write(recs []store.Record) error {
+	for i := range recs {
+		recs[i].Session = s.session
+	}
+	s.w.Add(recs...)
+	// A reader holding the file makes Flush keep the records for later.
+	_, err := s.w.Flush()
+	return err
+}
+
+// statusLine is a line on stderr rewritten in place, when stderr is a
+// terminal; warnings are printed above it.
+type statusLine struct {
+	mu      sync.Mutex
+	w       io.Writer
+	enabled bool
+	text    string
+}
+
+func newStatusLine(w io.Writer) *statusLine {
+	s := &statusLine{w: w}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		s.enabled = true
+	}
+	return s
+}
+
+const clearLine = "\r\x1b[K"
+
+// set replaces the status text.
+func (s *statusLine) set(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.text = text
+	fmt.Fprint(s.w, clearLine+text)
+}
+
+// println prints a line above the status.
+func (s *statusLine) println(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.enabled && s.text != "" {
+		fmt.Fprint(s.w, clearLine)
+	}
+	fmt.Fprintln(s.w, line)
+	if s.enabled && s.text != "" {
+		fmt.Fprint(s.w, s.text)
+	}
+}
+
+// clear removes the status line for good.
+func (s *statusLine) clear() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.enabled && s.text != "" {
+		fmt.Fprint(s.w, clearLine)
+	}
+	s.text = ""
+	s.enabled = false
+}
+
+// humanBytes formats n like "1.2 MiB".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,119 @@
+package tracer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ErrForbidden is returned (wrapped) by Preflight when the user may not list
+// and watch pods or events.
+var ErrForbidden = errors.New("permission denied")
+
+// forbiddenError is a required permission that is missing; it reads like
+// kubectl's advice and matches ErrForbidden.
+type forbiddenError struct{ msg string }
+
+func (e *forbiddenError) Error() string        { return e.msg }
+func (e *forbiddenError) Is(target error) bool { return target == ErrForbidden }
+
+// Preflight asks the API server, with SelfSubjectAccessReviews, whether the
+// user may list and watch each kind the tracer records. A missing permission
+// for pods or events is an error that names the resource, the verbs and the
+// kubectl command to check them; for any other kind it is a warning and the
+// kind is not watched. Run calls Preflight if the caller did not.
+func (t *Tracer) Preflight(ctx context.Context) error {
+	type result struct {
+		denied []string
+		err    error
+	}
+	results := make([]result, len(t.kinds))
+	var wg sync.WaitGroup
+	for i, k := range t.kinds {
+		wg.Go(func() {
+			for _, verb := range []string{"list", "watch"} {
+				ok, err := t.allowed(ctx, k, verb)
+				if err != nil {
+					results[i].err = err
+					return
+				}
+				if !ok {
+					results[i].denied = append(results[i].denied, verb)
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	var errs []error
+	var warnings []string
+	for i, k := range t.kinds {
+		r := results[i]
+		if r.err != nil {
+			// The API server cannot be asked: no point going on.
+			return fmt.Errorf("check access to %s: %w", k.resource(), r.err)
+		}
+		if len(r.denied) == 0 {
+			continue
+		}
+		where, flag := t.scope(k)
+		msg := fmt.Sprintf("cannot %s %s %s", strings.Join(r.denied, " and "), k.resource(), where)
+		check := fmt.Sprintf("kubectl auth can-i %s %s%s", r.denied[0], k.resource(), flag)
+		if k.required {
+			errs = append(errs, &forbiddenError{msg: fmt.Sprintf("%s: ask for list and watch on %s (%s)", msg, k.resource(), check)})
+			continue
+		}
+		t.skip[k] = true
+		warnings = append(warnings, fmt.Sprintf("%s: not recording %s (%s)", msg, k.what, check))
+	}
+	if len(errs) > 0 {
+		// The missing required permissions are what to fix first.
+		return errors.Join(errs...)
+	}
+	for _, w := range warnings {
+		t.warn(w)
+	}
+	t.checked = true
+	return nil
+}
+
+// scope describes where kind k is watched, in words and as kubectl flags.
+func (t *Tracer) scope(k *kind) (where, flag string) {
+	switch {
+	case k.cluster:
+		return "(cluster-scoped)", ""
+	case t.opts.Namespace == "":
+		return "in all namespaces", " -A"
+	default:
+		return "in namespace " + t.opts.Namespace, " -n " + t.opts.Namespace
+	}
+}
+
+// allowed asks whether the user may do verb on kind k in the tracer's scope.
+func (t *Tracer) allowed(ctx context.Context, k *kind, verb string) (bool, error) {
+	ns := t.opts.Namespace
+	if k.cluster {
+		ns = ""
+	}
+	review := &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns,
+				Verb:      verb,
+				Group:     k.gvr.Group,
+				Version:   k.gvr.Version,
+				Resource:  k.gvr.Resource,
+			},
+		},
+	}
+	res, err := t.client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return res.Status.Allowed, nil
+}

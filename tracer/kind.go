@@ -1,0 +1,175 @@
+package tracer
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// class says which revisions of a kind are kept.
+type class int
+
+const (
+	// classPod: every revision (the informer applies the pod selector).
+	classPod class = iota
+	// classEvent: every event in scope, or, with a pod selector, the events
+	// about a recorded object.
+	classEvent
+	// classDependent: objects owned by a recorded Pod, or owned by one in a
+	// revision already recorded.
+	classDependent
+	// classAll: every revision (namespaces, nodes, owners, webhooks).
+	classAll
+)
+
+// kind is one watched resource.
+type kind struct {
+	gvr      schema.GroupVersionResource
+	gvk      schema.GroupVersionKind
+	cluster  bool // cluster-scoped
+	required bool // pods and events: no recording without them
+	class    class
+	wave     int    // 0 starts first; 1 once wave 0 has synced
+	what     string // what is not recorded without it, for warnings
+	// informer builds the kind's informer.
+	informer func(t *Tracer, ns string) cache.SharedIndexInformer
+}
+
+// resource names the kind like kubectl does: "pods", "replicasets.apps".
+func (k *kind) resource() string {
+	if k.gvr.Group == "" {
+		return k.gvr.Resource
+	}
+	return k.gvr.Resource + "." + k.gvr.Group
+}
+
+// setKind returns a transform that sets the object's apiVersion and kind:
+// typed informers decode objects with an empty TypeMeta, and metadata
+// informers return PartialObjectMetadata. Transforms run before the object
+// enters the informer's cache, so no copy is needed.
+func (k *kind) setKind() cache.TransformFunc {
+	return func(obj any) (any, error) {
+		if o, ok := obj.(runtime.Object); ok {
+			o.GetObjectKind().SetGroupVersionKind(k.gvk)
+		}
+		return obj, nil
+	}
+}
+
+func gv(group, version, res, kindName string) (schema.GroupVersionResource, schema.GroupVersionKind) {
+	return schema.GroupVersionResource{Group: group, Version: version, Resource: res},
+		schema.GroupVersionKind{Group: group, Version: version, Kind: kindName}
+}
+
+func newKind(group, version, res, kindName string, c class, wave int, what string,
+	informer func(t *Tracer, ns string) cache.SharedIndexInformer) *kind {
+	gvr, gvk := gv(group, version, res, kindName)
+	return &kind{gvr: gvr, gvk: gvk, class: c, wave: wave, what: what, informer: informer}
+}
+
+// noIndex: the recorder reads nothing back from the informers' caches.
+var noIndex = cache.Indexers{}
+
+// kinds returns the resources the tracer watches, in start order.
+func kinds() []*kind {
+	pods := newKind("", "v1", "pods", "Pod", classPod, 0, "pods",
+		func(t *Tracer, ns string) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredPodInformer(t.client, ns, 0, noIndex, func(o *metav1.ListOptions) {
+				o.LabelSelector = t.opts.PodSelector
+			})
+		})
+	pods.required = true
+	events := newKind("", "v1", "events", "Event", classEvent, 1, "events",
+		func(t *Tracer, ns string) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredEventInformer(t.client, ns, 0, noIndex, nil)
+		})
+	events.required = true
+	namespaces := newKind("", "v1", "namespaces", "Namespace", classAll, 0, "namespaces",
+		func(t *Tracer, _ string) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredNamespaceInformer(t.client, 0, noIndex, func(o *metav1.ListOptions) {
+				if t.opts.Namespace != "" {
+					o.FieldSelector = fields.OneTermEqualSelector("metadata.name", t.opts.Namespace).String()
+				}
+			})
+		})
+	namespaces.cluster = true
+	nodes := newKind("", "v1", "nodes", "Node", classAll, 0, "nodes",
+		func(t *Tracer, _ string) cache.SharedIndexInformer {
+			return coreinformers.NewFilteredNodeInformer(t.client, 0, noIndex, nil)
+		})
+	nodes.cluster = true
+	mutating := newKind("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+		"MutatingWebhookConfiguration", classAll, 0, "mutating webhook configurations",
+		func(t *Tracer, _ string) cache.SharedIndexInformer {
+			return admissioninformers.NewFilteredMutatingWebhookConfigurationInformer(t.client, 0, noIndex, nil)
+		})
+	mutating.cluster = true
+	validating := newKind("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+		"ValidatingWebhookConfiguration", classAll, 0, "validating webhook configurations",
+		func(t *Tracer, _ string) cache.SharedIndexInformer {
+			return admissioninformers.NewFilteredValidatingWebhookConfigurationInformer(t.client, 0, noIndex, nil)
+		})
+	validating.cluster = true
+
+	return []*kind{
+		pods,
+		namespaces,
+		nodes,
+		newKind("apps", "v1", "replicasets", "ReplicaSet", classAll, 0, "ReplicaSets",
+			func(t *Tracer, ns string) cache.SharedIndexInformer {
+				return appsinformers.NewFilteredReplicaSetInformer(t.client, ns, 0, noIndex, nil)
+			}),
+		newKind("apps", "v1", "deployments", "Deployment", classAll, 0, "Deployments",
+			func(t *Tracer, ns string) cache.SharedIndexInformer {
+				return appsinformers.NewFilteredDeploymentInformer(t.client, ns, 0, noIndex, nil)
+			}),
+		newKind("apps", "v1", "statefulsets", "StatefulSet", classAll, 0, "StatefulSets",
+			func(t *Tracer, ns string) cache.SharedIndexInformer {
+				return appsinformers.NewFilteredStatefulSetInformer(t.client, ns, 0, noIndex, nil)
+			}),
+		newKind("apps", "v1", "daemonsets", "DaemonSet", classAll, 0, "DaemonSets",
+			func(t *Tracer, ns string) cache.SharedIndexInformer {
+				return appsinformers.NewFilteredDaemonSetInformer(t.client, ns, 0, noIndex, nil)
+			}),
+		newKind("batch", "v1", "jobs", "Job", classAll, 0, "Jobs",
+			func(t *Tracer, ns string) cache.SharedIndexInformer {
+				return batchinformers.NewFilteredJobInformer(t.client, ns, 0, noIndex, nil)
+			}),
+		newKind("batch", "v1", "cronjobs", "CronJob", classAll, 0, "CronJobs",
+			func(t *Tracer, ns string) cache.SharedIndexInformer {
+				return batchinformers.NewFilteredCronJobInformer(t.client, ns, 0, noIndex, nil)
+			}),
+		mutating,
+		validating,
+		events,
+		newKind("", "v1", "services", "Service", classDependent, 1, "pod-owned Services",
+			func(t *Tracer, ns string) cache.SharedIndexInformer {
+				return coreinformers.NewFilteredServiceInformer(t.client, ns, 0, noIndex, nil)
+			}),
+		metadataKind("secrets", "Secret", "pod-owned Secrets"),
+		metadataKind("configmaps", "ConfigMap", "pod-owned ConfigMaps"),
+		metadataKind("persistentvolumeclaims", "PersistentVolumeClaim", "pod-owned PersistentVolumeClaims"),
+	}
+}
+
+// metadataKind is a core/v1 dependent kind watched through the metadata API,
+// so that only its metadata is ever requested.
+func metadataKind(res, kindName, what string) *kind {
+	k := newKind("", "v1", res, kindName, classDependent, 1, what, nil)
+	k.informer = func(t *Tracer, ns string) cache.SharedIndexInformer {
+		return metadatainformer.NewFilteredMetadataInformer(t.meta, k.gvr, ns, 0, noIndex, nil).Informer()
+	}
+	return k
+}
+
+// String is for messages.
+func (k *kind) String() string { return fmt.Sprintf("%s %s", k.gvk.GroupVersion(), k.gvk.Kind) }
