@@ -1,0 +1,164 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/report"
+)
+
+// podOptions are the options of the commands that show one pod: diff and
+// explain.
+type podOptions struct {
+	streams      Streams
+	db           string
+	namespace    string
+	uid          string
+	output       string
+	color        string
+	allFields    bool
+	showDefaults bool
+
+	pod string // the argument
+}
+
+func newPodOptions(streams Streams) *podOptions {
+	return &podOptions{streams: streams, db: "podtrace.db", output: "text", color: "auto"}
+}
+
+func (o *podOptions) flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
+		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "namespace of the pod (default: the namespace it was recorded in, if only one)"},
+		&cli.StringFlag{Name: "uid", Destination: &o.uid, Usage: "pick one incarnation of a pod name that was deleted and re-created (a UID or its prefix)"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text or json"},
+		&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto (on a terminal), always or never"},
+		&cli.BoolFlag{Name: "show-defaults", Destination: &o.showDefaults, Usage: "in the admission section, also show what defaulting and the owning controller set"},
+	}
+}
+
+// Complete fills the pod argument.
+func (o *podOptions) Complete(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usagef("%s takes exactly one pod name (got %d arguments): podtrace %s POD [-n NAMESPACE]", c.Command.Name, c.NArg(), c.Command.Name)
+	}
+	o.pod = c.Args().First()
+	return nil
+}
+
+// Validate checks the flags, naming the one that is wrong.
+func (o *podOptions) Validate() error {
+	switch o.output {
+	case "text", "json":
+	default:
+		return usagef("--output must be text or json, not %q", o.output)
+	}
+	switch o.color {
+	case "auto", "always", "never":
+	default:
+		return usagef("--color must be auto, always or never, not %q", o.color)
+	}
+	if o.db == "" {
+		return usagef("--db must name a trace file")
+	}
+	return nil
+}
+
+// lifecycle loads and replays the pod.
+func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
+	db, err := openTrace(o.db)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	pod, err := findPod(db, o.namespace, o.pod, o.uid, o.streams.ErrOut)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := loadContext(db)
+	if err != nil {
+		return nil, err
+	}
+	in, err := loadInput(db, tc, pod)
+	if err != nil {
+		return nil, err
+	}
+	lc, err := diff.Replay(in, diff.Options{Admission: diff.AdmissionOptions{ShowDefaults: o.showDefaults}})
+	if err != nil {
+		return nil, fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return lc, nil
+}
+
+func (o *podOptions) textOptions() report.TextOptions {
+	color := o.color == "always" || (o.color == "auto" && isTerminal(o.streams.Out))
+	return report.TextOptions{Color: color, AllFields: o.allFields}
+}
+
+func writeJSON(s Streams, v any) error {
+	enc := json.NewEncoder(s.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func diffCommand(streams Streams) *cli.Command {
+	o := newPodOptions(streams)
+	return &cli.Command{
+		Name:      "diff",
+		Usage:     "replay a pod's recorded history: what changed, when, and who changed it",
+		ArgsUsage: "POD",
+		Flags: append(o.flags(),
+			&cli.BoolFlag{Name: "all-fields", Destination: &o.allFields, Usage: "show every field set at creation, not only images, owners, finalizers and labels"}),
+		Action: func(c *cli.Context) error {
+			if err := o.Complete(c); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			lc, err := o.lifecycle()
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				return writeJSON(streams, lc)
+			}
+			return report.Diff(streams.Out, lc, o.textOptions())
+		},
+	}
+}
+
+func explainCommand(streams Streams) *cli.Command {
+	o := newPodOptions(streams)
+	return &cli.Command{
+		Name:      "explain",
+		Usage:     "say why a pod is stuck or how it ended, with the evidence from the recording",
+		ArgsUsage: "POD",
+		Flags:     o.flags(),
+		Action: func(c *cli.Context) error {
+			if err := o.Complete(c); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			lc, err := o.lifecycle()
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				return writeJSON(streams, struct {
+					Namespace string         `json:"namespace"`
+					Name      string         `json:"name"`
+					UID       string         `json:"uid"`
+					Outcome   string         `json:"outcome"`
+					Findings  []diff.Finding `json:"findings"`
+				}{lc.Namespace, lc.Name, lc.UID, lc.Outcome, lc.Findings})
+			}
+			return report.Explain(streams.Out, lc, o.textOptions())
+		},
+	}
+}

@@ -1,0 +1,256 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/store"
+)
+
+// openTrace opens a trace for reading; it works while a recorder writes it.
+func openTrace(path string) (*store.DB, error) {
+	db, err := store.Open(path, store.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, err // store's errors name the file and what to do
+	}
+	return db, nil
+}
+
+// webhookKinds are the kinds whose every revision may matter to any pod.
+var webhookKinds = []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+
+// findPod finds the incarnation of a pod to show: the one with uid if given,
+// else the latest of the pods named name (in namespace ns, or in the only
+// namespace that has one). Other incarnations are listed on notes.
+func findPod(db *store.DB, ns, name, uid string, notes io.Writer) (store.Object, error) {
+	all, err := db.Objects(store.ObjectFilter{Kind: "Pod", Name: name, Namespace: ns})
+	if err != nil {
+		return store.Object{}, err
+	}
+	if len(all) == 0 {
+		return store.Object{}, noSuchPod(db, ns, name)
+	}
+	namespaces := map[string]bool{}
+	for _, o := range all {
+		namespaces[o.Namespace] = true
+	}
+	if len(namespaces) > 1 {
+		return store.Object{}, fmt.Errorf("pods named %q were recorded in several namespaces (%s): pick one with -n", name, strings.Join(sortedSet(namespaces), ", "))
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].FirstSeq < all[j].FirstSeq })
+	if uid != "" {
+		for _, o := range all {
+			if o.UID == uid || strings.HasPrefix(o.UID, uid) {
+				return o, nil
+			}
+		}
+		return store.Object{}, fmt.Errorf("no incarnation of pod %s/%s has uid %s; recorded: %s", all[0].Namespace, name, uid, incarnations(all))
+	}
+	chosen := all[len(all)-1]
+	if len(all) > 1 {
+		fmt.Fprintf(notes, "podtrace: pod %s/%s had %d incarnations (deleted and re-created): %s; showing the latest, uid %s (use --uid to pick another)\n",
+			chosen.Namespace, name, len(all), incarnations(all), chosen.UID)
+	}
+	return chosen, nil
+}
+
+func incarnations(objs []store.Object) string {
+	var parts []string
+	for _, o := range objs {
+		state := "present at the end"
+		if o.Deleted {
+			state = "deleted"
+		}
+		parts = append(parts, fmt.Sprintf("uid %s (first seen %s, %s)", o.UID, o.FirstObserved.UTC().Format(time.RFC3339), state))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// noSuchPod says that no pod of that name was recorded, and what was.
+func noSuchPod(db *store.DB, ns, name string) error {
+	pods, err := db.Objects(store.ObjectFilter{Kind: "Pod", Namespace: ns})
+	if err != nil {
+		return err
+	}
+	where := "in the trace"
+	if ns != "" {
+		where = "in namespace " + ns
+	}
+	if len(pods) == 0 {
+		if ns != "" {
+			if others, _ := db.Objects(store.ObjectFilter{Kind: "Pod", Name: name}); len(others) > 0 {
+				return fmt.Errorf("no pod named %q %s; it was recorded in namespace %s: use -n %s", name, where, others[0].Namespace, others[0].Namespace)
+			}
+		}
+		return fmt.Errorf("no pod named %q %s, and no pod at all was recorded there: check -n and --db", name, where)
+	}
+	names := map[string]bool{}
+	for _, p := range pods {
+		if ns == "" {
+			names[p.Namespace+"/"+p.Name] = true
+		} else {
+			names[p.Name] = true
+		}
+	}
+	list := sortedSet(names)
+	more := ""
+	if len(list) > 10 {
+		more = fmt.Sprintf(" and %d more (podtrace report lists them all)", len(list)-10)
+		list = list[:10]
+	}
+	return fmt.Errorf("no pod named %q %s; recorded pods %s: %s%s", name, where, where, strings.Join(list, ", "), more)
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// traceContext is what every pod's replay shares: sessions, webhooks,
+// namespaces and nodes, loaded once.
+type traceContext struct {
+	sessions []store.Session
+	end      time.Time
+	webhooks map[string][]store.Record
+	byName   map[string][]store.Record // "Namespace/name", "Node/name" -> history
+}
+
+func loadContext(db *store.DB) (*traceContext, error) {
+	tc := &traceContext{webhooks: map[string][]store.Record{}, byName: map[string][]store.Record{}}
+	var err error
+	if tc.sessions, err = db.Sessions(); err != nil {
+		return nil, err
+	}
+	// A session that has not stopped is recording now (or crashed): the
+	// recording runs until now as far as a reader can tell.
+	for _, s := range tc.sessions {
+		if s.Stopped.IsZero() {
+			tc.end = time.Now()
+		}
+	}
+	for _, kind := range webhookKinds {
+		objs, err := db.Objects(store.ObjectFilter{Kind: kind})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if tc.webhooks[o.UID], err = db.History(o.UID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return tc, nil
+}
+
+// named returns the history of the cluster-scoped object kind/name (a
+// Namespace or Node), loading it on first use.
+func (tc *traceContext) named(db *store.DB, kind, name string) ([]store.Record, error) {
+	key := kind + "/" + name
+	if recs, ok := tc.byName[key]; ok {
+		return recs, nil
+	}
+	objs, err := db.Objects(store.ObjectFilter{Kind: kind, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	var recs []store.Record
+	if len(objs) > 0 {
+		// The latest object of that name: nodes and namespaces are
+		// sometimes re-created.
+		latest := objs[0]
+		for _, o := range objs {
+			if o.FirstSeq > latest.FirstSeq {
+				latest = o
+			}
+		}
+		if recs, err = db.History(latest.UID); err != nil {
+			return nil, err
+		}
+	}
+	tc.byName[key] = recs
+	return recs, nil
+}
+
+// loadInput loads everything recorded about one pod incarnation.
+func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, error) {
+	in := diff.Input{Related: map[string][]store.Record{}, Webhooks: tc.webhooks, Sessions: tc.sessions, End: tc.end}
+	var err error
+	if in.Pod, err = db.History(pod.UID); err != nil {
+		return in, err
+	}
+	refs, err := db.Referring(pod.UID)
+	if err != nil {
+		return in, err
+	}
+	for _, o := range refs {
+		recs, err := db.History(o.UID)
+		if err != nil {
+			return in, err
+		}
+		if o.Kind == "Event" {
+			in.Events = append(in.Events, recs...)
+		} else {
+			in.Related[o.UID] = recs
+		}
+	}
+	sort.SliceStable(in.Events, func(i, j int) bool { return in.Events[i].Seq < in.Events[j].Seq })
+	for _, owner := range pod.Refs {
+		recs, err := db.History(owner)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // an owner outside the recorded scope
+		}
+		if err != nil {
+			return in, err
+		}
+		in.Related[owner] = recs
+	}
+	if recs, err := tc.named(db, "Namespace", pod.Namespace); err != nil {
+		return in, err
+	} else if len(recs) > 0 {
+		in.Related[recs[0].UID] = recs
+	}
+	if node := nodeName(in.Pod); node != "" {
+		if recs, err := tc.named(db, "Node", node); err != nil {
+			return in, err
+		} else if len(recs) > 0 {
+			in.Related[recs[0].UID] = recs
+		}
+	}
+	return in, nil
+}
+
+// nodeName returns the node the pod was last bound to.
+func nodeName(recs []store.Record) string {
+	for i := len(recs) - 1; i >= 0; i-- {
+		var p struct {
+			Spec struct {
+				NodeName string `json:"nodeName"`
+			} `json:"spec"`
+		}
+		if json.Unmarshal(recs[i].Object, &p) == nil && p.Spec.NodeName != "" {
+			return p.Spec.NodeName
+		}
+	}
+	return ""
+}
+
+// isTerminal reports whether w is a terminal, for colour and status lines.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

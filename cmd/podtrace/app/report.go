@@ -1,0 +1,143 @@
+package app
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/report"
+	"github.com/podtrace/podtrace/store"
+)
+
+type reportOptions struct {
+	streams   Streams
+	db        string
+	namespace string
+	pod       string
+	format    string
+	html      bool
+	out       string
+	color     string
+}
+
+func reportCommand(streams Streams) *cli.Command {
+	o := &reportOptions{streams: streams, db: "podtrace.db", format: "text", color: "auto"}
+	return &cli.Command{
+		Name:  "report",
+		Usage: "summarize a trace: every pod, its phases and findings; as text, markdown or one self-contained HTML file",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
+			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "only pods in this namespace"},
+			&cli.StringFlag{Name: "pod", Destination: &o.pod, Usage: "only pods of this name"},
+			&cli.StringFlag{Name: "format", Value: o.format, Destination: &o.format, Usage: "text, markdown or html"},
+			&cli.BoolFlag{Name: "html", Destination: &o.html, Usage: "same as --format html"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "write to this file instead of standard output", TakesFile: true},
+			&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto, always or never"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("report takes no arguments (got %q): use --pod NAME to pick a pod", c.Args().First())
+			}
+			if o.html {
+				o.format = "html"
+			}
+			switch o.format {
+			case "text", "markdown", "html":
+			default:
+				return usagef("--format must be text, markdown or html, not %q", o.format)
+			}
+			return o.Run()
+		},
+	}
+}
+
+// Run loads and replays every pod asked for and writes the report.
+func (o *reportOptions) Run() error {
+	db, err := openTrace(o.db)
+	if err != nil {
+		return err
+	}
+	tr, err := loadTrace(db, o.namespace, o.pod)
+	db.Close()
+	if err != nil {
+		return err
+	}
+	tr.File = o.db
+	if o.pod != "" && len(tr.Pods) == 0 {
+		return fmt.Errorf("no pod named %q recorded%s in %s: run podtrace report without --pod to list them", o.pod, inNamespace(o.namespace), o.db)
+	}
+	w := o.streams.Out
+	var f *os.File
+	if o.out != "" {
+		if f, err = os.Create(o.out); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriter(w)
+	switch o.format {
+	case "html":
+		err = report.HTML(bw, tr, report.HTMLOptions{})
+	case "markdown":
+		err = report.Markdown(bw, tr, report.TextOptions{})
+	default:
+		color := o.color == "always" || (o.color == "auto" && o.out == "" && isTerminal(o.streams.Out))
+		err = report.Text(bw, tr, report.TextOptions{Color: color})
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if f != nil {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("write report %q: %w", o.out, err)
+		}
+		st, _ := os.Stat(o.out)
+		fmt.Fprintf(o.streams.ErrOut, "wrote %s report of %d pods to %s (%d bytes)\n", o.format, len(tr.Pods), o.out, st.Size())
+	}
+	return nil
+}
+
+// now is time.Now, replaced in golden tests.
+var now = time.Now
+
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " in namespace " + ns
+}
+
+// loadTrace replays every recorded pod (in namespace ns and named name, when
+// given).
+func loadTrace(db *store.DB, ns, name string) (*report.Trace, error) {
+	tc, err := loadContext(db)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := db.Objects(store.ObjectFilter{Kind: "Pod", Namespace: ns, Name: name})
+	if err != nil {
+		return nil, err
+	}
+	tr := &report.Trace{Sessions: tc.sessions, Generated: now().UTC()}
+	for _, p := range pods {
+		in, err := loadInput(db, tc, p)
+		if err != nil {
+			return nil, err
+		}
+		lc, err := diff.Replay(in, diff.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("replay pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		tr.Pods = append(tr.Pods, lc)
+	}
+	report.SortPods(tr.Pods)
+	return tr, nil
+}
