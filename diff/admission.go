@@ -146,7 +146,7 @@ func replayAdmission(lc *Lifecycle, in Input, opts AdmissionOptions) *Admission 
 		}
 	}
 	if pinned := digestImages(pod); len(pinned) > 0 && len(adm.Webhooks) > 0 && asked == nil {
-		adm.Notes = append(adm.Notes, fmt.Sprintf("images stored pinned by digest (%s) while mutating webhooks intercepted the CREATE: a webhook may have resolved tags to digests; the audit log (podtrace import --audit-log) tells for sure",
+		adm.Notes = append(adm.Notes, fmt.Sprintf("images stored pinned by digest (%s) while mutating webhooks intercepted the CREATE: a webhook may have resolved tags to digests; the API server's audit log (its patch.webhook.admission.k8s.io annotations) tells for sure",
 			strings.Join(pinned, ", ")))
 	}
 	return adm

@@ -3,13 +3,16 @@ package diff
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podtrace/podtrace/store"
 )
@@ -67,6 +70,7 @@ type rule func(lc *Lifecycle, in Input) []Finding
 // rules run in this order; findings are then sorted by severity.
 var rules = []rule{
 	stuckFinalizers,
+	finalizerNotRemoved,
 	lostNode,
 	unschedulable,
 	containerTrouble,
@@ -82,12 +86,43 @@ func diagnose(lc *Lifecycle, in Input) []Finding {
 	return out
 }
 
-// finalizerOwners says who removes the well-known finalizers, and how.
-var finalizerOwners = map[string]string{
-	metav1.FinalizerDeleteDependents:   "the garbage collector (kube-controller-manager), with an UPDATE of the pod, once every dependent with blockOwnerDeletion is gone",
-	metav1.FinalizerOrphanDependents:   "the garbage collector (kube-controller-manager), with an UPDATE of the pod, once it has removed the pod's ownerReferences from the dependents",
-	"batch.kubernetes.io/job-tracking": "the job controller (kube-controller-manager), with an UPDATE of the pod, once it has counted the pod in the Job's status",
+// finalizerOwner says who removes a well-known finalizer, and when.
+type finalizerOwner struct {
+	// who removes it, and how.
+	who string
+	// onFinish: the owner removes it once the pod has finished (Succeeded
+	// or Failed) and it has accounted for the pod, whether or not the pod
+	// is deleted. The others are removed only once deletion is requested.
+	onFinish bool
 }
+
+// finalizerOwners are the finalizers that Kubernetes components put on pods.
+var finalizerOwners = map[string]finalizerOwner{
+	metav1.FinalizerDeleteDependents: {who: "the garbage collector (kube-controller-manager), with an UPDATE of the pod, once every dependent with blockOwnerDeletion is gone"},
+	metav1.FinalizerOrphanDependents: {who: "the garbage collector (kube-controller-manager), with an UPDATE of the pod, once it has removed the pod's ownerReferences from the dependents"},
+	// KEP-2307 (Job tracking with finalizers): the job controller lists a
+	// finished pod in the Job's status.uncountedTerminatedPods, removes the
+	// finalizer, then moves the pod to the Job's counters.
+	batchv1.JobTrackingFinalizer: {
+		who:      "the job controller (kube-controller-manager), with an UPDATE of the pod, once the pod has finished and the controller has counted it in the Job's status, whether or not the pod is deleted",
+		onFinish: true,
+	},
+}
+
+// finalizerOwnerOf says who removes a finalizer.
+func finalizerOwnerOf(name string) string {
+	if o, ok := finalizerOwners[name]; ok {
+		return o.who
+	}
+	return "the controller that added it (no built-in controller owns it)"
+}
+
+// FinalizerRemovalGrace is how long a finished pod may keep a finalizer
+// that its controller removes from finished pods before finalizer-not-removed
+// reports it. Such a controller removes it within seconds of seeing the pod
+// finish and retries a failed removal with a back-off that starts at a second
+// (the job controller's), so this is several failed attempts.
+const FinalizerRemovalGrace = 30 * time.Second
 
 // stuckFinalizers finds a pod whose deletion was requested, whose grace
 // period is over, and which is still held by finalizers at the end of the
@@ -130,34 +165,149 @@ func stuckFinalizers(lc *Lifecycle, in Input) []Finding {
 	if len(blocking) > 0 {
 		f.Evidence = append(f.Evidence, Evidence{Text: "dependents still present, with blockOwnerDeletion: " + strings.Join(blocking, ", ")})
 	}
-	f.Evidence = append(f.Evidence, Evidence{Seq: lastStep.Seq, Time: lastStep.Time,
-		Text: fmt.Sprintf("no revision after this one: silence for %s until the recording ended", Duration(lc.RecordingEnd.Sub(lastStep.Time)))})
+	f.Evidence = append(f.Evidence, jobAccounting(lc, in)...)
+	f.Evidence = append(f.Evidence, silence(lc))
 
-	// Whoever removes a finalizer does it with an UPDATE of the pod, and
-	// every webhook intercepting pod UPDATE in the namespace can deny it.
+	for _, fin := range last.Finalizers {
+		f.Next = append(f.Next, fmt.Sprintf("%q is removed by %s", fin, finalizerOwnerOf(fin)))
+	}
+	if len(blocking) > 0 {
+		f.Next = append(f.Next, "find out why the dependents still present are not being deleted (their own finalizers?)")
+	}
+	blockedRemoval(&f, lc, in)
+	return []Finding{f}
+}
+
+// finalizerNotRemoved finds a finished pod, not deleted, that still holds a
+// finalizer its controller removes from finished pods (the job controller's
+// batch.kubernetes.io/job-tracking) well after it finished: the controller
+// could not remove it, or is not running.
+func finalizerNotRemoved(lc *Lifecycle, in Input) []Finding {
+	var done Phase
+	switch lc.Outcome {
+	case string(corev1.PodSucceeded):
+		done, _ = lc.phase(PhaseSucceeded)
+	case string(corev1.PodFailed):
+		done, _ = lc.phase(PhaseFailed)
+	default:
+		return nil // running, pending, terminating (stuckFinalizers) or gone
+	}
+	last := lc.pods[len(lc.pods)-1]
+	var held []string
+	for _, fin := range last.Finalizers {
+		if finalizerOwners[fin].onFinish {
+			held = append(held, fin)
+		}
+	}
+	waited := lc.RecordingEnd.Sub(done.Time)
+	if len(held) == 0 || waited < FinalizerRemovalGrace {
+		return nil
+	}
+	f := Finding{
+		ID:       "finalizer-not-removed",
+		Severity: Warning,
+		Headline: fmt.Sprintf("finished %s before the recording ended and still held by finalizer %s, which its controller removes once a pod has finished",
+			Duration(waited), strings.Join(quoteAll(held), ", ")),
+	}
+	f.Evidence = append(f.Evidence, Evidence{Seq: done.Seq, Time: done.Time, Text: strings.TrimSpace("pod " + done.Name + ": " + done.Detail)})
+	for _, fin := range held {
+		if seq, t, ok := lc.finalizerAdded(fin); ok {
+			f.Evidence = append(f.Evidence, Evidence{Seq: seq, Time: t, Text: fmt.Sprintf("finalizer %q appeared", fin)})
+		}
+	}
+	f.Evidence = append(f.Evidence, jobAccounting(lc, in)...)
+	f.Evidence = append(f.Evidence, silence(lc))
+	for _, fin := range held {
+		f.Next = append(f.Next, fmt.Sprintf("%q is removed by %s", fin, finalizerOwnerOf(fin)))
+	}
+	f.Next = append(f.Next, "until it is removed the pod stays, and its controller may not count it as finished: check that controller's logs in kube-controller-manager")
+	blockedRemoval(&f, lc, in)
+	return []Finding{f}
+}
+
+// silence is the evidence that nothing happened to the pod after its last
+// revision.
+func silence(lc *Lifecycle) Evidence {
+	lastStep := lc.Steps[len(lc.Steps)-1]
+	return Evidence{Seq: lastStep.Seq, Time: lastStep.Time,
+		Text: fmt.Sprintf("no revision after this one: silence for %s until the recording ended", Duration(lc.RecordingEnd.Sub(lastStep.Time)))}
+}
+
+// blockedRemoval names, as suspects, the webhooks that intercept pod UPDATE
+// in the pod's namespace: whoever removes a finalizer does it with an UPDATE
+// of the pod, and each of them can deny it.
+func blockedRemoval(f *Finding, lc *Lifecycle, in Input) {
+	last := lc.pods[len(lc.pods)-1]
 	var prev *corev1.Pod
 	if n := len(lc.pods); n > 1 {
 		prev = lc.pods[n-2]
 	}
 	nsRecs := namespaceRecords(in, lc.Namespace)
 	f.Suspects = MatchWebhooks(in.Webhooks, lc.RecordingEnd, PodRequest(admissionv1.Update, "", prev, last, nsRecs, lc.RecordingEnd))
-	for _, fin := range last.Finalizers {
-		owner, ok := finalizerOwners[fin]
-		if !ok {
-			owner = "the controller that added it (no built-in controller owns it)"
-		}
-		f.Next = append(f.Next, fmt.Sprintf("%q is removed by %s", fin, owner))
-	}
-	if len(blocking) > 0 {
-		f.Next = append(f.Next, "find out why the dependents still present are not being deleted (their own finalizers?)")
-	}
 	for _, w := range f.Suspects {
-		f.Next = append(f.Next, fmt.Sprintf("%s %s intercepts pod UPDATE here (failurePolicy %s): an error or denial from it blocks the finalizer removal; check its logs, or import the API server's audit log (podtrace import --audit-log) to see denied updates", strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.FailurePolicy))
+		f.Next = append(f.Next, fmt.Sprintf("%s %s intercepts pod UPDATE here (failurePolicy %s): an error or denial from it blocks the finalizer removal; check its logs, and the API server's audit log for denied pod UPDATEs (responseStatus code 4xx/5xx)", strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.FailurePolicy))
 	}
 	if len(f.Suspects) == 0 && len(in.Webhooks) > 0 {
 		f.Evidence = append(f.Evidence, Evidence{Text: "no recorded admission webhook intercepts pod UPDATE in this namespace"})
 	}
-	return []Finding{f}
+}
+
+// jobAccounting says how the pod's Job, as last recorded, accounts for it:
+// a finished pod listed in status.uncountedTerminatedPods is one the job
+// controller has seen finish but whose finalizer it has not yet removed.
+func jobAccounting(lc *Lifecycle, in Input) []Evidence {
+	last := lc.pods[len(lc.pods)-1]
+	for _, o := range last.OwnerReferences {
+		if o.Kind != "Job" || o.Controller == nil || !*o.Controller {
+			continue
+		}
+		recs := in.Related[string(o.UID)]
+		if len(recs) == 0 {
+			return []Evidence{{Text: fmt.Sprintf("owner Job %s was not recorded", o.Name)}}
+		}
+		rec := recs[len(recs)-1]
+		if rec.Type == store.Deleted || rec.Type == store.DeletedUnknown {
+			return []Evidence{{Seq: rec.Seq, Time: rec.Observed, Text: fmt.Sprintf("owner Job %s was deleted: the job controller removes the finalizer of its orphaned pods", o.Name)}}
+		}
+		var job batchv1.Job
+		if json.Unmarshal(rec.Object, &job) != nil {
+			return nil
+		}
+		var out []Evidence
+		if u := job.Status.UncountedTerminatedPods; u != nil {
+			for _, l := range []struct {
+				name string
+				uids []types.UID
+			}{{"succeeded", u.Succeeded}, {"failed", u.Failed}} {
+				if slices.Contains(l.uids, last.UID) {
+					since := rec.Observed
+					seq := rec.Seq
+					for i := len(recs) - 1; i >= 0; i-- {
+						var j batchv1.Job
+						if json.Unmarshal(recs[i].Object, &j) != nil || j.Status.UncountedTerminatedPods == nil ||
+							!slices.Contains(append(append([]types.UID{}, j.Status.UncountedTerminatedPods.Succeeded...), j.Status.UncountedTerminatedPods.Failed...), last.UID) {
+							break
+						}
+						since, seq = recs[i].Observed, recs[i].Seq
+					}
+					out = append(out, Evidence{Seq: seq, Time: since, Text: fmt.Sprintf("Job %s lists the pod in status.uncountedTerminatedPods.%s: the job controller has seen it finish and has not removed its finalizer since", o.Name, l.name)})
+				}
+			}
+		}
+		var conds []string
+		for _, c := range job.Status.Conditions {
+			if c.Status == corev1.ConditionTrue {
+				conds = append(conds, string(c.Type))
+			}
+		}
+		state := "no condition True"
+		if len(conds) > 0 {
+			state = "conditions " + strings.Join(conds, ", ")
+		}
+		out = append(out, Evidence{Seq: rec.Seq, Time: rec.Observed, Text: fmt.Sprintf("Job %s as last recorded: %s; active %d, succeeded %d, failed %d", o.Name, state, job.Status.Active, job.Status.Succeeded, job.Status.Failed)})
+		return out
+	}
+	return nil
 }
 
 // finalizerAdded returns the step where a finalizer appeared.

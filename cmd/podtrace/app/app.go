@@ -126,10 +126,14 @@ func interspersed(cmds []*cli.Command, args []string) []string {
 
 // commands lists podtrace's commands; each lives in a file of its own.
 func commands(streams Streams) []*cli.Command {
-	return []*cli.Command{
+	cmds := []*cli.Command{
 		recordCommand(streams),
 		diffCommand(streams),
 		explainCommand(streams),
 		reportCommand(streams),
 	}
+	for _, c := range cmds {
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return &UsageError{Err: err} }
+	}
+	return cmds
 }
