@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build cluster-binaries test unit-test integration-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build example-trace cluster-binaries test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -38,6 +38,15 @@ unit-test:
 ## diffed and reported (writes _output/demo/).
 demo: build cluster-binaries
 	$(GO) run ./examples/demo -podtrace $(PODTRACE) -out $(OUT)/demo
+
+## example-trace: record the digester case again into examples/trace (the
+## sample trace the golden tests and readers without a cluster use).
+example-trace: build cluster-binaries
+	$(GO) run ./examples/demo -podtrace $(PODTRACE) -out $(OUT)/example -stuck 20s
+	mkdir -p examples/trace
+	cp $(OUT)/example/podtrace.db examples/trace/digester.db
+	cp $(OUT)/example/report.html examples/trace/digester-report.html
+	cp $(OUT)/example/report.md examples/trace/digester-report.md
 
 ## bench: the benchmarks behind BENCHMARKS.md.
 bench: build cluster-binaries
