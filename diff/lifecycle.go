@@ -35,6 +35,8 @@ type Lifecycle struct {
 	Findings   []Finding   `json:"findings,omitempty"`
 	// Admission compares the pod as asked for with the pod as stored.
 	Admission *Admission `json:"admission,omitempty"`
+	// Redacted counts the values a Redactor replaced, by rule.
+	Redacted map[string]int `json:"redacted,omitempty"`
 
 	// pods are the decoded revisions, parallel to Steps, for the rules.
 	pods []*corev1.Pod

@@ -68,6 +68,7 @@ type htmlPage struct {
 	Generated    string
 	Sessions     []htmlSession
 	Window       string
+	Redaction    string
 	PodCount     int
 	Outcomes     []htmlCount
 	Severities   []htmlCount
@@ -151,6 +152,7 @@ func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 	if start, end := tr.Window(); !start.IsZero() {
 		p.Window = fmt.Sprintf("%s to %s (%s)", stampUTC(start), stampUTC(end), end.Sub(start).Round(time.Second))
 	}
+	p.Redaction = tr.Redaction()
 	outcomes := tr.Outcomes()
 	names := make([]string, 0, len(outcomes))
 	for k := range outcomes {

@@ -38,6 +38,7 @@ func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
 		}
 		t.printf("\n")
 	}
+	t.printf("**Redaction** %s  \n", tr.Redaction())
 	if start, end := tr.Window(); !start.IsZero() {
 		t.printf("**Window** %s to %s (%s)  \n", t.stamp(start), t.stamp(end), end.Sub(start).Round(1e9))
 	}

@@ -25,6 +25,7 @@ func Text(w io.Writer, tr *Trace, opts TextOptions) error {
 		t.printf("Window:  %s to %s (%s)\n", t.stamp(start), t.stamp(end), end.Sub(start).Round(1e9))
 	}
 	t.printf("Pods:    %d (%s)\n", len(tr.Pods), outcomeLine(tr.Outcomes()))
+	t.printf("Redaction: %s\n", tr.Redaction())
 
 	fs := tr.Findings()
 	if len(fs) > 0 {

@@ -123,6 +123,9 @@ func (t *textWriter) header(lc *diff.Lifecycle) {
 		color = cYellow
 	}
 	t.printf("Outcome:  %s\n", t.paint(color, outcome))
+	if len(lc.Redacted) > 0 {
+		t.printf("Redacted: %s (--no-redact shows them)\n", diff.Summary(lc.Redacted))
+	}
 	if len(lc.Steps) > 0 {
 		t.printf("Recorded: %d revisions, %d events, %s to %s\n", len(lc.Steps), len(lc.Events),
 			t.stamp(lc.Steps[0].Time), t.stamp(lc.RecordingEnd))

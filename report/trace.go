@@ -18,6 +18,25 @@ type Trace struct {
 	Pods     []*diff.Lifecycle `json:"pods"`
 	// Generated is when the report was made.
 	Generated time.Time `json:"generated"`
+	// Unredacted says the values were not redacted (--no-redact).
+	Unredacted bool `json:"unredacted,omitempty"`
+}
+
+// Redaction says what was redacted in the report, or that nothing was.
+func (t *Trace) Redaction() string {
+	if t.Unredacted {
+		return "OFF (--no-redact): env values, credentials and last-applied configuration are shown as recorded; do not share this report"
+	}
+	total := map[string]int{}
+	for _, p := range t.Pods {
+		for k, v := range p.Redacted {
+			total[k] += v
+		}
+	}
+	if len(total) == 0 {
+		return "on; nothing needed redacting"
+	}
+	return "on; redacted " + diff.Summary(total) + " (--no-redact shows them)"
 }
 
 // Window returns the recording window: the first session's start and the

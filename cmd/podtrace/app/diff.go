@@ -21,6 +21,7 @@ type podOptions struct {
 	color        string
 	allFields    bool
 	showDefaults bool
+	redact       redactFlags
 
 	pod string // the argument
 }
@@ -30,14 +31,14 @@ func newPodOptions(streams Streams) *podOptions {
 }
 
 func (o *podOptions) flags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
 		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "namespace of the pod (default: the namespace it was recorded in, if only one)"},
 		&cli.StringFlag{Name: "uid", Destination: &o.uid, Usage: "pick one incarnation of a pod name that was deleted and re-created (a UID or its prefix)"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text or json"},
 		&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto (on a terminal), always or never"},
 		&cli.BoolFlag{Name: "show-defaults", Destination: &o.showDefaults, Usage: "in the admission section, also show what defaulting and the owning controller set"},
-	}
+	}, o.redact.flags()...)
 }
 
 // Complete fills the pod argument.
@@ -64,7 +65,7 @@ func (o *podOptions) Validate() error {
 	if o.db == "" {
 		return usagef("--db must name a trace file")
 	}
-	return nil
+	return o.redact.Complete()
 }
 
 // lifecycle loads and replays the pod.
@@ -90,6 +91,7 @@ func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	o.redact.apply(lc, o.streams)
 	return lc, nil
 }
 

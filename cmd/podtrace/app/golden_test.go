@@ -65,6 +65,20 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// TestNoRedactWarns checks that turning redaction off is said loudly.
+func TestNoRedactWarns(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := Run(context.Background(), []string{"podtrace", "report", "--no-redact", "--db", sampleTrace}, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "WARNING: --no-redact") {
+		t.Errorf("no warning on stderr: %q", errOut.String())
+	}
+	if !strings.Contains(out.String(), "Redaction: OFF") {
+		t.Errorf("the report does not say redaction is off:\n%s", out.String())
+	}
+}
+
 // TestUserErrors checks that bad input gets a clear error that says what to
 // do next, and the exit code for it.
 func TestUserErrors(t *testing.T) {
@@ -87,6 +101,8 @@ func TestUserErrors(t *testing.T) {
 		{"bad output", []string{"diff", "runner-job-1", "-o", "yaml", "--db", sampleTrace}, 2, []string{"--output must be text or json"}},
 		{"bad format", []string{"report", "--format", "pdf", "--db", sampleTrace}, 2, []string{"--format must be text, markdown or html"}},
 		{"unknown flag", []string{"diff", "x", "--nosuch"}, 2, []string{"nosuch"}},
+		{"bad redact pattern", []string{"report", "--redact", "(x", "--db", sampleTrace}, 2, []string{`--redact "(x"`}},
+		{"redact and no-redact", []string{"diff", "runner-job-1", "--redact", "X", "--no-redact", "--db", sampleTrace}, 2, []string{"contradict"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ type reportOptions struct {
 	html      bool
 	out       string
 	color     string
+	redact    redactFlags
 }
 
 func reportCommand(streams Streams) *cli.Command {
@@ -29,7 +30,7 @@ func reportCommand(streams Streams) *cli.Command {
 	return &cli.Command{
 		Name:  "report",
 		Usage: "summarize a trace: every pod, its phases and findings; as text, markdown or one self-contained HTML file",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "only pods in this namespace"},
 			&cli.StringFlag{Name: "pod", Destination: &o.pod, Usage: "only pods of this name"},
@@ -37,7 +38,7 @@ func reportCommand(streams Streams) *cli.Command {
 			&cli.BoolFlag{Name: "html", Destination: &o.html, Usage: "same as --format html"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "write to this file instead of standard output", TakesFile: true},
 			&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto, always or never"},
-		},
+		}, o.redact.flags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("report takes no arguments (got %q): use --pod NAME to pick a pod", c.Args().First())
@@ -49,6 +50,9 @@ func reportCommand(streams Streams) *cli.Command {
 			case "text", "markdown", "html":
 			default:
 				return usagef("--format must be text, markdown or html, not %q", o.format)
+			}
+			if err := o.redact.Complete(); err != nil {
+				return err
 			}
 			return o.Run()
 		},
@@ -67,6 +71,10 @@ func (o *reportOptions) Run() error {
 		return err
 	}
 	tr.File = o.db
+	for _, lc := range tr.Pods {
+		o.redact.apply(lc, o.streams)
+	}
+	tr.Unredacted = o.redact.off
 	if o.pod != "" && len(tr.Pods) == 0 {
 		return fmt.Errorf("no pod named %q recorded%s in %s: run podtrace report without --pod to list them", o.pod, inNamespace(o.namespace), o.db)
 	}

@@ -1,0 +1,234 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Redacted replaces a value that a ticket should not carry.
+const Redacted = "[redacted]"
+
+// Redactor removes from a lifecycle what should not leave the cluster in a
+// report: env values (valueFrom references stay), arguments and commands
+// that carry credentials, the last-applied-configuration annotation, and
+// whatever the user's patterns name. Structure stays: a redacted field is
+// still shown as changed, with its value replaced by Redacted.
+type Redactor struct {
+	// Keys are env var names, annotation or label keys whose values are
+	// redacted, compared exactly.
+	Keys map[string]bool
+	// Patterns redact the parts of any value they match.
+	Patterns []*regexp.Regexp
+
+	counts map[string]int
+}
+
+// lastApplied is the annotation kubectl apply keeps the whole object in.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// secretWord is in the names of settings that carry a secret.
+const secretWord = `[a-z0-9_.-]*(?:password|passwd|secret|token|api[-_]?key|credentials?)[a-z0-9_.-]*`
+
+var (
+	// credential matches a setting with its value in one string:
+	// --password=x, DB_TOKEN: x, or a flag and its value: --token x.
+	credential = regexp.MustCompile(`(?i)((?:` + secretWord + `\s*[=:]\s*)|(?:(?:^|\s)--?` + secretWord + `\s+)|(?:\b(?:bearer|basic)\s+))("[^"]*"|'[^']*'|[^\s"',]+)`)
+	// credentialFlag is a flag whose value is the next argument.
+	credentialFlag = regexp.MustCompile(`(?i)^--?` + secretWord + `$`)
+)
+
+// NewRedactor returns a Redactor with the default rules and the user's
+// patterns: a pattern that is a plain key (letters, digits, -_./) names an
+// env var, annotation or label; anything else is a regular expression.
+func NewRedactor(patterns []string) (*Redactor, error) {
+	r := &Redactor{Keys: map[string]bool{}}
+	plainKey := regexp.MustCompile(`^[A-Za-z0-9_./-]+$`)
+	for _, p := range patterns {
+		if plainKey.MatchString(p) {
+			r.Keys[p] = true
+			continue
+		}
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("--redact %q: not a key and not a regular expression: %w", p, err)
+		}
+		r.Patterns = append(r.Patterns, re)
+	}
+	return r, nil
+}
+
+// Redact rewrites the lifecycle's change values in place and returns how
+// many values each rule redacted.
+func (r *Redactor) Redact(lc *Lifecycle) map[string]int {
+	r.counts = map[string]int{}
+	for i := range lc.Steps {
+		for j := range lc.Steps[i].Changes {
+			r.change(&lc.Steps[i].Changes[j])
+		}
+	}
+	if lc.Admission != nil {
+		for i := range lc.Admission.Changes {
+			r.change(&lc.Admission.Changes[i].Change)
+		}
+	}
+	if len(r.counts) > 0 {
+		lc.Redacted = r.counts
+	}
+	return r.counts
+}
+
+// Summary says what was redacted, for the output's reader.
+func Summary(counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+var envValuePath = regexp.MustCompile(`\.env\[([^\]]+)\]\.value$`)
+
+func (r *Redactor) change(c *Change) {
+	for _, v := range []*string{&c.Old, &c.New} {
+		if *v == "" {
+			continue
+		}
+		switch {
+		case envValuePath.MatchString(c.Path):
+			*v = r.mark("env values")
+		case strings.HasSuffix(c.Path, "["+lastApplied+"]"):
+			*v = r.mark("last-applied-configuration annotations")
+		case r.keyPath(c.Path):
+			*v = r.mark("values of --redact keys")
+		default:
+			*v = r.value(*v, contextKey(c.Path))
+		}
+	}
+}
+
+// keyPath reports whether the path ends at an env var, annotation or label
+// named by the user.
+func (r *Redactor) keyPath(path string) bool {
+	if len(r.Keys) == 0 || !strings.HasSuffix(path, "]") {
+		return false
+	}
+	trimmed := strings.TrimSuffix(path, ".value")
+	i := strings.LastIndex(trimmed, "[")
+	return i >= 0 && r.Keys[strings.TrimSuffix(trimmed[i+1:], "]")]
+}
+
+func (r *Redactor) total() int {
+	n := 0
+	for _, c := range r.counts {
+		n += c
+	}
+	return n
+}
+
+func (r *Redactor) mark(rule string) string {
+	r.counts[rule]++
+	return Redacted
+}
+
+// value redacts inside one rendered value: JSON objects and lists are walked
+// (env values, last-applied annotations, user keys), strings are matched
+// against the credential rule and the user's patterns.
+func (r *Redactor) value(v, key string) string {
+	if strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
+		var x any
+		if json.Unmarshal([]byte(v), &x) == nil {
+			before := r.total()
+			x = r.walk(x, key)
+			if r.total() == before {
+				return v // nothing redacted: keep the value as rendered
+			}
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			if enc.Encode(x) == nil {
+				return strings.TrimSuffix(b.String(), "\n")
+			}
+		}
+	}
+	return r.text(v)
+}
+
+func (r *Redactor) walk(x any, key string) any {
+	switch t := x.(type) {
+	case map[string]any:
+		for k, v := range t {
+			switch {
+			case key == "env" && k == "value":
+				t[k] = r.mark("env values")
+			case k == lastApplied:
+				t[k] = r.mark("last-applied-configuration annotations")
+			case r.Keys[k] && (key == "annotations" || key == "labels"):
+				t[k] = r.mark("values of --redact keys")
+			case key == "env" && k == "name":
+			default:
+				t[k] = r.walk(v, k)
+			}
+		}
+		if key == "env" {
+			if name, ok := t["name"].(string); ok && r.Keys[name] {
+				if _, ok := t["value"]; ok && t["value"] != Redacted {
+					t["value"] = r.mark("values of --redact keys")
+				}
+			}
+		}
+		return t
+	case []any:
+		for i, v := range t {
+			// args: ["--password", "x"]: the flag's value is the next element.
+			if s, ok := v.(string); ok && i > 0 && r.followsFlag(t[i-1]) {
+				if s != Redacted {
+					t[i] = r.mark("credentials in arguments and values")
+				}
+				continue
+			}
+			t[i] = r.walk(v, key)
+		}
+		return t
+	case string:
+		return r.text(t)
+	}
+	return x
+}
+
+func (r *Redactor) followsFlag(prev any) bool {
+	s, ok := prev.(string)
+	return ok && credentialFlag.MatchString(s)
+}
+
+// contextKey is the name of the field a path ends in, without a list or map
+// key: "env" for spec.containers[a].env[B], "annotations" for
+// metadata.annotations.
+func contextKey(path string) string {
+	if strings.HasSuffix(path, "]") {
+		if i := strings.LastIndex(path, "["); i >= 0 {
+			path = path[:i]
+		}
+	}
+	return path[strings.LastIndex(path, ".")+1:]
+}
+
+// text redacts credentials and user patterns inside a string.
+func (r *Redactor) text(s string) string {
+	out := credential.ReplaceAllStringFunc(s, func(m string) string {
+		sub := credential.FindStringSubmatch(m)
+		r.counts["credentials in arguments and values"]++
+		return sub[1] + Redacted
+	})
+	for _, re := range r.Patterns {
+		out = re.ReplaceAllStringFunc(out, func(string) string { return r.mark("matches of --redact patterns") })
+	}
+	return out
+}
