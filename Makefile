@@ -50,7 +50,7 @@ example-trace: build cluster-binaries
 
 ## bench: the benchmarks behind BENCHMARKS.md.
 bench: build cluster-binaries
-	$(GO) test -run '^$$' -bench . -benchmem ./store/ ./diff/ ./report/
+	$(GO) test -run "^$$" -bench . -benchmem -count 3 ./store/ ./tracer/ ./diff/
 
 ## cluster-up / cluster-down: a local control plane to play with by hand
 ## (NODES=1, AUDIT_POLICY=file); down stops exactly what up started.
