@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -199,6 +200,15 @@ func TestRecordPodLifecycle(t *testing.T) {
 			}
 		}
 		return false, nil
+	})
+	// The trace can be read while the recorder writes it.
+	waitFor(t, "the running pod in a live read of the trace", 30*time.Second, func() (bool, error) {
+		var out, errOut bytes.Buffer
+		err := app.Run(ctx, []string{"podtrace", "report", "--db", rec.db, "--color", "never"}, app.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		if err != nil {
+			return false, fmt.Errorf("%v: %s", err, errOut.String())
+		}
+		return strings.Contains(out.String(), "Running") && strings.Contains(out.String(), "web"), nil
 	})
 	if err := client.CoreV1().Pods("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
