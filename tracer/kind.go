@@ -3,6 +3,7 @@ package tracer
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,9 @@ type kind struct {
 	required bool // pods and events: no recording without them
 	class    class
 	wave     int    // 0 starts first; 1 once wave 0 has synced
+	// metadataOnly kinds are watched through the metadata API so that their
+	// data is never requested (Secrets, ConfigMaps, PVCs).
+	metadataOnly bool
 	what     string // what is not recorded without it, for warnings
 	// informer builds the kind's informer.
 	informer func(t *Tracer, ns string) cache.SharedIndexInformer
@@ -56,10 +60,18 @@ func (k *kind) resource() string {
 // typed informers decode objects with an empty TypeMeta, and metadata
 // informers return PartialObjectMetadata. Transforms run before the object
 // enters the informer's cache, so no copy is needed.
+//
+// For metadata-only kinds it also drops the annotation in which kubectl
+// apply keeps the whole object it applied: for a Secret, its data.
 func (k *kind) setKind() cache.TransformFunc {
 	return func(obj any) (any, error) {
 		if o, ok := obj.(runtime.Object); ok {
 			o.GetObjectKind().SetGroupVersionKind(k.gvk)
+		}
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok && k.metadataOnly {
+			if _, has := m.Annotations[corev1.LastAppliedConfigAnnotation]; has {
+				delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
+			}
 		}
 		return obj, nil
 	}
@@ -165,6 +177,7 @@ func kinds() []*kind {
 // so that only its metadata is ever requested.
 func metadataKind(res, kindName, what string) *kind {
 	k := newKind("", "v1", res, kindName, classDependent, 1, what, nil)
+	k.metadataOnly = true
 	k.informer = func(t *Tracer, ns string) cache.SharedIndexInformer {
 		return metadatainformer.NewFilteredMetadataInformer(t.meta, k.gvr, ns, 0, noIndex, nil).Informer()
 	}

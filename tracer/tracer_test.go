@@ -244,6 +244,18 @@ func partial(kind, name, rv, owner string) *metav1.PartialObjectMetadata {
 	return p
 }
 
+// secretValue is base64 of "hunter2", as kubectl apply leaves it in a
+// Secret's last-applied-configuration annotation.
+const secretValue = "aHVudGVyMg=="
+
+func lastApplied(p *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	p.Annotations = map[string]string{
+		"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","data":{"password":"` + secretValue + `"},"kind":"Secret"}`,
+		"team": "ci",
+	}
+	return p
+}
+
 func gvr(res string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Version: "v1", Resource: res}
 }
@@ -340,7 +352,7 @@ func TestRunRecordsEventsAndPodDependents(t *testing.T) {
 		pod("web", "1", nil),
 		event("web.1", "web", "Pod"),
 		event("node.1", "node-1", "Node"),
-		partial("Secret", "pull", "1", "web"),
+		lastApplied(partial("Secret", "pull", "1", "web")),
 		partial("Secret", "unowned", "1", ""),
 		partial("ConfigMap", "env", "1", "web"),
 	)
@@ -409,6 +421,11 @@ func TestRunRecordsEventsAndPodDependents(t *testing.T) {
 				if _, ok := obj[key]; ok {
 					t.Errorf("secret record holds %q: %s", key, rec.Object)
 				}
+			}
+			// kubectl apply keeps the applied Secret, data and all, in an
+			// annotation: it must not reach the trace either.
+			if strings.Contains(string(rec.Object), secretValue) || strings.Contains(string(rec.Object), "last-applied-configuration") {
+				t.Errorf("secret record carries the last-applied configuration: %s", rec.Object)
 			}
 			if rec.Name == "pull" && (len(rec.Refs) != 1 || rec.Refs[0] != "uid-web") {
 				t.Errorf("secret Refs = %v, want [uid-web]", rec.Refs)
