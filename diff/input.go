@@ -20,6 +20,9 @@ type Input struct {
 	// Webhooks holds the revisions of Mutating- and
 	// ValidatingWebhookConfigurations recorded in the trace.
 	Webhooks map[string][]store.Record
+	// Audit holds the audit.k8s.io/v1 Events about the pod imported from the
+	// API server's audit log (podtrace import --audit-log), oldest first.
+	Audit []store.Record
 	// Sessions are the recording sessions of the trace; the last one's end
 	// (or, while recording, End) is when the recording ended.
 	Sessions []store.Session

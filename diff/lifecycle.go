@@ -35,6 +35,9 @@ type Lifecycle struct {
 	Findings   []Finding   `json:"findings,omitempty"`
 	// Admission compares the pod as asked for with the pod as stored.
 	Admission *Admission `json:"admission,omitempty"`
+	// Audit is what the API server's audit log says about the pod, when
+	// one was imported into the trace (podtrace import --audit-log).
+	Audit *Audit `json:"audit,omitempty"`
 	// Redacted counts the values a Redactor replaced, by rule.
 	Redacted map[string]int `json:"redacted,omitempty"`
 
@@ -165,6 +168,7 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	lc.phases()
 	lc.Admission = replayAdmission(lc, in, opts.Admission)
 	lc.Findings = diagnose(lc, in)
+	applyAudit(lc, in, opts.Admission)
 	return lc, nil
 }
 

@@ -89,6 +89,7 @@ func Diff(w io.Writer, lc *diff.Lifecycle, opts TextOptions) error {
 	t.findings(lc.Findings)
 	t.phases(lc)
 	t.admission(lc)
+	t.audit(lc)
 	t.dependents(lc)
 	t.timeline(lc)
 	return t.err
@@ -363,5 +364,41 @@ func (t *textWriter) admission(lc *diff.Lifecycle) {
 	}
 	for _, n := range a.Notes {
 		t.printf("  %s %s\n", t.paint(cCyan, "note:"), n)
+	}
+}
+
+// audit writes what the imported audit log says: who made each request
+// and the requests that were denied.
+func (t *textWriter) audit(lc *diff.Lifecycle) {
+	a := lc.Audit
+	if a == nil {
+		return
+	}
+	t.printf("\n%s %s\n", t.paint(cBold, "Audit"), t.paint(cDim, "(requests about the pod, from the API server's audit log)"))
+	for _, r := range a.Requests {
+		what := r.Verb
+		if r.Subresource != "" {
+			what += " " + r.Subresource
+		}
+		rev := ""
+		if r.Seq != 0 {
+			rev = fmt.Sprintf(" -> #%d", r.Seq)
+		}
+		if r.ResourceVersion != "" {
+			rev += " rv " + r.ResourceVersion
+		}
+		t.printf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.User, t.paint(cDim, "("+r.UserAgent+")"), t.paint(cDim, rev))
+	}
+	for _, p := range a.Patches {
+		for _, op := range p.Ops {
+			val := ""
+			if len(op.Value) > 0 {
+				val = "  " + shorten(string(op.Value))
+			}
+			t.printf("  %s  %s %s %s %s%s\n", t.clock(p.Time), t.paint(cYellow, "patch"), p.Webhook+" ("+p.Verb+"):", op.Op, op.Path, val)
+		}
+	}
+	for _, d := range a.Denied {
+		t.printf("  %s  %s %s\n", t.clock(d.First), t.paint(cRed, "denied"), d.Summary())
 	}
 }

@@ -131,6 +131,8 @@ func commands(streams Streams) []*cli.Command {
 		diffCommand(streams),
 		explainCommand(streams),
 		reportCommand(streams),
+		exportCommand(streams),
+		importCommand(streams),
 	}
 	for _, c := range cmds {
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return &UsageError{Err: err} }

@@ -198,13 +198,16 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 		if err != nil {
 			return in, err
 		}
-		if o.Kind == "Event" {
+		if isAudit(o) {
+			in.Audit = append(in.Audit, recs...)
+		} else if o.Kind == "Event" {
 			in.Events = append(in.Events, recs...)
 		} else {
 			in.Related[o.UID] = recs
 		}
 	}
 	sort.SliceStable(in.Events, func(i, j int) bool { return in.Events[i].Seq < in.Events[j].Seq })
+	sort.SliceStable(in.Audit, func(i, j int) bool { return in.Audit[i].Observed.Before(in.Audit[j].Observed) })
 	for _, owner := range pod.Refs {
 		recs, err := db.History(owner)
 		if errors.Is(err, store.ErrNotFound) {

@@ -1,0 +1,381 @@
+package diff
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Audit is what the API server's audit log says about a pod: who made each
+// request, what each mutating webhook patched, and the requests it refused,
+// which no informer sees.
+type Audit struct {
+	// Requests are the successful writes of the pod, oldest first, each
+	// linked to the revision it produced when the trace holds it.
+	Requests []AuditRequest `json:"requests,omitempty"`
+	// Denied groups the refused requests by who asked, what and why.
+	Denied []DeniedRequests `json:"denied,omitempty"`
+	// Patches are the mutating webhooks' JSONPatches, as the API server
+	// recorded them in patch.webhook.admission.k8s.io annotations.
+	Patches []WebhookPatch `json:"patches,omitempty"`
+}
+
+// AuditRequest is one successful request about the pod.
+type AuditRequest struct {
+	Time        time.Time `json:"time"`
+	AuditID     string    `json:"auditID"`
+	Verb        string    `json:"verb"`
+	Subresource string    `json:"subresource,omitempty"`
+	User        string    `json:"user"`
+	UserAgent   string    `json:"userAgent,omitempty"`
+	Code        int       `json:"code"`
+	// ResourceVersion of the object as stored; Seq is the recorded revision
+	// with that resourceVersion, 0 if none.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	Seq             uint64 `json:"seq,omitempty"`
+}
+
+// DeniedRequests are refused requests of one kind: same user, verb,
+// subresource, code and message.
+type DeniedRequests struct {
+	User        string    `json:"user"`
+	UserAgent   string    `json:"userAgent,omitempty"`
+	Verb        string    `json:"verb"`
+	Subresource string    `json:"subresource,omitempty"`
+	Code        int       `json:"code"`
+	Message     string    `json:"message"`
+	Count       int       `json:"count"`
+	First       time.Time `json:"first"`
+	Last        time.Time `json:"last"`
+	// Webhook is the admission webhook the message names, if any.
+	Webhook string `json:"webhook,omitempty"`
+}
+
+// WebhookPatch is one mutating webhook's patch of one request.
+type WebhookPatch struct {
+	Time    time.Time `json:"time"`
+	Verb    string    `json:"verb"`
+	Webhook string    `json:"webhook"`
+	// Configuration is the MutatingWebhookConfiguration, when recorded.
+	Configuration string    `json:"configuration,omitempty"`
+	Round         int       `json:"round"`
+	Index         int       `json:"index"`
+	Ops           []PatchOp `json:"ops"`
+}
+
+// PatchOp is one JSONPatch operation (RFC 6902).
+type PatchOp struct {
+	Op    string          `json:"op"`
+	Path  string          `json:"path"`
+	From  string          `json:"from,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event that the replay reads.
+type auditEvent struct {
+	AuditID   string `json:"auditID"`
+	Verb      string `json:"verb"`
+	ObjectRef struct {
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	User struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	UserAgent      string `json:"userAgent"`
+	ResponseStatus struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"responseStatus"`
+	StageTimestamp time.Time         `json:"stageTimestamp"`
+	Annotations    map[string]string `json:"annotations"`
+	RequestObject  json.RawMessage   `json:"requestObject"`
+	ResponseObject json.RawMessage   `json:"responseObject"`
+}
+
+const patchAnnotation = "patch.webhook.admission.k8s.io/round_"
+
+// webhookInMessage finds the webhook an admission denial names.
+var webhookInMessage = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
+
+// applyAudit reads the pod's audit records, when the trace holds any: it
+// sets lc.Audit, compares the CREATE as sent with the pod as stored, and
+// adds the denied requests to the findings about a finalizer that was never
+// removed. Without audit records it says those findings are inferred.
+func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
+	if len(in.Audit) == 0 {
+		for i := range lc.Findings {
+			if f := &lc.Findings[i]; f.ID == "stuck-finalizer" || f.ID == "finalizer-not-removed" {
+				f.Evidence = append(f.Evidence, Evidence{Text: "inferred without the API server's audit log, which would show the requests that failed: podtrace import --audit-log FILE --db TRACE adds it"})
+			}
+		}
+		return
+	}
+	a := &Audit{}
+	byRV := map[string]uint64{}
+	for _, s := range lc.Steps {
+		byRV[s.ResourceVersion] = s.Seq
+	}
+	denied := map[string]*DeniedRequests{}
+	configs := map[string]string{} // webhook -> configuration, from the annotations
+	var create *auditEvent
+	for _, rec := range in.Audit {
+		var ev auditEvent
+		if json.Unmarshal(rec.Object, &ev) != nil {
+			continue
+		}
+		for k, v := range ev.Annotations {
+			if strings.HasPrefix(k, "mutation.webhook.admission.k8s.io/") || strings.HasPrefix(k, patchAnnotation) {
+				var m struct{ Configuration, Webhook string }
+				if json.Unmarshal([]byte(v), &m) == nil && m.Webhook != "" {
+					configs[m.Webhook] = m.Configuration
+				}
+			}
+		}
+		if ev.ResponseStatus.Code >= 400 {
+			key := strings.Join([]string{ev.User.Username, ev.Verb, ev.ObjectRef.Subresource, strconv.Itoa(ev.ResponseStatus.Code), ev.ResponseStatus.Message}, "\x00")
+			d := denied[key]
+			if d == nil {
+				d = &DeniedRequests{User: ev.User.Username, UserAgent: ev.UserAgent, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
+					Code: ev.ResponseStatus.Code, Message: ev.ResponseStatus.Message, First: ev.StageTimestamp}
+				if m := webhookInMessage.FindStringSubmatch(d.Message); m != nil {
+					d.Webhook = m[1]
+				}
+				denied[key] = d
+			}
+			d.Count++
+			d.Last = ev.StageTimestamp
+			continue
+		}
+		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
+			User: ev.User.Username, UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
+		if r.ResourceVersion != "" {
+			r.Seq = byRV[r.ResourceVersion]
+		} else if r.Subresource == "binding" {
+			// A binding answers a Status, not the pod: its revision is
+			// the one that reached the scheduled phase.
+			if p, ok := lc.phase(PhaseScheduled); ok {
+				r.Seq = p.Seq
+			}
+		}
+		a.Requests = append(a.Requests, r)
+		a.Patches = append(a.Patches, patches(ev)...)
+		if ev.Verb == "create" && ev.ObjectRef.Subresource == "" && create == nil {
+			e := ev
+			create = &e
+		}
+	}
+	// The denied groups, in the order they first appeared.
+	for _, d := range denied {
+		a.Denied = append(a.Denied, *d)
+	}
+	sort.Slice(a.Denied, func(i, j int) bool { return a.Denied[i].First.Before(a.Denied[j].First) })
+	for i := range a.Patches {
+		a.Patches[i].Configuration = configs[a.Patches[i].Webhook]
+	}
+	lc.Audit = a
+	if create != nil {
+		auditAdmission(lc, *create, a.Patches, opts)
+	}
+	for i := range lc.Findings {
+		if f := &lc.Findings[i]; f.ID == "stuck-finalizer" || f.ID == "finalizer-not-removed" {
+			auditFinding(f, lc, a, configs)
+		}
+	}
+}
+
+// patches decodes the patch.webhook.admission.k8s.io annotations of a
+// request, in the order the webhooks ran.
+func patches(ev auditEvent) []WebhookPatch {
+	var out []WebhookPatch
+	for k, v := range ev.Annotations {
+		if !strings.HasPrefix(k, patchAnnotation) {
+			continue
+		}
+		var round, index int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(k, patchAnnotation), "%d_index_%d", &round, &index); err != nil {
+			continue
+		}
+		var p struct {
+			Webhook string    `json:"webhook"`
+			Patch   []PatchOp `json:"patch"`
+		}
+		if json.Unmarshal([]byte(v), &p) != nil {
+			continue
+		}
+		out = append(out, WebhookPatch{Time: ev.StageTimestamp, Verb: ev.Verb, Webhook: p.Webhook, Round: round, Index: index, Ops: p.Patch})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Round != out[j].Round {
+			return out[i].Round < out[j].Round
+		}
+		return out[i].Index < out[j].Index
+	})
+	return out
+}
+
+// auditAdmission replaces the inferred admission comparison with the one
+// the audit log proves: the pod as sent (requestObject) against the pod as
+// stored (responseObject), each change attributed to the webhook whose
+// patch made it.
+func auditAdmission(lc *Lifecycle, create auditEvent, ps []WebhookPatch, opts AdmissionOptions) {
+	var sent, stored corev1.Pod
+	if json.Unmarshal(create.RequestObject, &sent) != nil || json.Unmarshal(create.ResponseObject, &stored) != nil || stored.Kind != "Pod" {
+		return
+	}
+	if lc.Admission == nil {
+		lc.Admission = &Admission{}
+	}
+	adm := lc.Admission
+	adm.Source = "audit log"
+	adm.Changes, adm.Defaults = nil, 0
+	var notes []string
+	for _, n := range adm.Notes {
+		if !strings.Contains(n, "audit log") {
+			notes = append(notes, n)
+		}
+	}
+	adm.Notes = notes
+	type owned struct {
+		webhook string
+		op      PatchOp
+	}
+	var byPath []owned
+	for _, p := range ps {
+		if p.Verb != "create" {
+			continue
+		}
+		for _, op := range p.Ops {
+			byPath = append(byPath, owned{p.Webhook, op})
+		}
+	}
+	for _, c := range ComparePods(restrict(&sent), restrict(&stored)) {
+		ac := AdmissionChange{Change: c}
+		for _, o := range byPath {
+			if patchCovers(o.op.Path, c.Path, &sent) {
+				ac.By, ac.Certainty = "mutating webhook "+o.webhook, "certain"
+			}
+		}
+		if ac.By == "" {
+			if by, ok := builtinAdmission(c, &stored); ok {
+				ac.By, ac.Certainty = by, "likely"
+			} else {
+				ac.By, ac.Certainty = "a built-in admission plugin or defaulting (no webhook patch sets it)", "likely"
+			}
+		}
+		if !opts.ShowDefaults && ac.By == byDefaulting {
+			adm.Defaults++
+			continue
+		}
+		adm.Changes = append(adm.Changes, ac)
+	}
+}
+
+// patchCovers reports whether the JSONPatch path (/spec/containers/0/image)
+// sets the field a Change names (spec.containers[build].image): list
+// indexes are resolved to the keys ComparePods uses, from the pod as sent.
+func patchCovers(pointer, path string, sent *corev1.Pod) bool {
+	p := pointerToPath(pointer, sent)
+	if p == "" {
+		return false
+	}
+	return p == path || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") ||
+		strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[")
+}
+
+func pointerToPath(pointer string, sent *corev1.Pod) string {
+	parts := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
+	var b strings.Builder
+	for i := 0; i < len(parts); i++ {
+		seg := strings.NewReplacer("~1", "/", "~0", "~").Replace(parts[i])
+		if i+1 < len(parts) && i >= 1 && parts[i-1] == "spec" {
+			var names []string
+			switch seg {
+			case "containers":
+				for _, c := range sent.Spec.Containers {
+					names = append(names, c.Name)
+				}
+			case "initContainers":
+				for _, c := range sent.Spec.InitContainers {
+					names = append(names, c.Name)
+				}
+			case "volumes":
+				for _, v := range sent.Spec.Volumes {
+					names = append(names, v.Name)
+				}
+			}
+			if names != nil {
+				n, err := strconv.Atoi(parts[i+1])
+				if err != nil || n < 0 || n >= len(names) {
+					return ""
+				}
+				b.WriteString("." + seg + "[" + names[n] + "]")
+				i++
+				continue
+			}
+		}
+		if i > 0 && (parts[i-1] == "labels" || parts[i-1] == "annotations") {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		b.WriteString("." + seg)
+	}
+	return strings.TrimPrefix(b.String(), ".")
+}
+
+// auditFinding adds the denied requests to a finding about a finalizer that
+// was never removed, and names the webhook that denied them as the first
+// suspect, confirmed.
+func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string) {
+	var writes []DeniedRequests
+	for _, d := range a.Denied {
+		if d.Verb == "update" || d.Verb == "patch" {
+			writes = append(writes, d)
+		}
+	}
+	if len(writes) == 0 {
+		f.Evidence = append(f.Evidence, Evidence{Text: "the imported audit log holds no denied update of the pod: the finalizer's owner did not try to remove it, or the log does not cover that time"})
+		return
+	}
+	for _, d := range writes {
+		f.Evidence = append(f.Evidence, Evidence{Time: d.First, Text: "audit log: " + d.Summary()})
+		if d.Webhook == "" {
+			continue
+		}
+		idx := -1
+		for i, w := range f.Suspects {
+			if w.Name == d.Webhook {
+				idx = i
+			}
+		}
+		var w Webhook
+		if idx >= 0 {
+			w = f.Suspects[idx]
+			f.Suspects = append(f.Suspects[:idx], f.Suspects[idx+1:]...)
+		} else {
+			w = Webhook{Kind: "MutatingWebhookConfiguration", Name: d.Webhook, Configuration: configs[d.Webhook], Rules: "(configuration not recorded)"}
+		}
+		f.Suspects = append([]Webhook{w}, f.Suspects...)
+		f.Next = append([]string{fmt.Sprintf("confirmed by the audit log: webhook %q denied %d %s attempts by %s (%d): fix the webhook so that it allows this request, or take it off the namespace",
+			d.Webhook, d.Count, d.Verb, d.User, d.Code)}, f.Next...)
+	}
+}
+
+// Summary says, in one line, what was denied, how often and when.
+func (d DeniedRequests) Summary() string {
+	what := d.Verb
+	if d.Subresource != "" {
+		what += " " + d.Subresource
+	}
+	s := "s"
+	if d.Count == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("%d %s attempt%s by %s denied (%d): %s, first %s, last %s", d.Count, what, s, d.User, d.Code, d.Message,
+		d.First.UTC().Format("15:04:05"), d.Last.UTC().Format("15:04:05"))
+}

@@ -1,0 +1,71 @@
+package diff
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podtrace/podtrace/store"
+)
+
+func TestPointerToPath(t *testing.T) {
+	sent := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init"}},
+		Containers:     []corev1.Container{{Name: "build"}, {Name: "helper"}},
+		Volumes:        []corev1.Volume{{Name: "cache"}},
+	}}
+	for _, tc := range []struct{ pointer, want string }{
+		{"/spec/containers/0/image", "spec.containers[build].image"},
+		{"/spec/containers/1/image", "spec.containers[helper].image"},
+		{"/spec/initContainers/0/image", "spec.initContainers[init].image"},
+		{"/spec/volumes/0", "spec.volumes[cache]"},
+		{"/metadata/labels/app.kubernetes.io~1name", "metadata.labels[app.kubernetes.io/name]"},
+		{"/spec/containers/7/image", ""},
+	} {
+		if got := pointerToPath(tc.pointer, sent); got != tc.want {
+			t.Errorf("pointerToPath(%q) = %q, want %q", tc.pointer, got, tc.want)
+		}
+	}
+}
+
+// TestApplyAuditDenied groups denied requests and leaves successful ones as
+// requests linked to the revision with their resourceVersion.
+func TestApplyAuditDenied(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 3, 50, 27, 0, time.UTC)
+	ev := func(id string, at time.Time, verb string, code int, msg, rv string) store.Record {
+		e := map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": id, "verb": verb,
+			"objectRef":      map[string]any{"resource": "pods", "namespace": "ci", "name": "p"},
+			"user":           map[string]any{"username": "system:serviceaccount:kube-system:generic-garbage-collector"},
+			"userAgent":      "kube-controller-manager",
+			"responseStatus": map[string]any{"code": code, "message": msg},
+			"stageTimestamp": at,
+		}
+		b, _ := json.Marshal(e)
+		return store.Record{Kind: "Event", APIVersion: "audit.k8s.io/v1", UID: id, Observed: at, ResourceVersion: rv, Object: b}
+	}
+	msg := `admission webhook "digester.podtrace.dev" denied the request: failed to create keychain: secrets "p-pull" not found`
+	lc := &Lifecycle{Steps: []Step{{Seq: 7, ResourceVersion: "301"}}, Findings: []Finding{{ID: "stuck-finalizer"}}}
+	in := Input{Audit: []store.Record{
+		ev("a", t0, "delete", 200, "", "301"),
+		ev("b", t0.Add(time.Second), "patch", 500, msg, ""),
+		ev("c", t0.Add(73*time.Second), "patch", 500, msg, ""),
+	}}
+	applyAudit(lc, in, AdmissionOptions{})
+	if lc.Audit == nil || len(lc.Audit.Requests) != 1 || lc.Audit.Requests[0].Seq != 7 {
+		t.Fatalf("requests: %+v", lc.Audit)
+	}
+	want := `2 patch attempts by system:serviceaccount:kube-system:generic-garbage-collector denied (500): ` + msg + `, first 03:50:28, last 03:51:40`
+	if len(lc.Audit.Denied) != 1 || lc.Audit.Denied[0].Summary() != want {
+		t.Fatalf("denied (-want +got):\n-%s\n+%+v", want, lc.Audit.Denied)
+	}
+	f := lc.Findings[0]
+	if len(f.Suspects) != 1 || f.Suspects[0].Name != "digester.podtrace.dev" {
+		t.Errorf("suspects: %+v", f.Suspects)
+	}
+	if len(f.Evidence) != 1 || f.Evidence[0].Text != "audit log: "+want {
+		t.Errorf("evidence: %+v", f.Evidence)
+	}
+}
