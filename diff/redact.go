@@ -80,6 +80,30 @@ func (r *Redactor) Redact(lc *Lifecycle) map[string]int {
 	return r.counts
 }
 
+// RedactObject redacts a recorded object's JSON the way Redact redacts
+// change values: env values, credentials in arguments and values, the
+// last-applied-configuration annotation, the user's keys and patterns. It
+// returns raw itself when nothing needed redacting, and counts what it did
+// in Counts.
+func (r *Redactor) RedactObject(raw []byte) ([]byte, error) {
+	if r.counts == nil {
+		r.counts = map[string]int{}
+	}
+	var x any
+	if err := json.Unmarshal(raw, &x); err != nil {
+		return nil, fmt.Errorf("redact: %w", err)
+	}
+	before := r.total()
+	x = r.walk(x, "")
+	if r.total() == before {
+		return raw, nil
+	}
+	return json.Marshal(x)
+}
+
+// Counts returns what the Redactor redacted so far, by rule.
+func (r *Redactor) Counts() map[string]int { return r.counts }
+
 // Summary says what was redacted, for the output's reader.
 func Summary(counts map[string]int) string {
 	keys := make([]string, 0, len(counts))

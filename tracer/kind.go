@@ -39,11 +39,11 @@ type kind struct {
 	cluster  bool // cluster-scoped
 	required bool // pods and events: no recording without them
 	class    class
-	wave     int    // 0 starts first; 1 once wave 0 has synced
+	wave     int // 0 starts first; 1 once wave 0 has synced
 	// metadataOnly kinds are watched through the metadata API so that their
 	// data is never requested (Secrets, ConfigMaps, PVCs).
 	metadataOnly bool
-	what     string // what is not recorded without it, for warnings
+	what         string // what is not recorded without it, for warnings
 	// informer builds the kind's informer.
 	informer func(t *Tracer, ns string) cache.SharedIndexInformer
 }

@@ -1,0 +1,256 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/store"
+)
+
+// exportOptions are the options of `podtrace export`.
+type exportOptions struct {
+	streams   Streams
+	db        string
+	out       string
+	namespace string
+	pod       string
+	since     string
+	until     string
+	redact    redactFlags
+
+	from, to time.Time
+}
+
+func exportCommand(streams Streams) *cli.Command {
+	o := &exportOptions{streams: streams, db: "podtrace.db"}
+	return &cli.Command{
+		Name:  "export",
+		Usage: "write a smaller, redacted trace holding just the pods asked for, to attach to a ticket",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "trace file to write (must not exist)", TakesFile: true},
+			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "only pods in this namespace"},
+			&cli.StringFlag{Name: "pod", Destination: &o.pod, Usage: "only pods of this name"},
+			&cli.StringFlag{Name: "since", Destination: &o.since, Usage: "only what happened from this time (RFC 3339) or this long before the end of the trace (e.g. 1h)"},
+			&cli.StringFlag{Name: "until", Destination: &o.until, Usage: "only what happened up to this time (RFC 3339)"},
+		}, o.redact.flags()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("export takes no arguments (got %q): use --pod NAME and -n NAMESPACE", c.Args().First())
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+}
+
+// Validate checks the flags, naming the one that is wrong.
+func (o *exportOptions) Validate() error {
+	if o.out == "" {
+		return usagef("--out is required: the file to write the exported trace to")
+	}
+	if _, err := os.Stat(o.out); err == nil {
+		return usagef("--out %s exists: export never overwrites a file; pick a new name", o.out)
+	}
+	if o.until != "" {
+		t, err := time.Parse(time.RFC3339, o.until)
+		if err != nil {
+			return usagef("--until %q: want an RFC 3339 time such as 2026-12-01T10:00:00Z", o.until)
+		}
+		o.to = t
+	}
+	return o.redact.Complete()
+}
+
+// since resolves --since against the end of the trace.
+func (o *exportOptions) sinceTime(end time.Time) (time.Time, error) {
+	if o.since == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(o.since); err == nil {
+		return end.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, o.since)
+	if err != nil {
+		return time.Time{}, usagef("--since %q: want a duration such as 1h or an RFC 3339 time", o.since)
+	}
+	return t, nil
+}
+
+// Run copies the chosen pods' stories into a new trace, redacted.
+func (o *exportOptions) Run() (err error) {
+	src, err := openTrace(o.db)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tc, err := loadContext(src)
+	if err != nil {
+		return err
+	}
+	pods, err := src.Objects(store.ObjectFilter{Kind: "Pod", Namespace: o.namespace, Name: o.pod})
+	if err != nil {
+		return err
+	}
+	if len(pods) == 0 {
+		return fmt.Errorf("no pod%s%s recorded in %s: run podtrace report --db %s to list them", optName(o.pod), inNamespace(o.namespace), o.db, o.db)
+	}
+	var end time.Time
+	for _, s := range tc.sessions {
+		if s.Stopped.After(end) {
+			end = s.Stopped
+		}
+	}
+	if o.from, err = o.sinceTime(end); err != nil {
+		return err
+	}
+
+	// Everything a pod's replay reads: its revisions, events, dependents,
+	// owners, namespace, node, and the webhook configurations.
+	histories := map[string][]store.Record{}
+	for uid, recs := range tc.webhooks {
+		histories[uid] = recs
+	}
+	for _, p := range pods {
+		in, err := loadInput(src, tc, p)
+		if err != nil {
+			return err
+		}
+		histories[p.UID] = in.Pod
+		for _, e := range in.Events {
+			histories[e.UID] = append(histories[e.UID], e)
+		}
+		for uid, recs := range in.Related {
+			histories[uid] = recs
+		}
+	}
+	var recs []store.Record
+	for _, h := range histories {
+		recs = append(recs, o.window(h)...)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
+	recs = dedupe(recs)
+
+	var red *diff.Redactor
+	if !o.redact.off {
+		red = o.redact.redactor
+		for i := range recs {
+			if recs[i].Object, err = red.RedactObject(recs[i].Object); err != nil {
+				return fmt.Errorf("export record %d (%s %s/%s): %w", recs[i].Seq, recs[i].Kind, recs[i].Namespace, recs[i].Name, err)
+			}
+		}
+	} else {
+		fmt.Fprintln(o.streams.ErrOut, "podtrace: WARNING: --no-redact: the exported trace carries env values, credentials and last-applied configuration as recorded; do not attach it to a ticket")
+	}
+
+	dst, err := store.Open(o.out, store.Options{Version: Version})
+	if err != nil {
+		return fmt.Errorf("export to %s: %w", o.out, err)
+	}
+	defer func() {
+		if dst != nil {
+			dst.Close()
+		}
+		if err != nil {
+			os.Remove(o.out) // never leave half an export behind
+		}
+	}()
+	ids := map[uint32]uint32{}
+	for _, s := range tc.sessions {
+		old := s.ID
+		stopped := s.Stopped
+		s.Args = append(s.Args, "(exported by podtrace export)")
+		ns, err := dst.BeginSession(s)
+		if err != nil {
+			return fmt.Errorf("export to %s: %w", o.out, err)
+		}
+		ids[old] = ns.ID
+		if !stopped.IsZero() {
+			if err := dst.EndSession(ns.ID, stopped); err != nil {
+				return fmt.Errorf("export to %s: %w", o.out, err)
+			}
+		}
+	}
+	for i := range recs {
+		recs[i].Session = ids[recs[i].Session]
+		recs[i].Seq = 0
+	}
+	if err := dst.Write(recs); err != nil {
+		return fmt.Errorf("export to %s: %w", o.out, err)
+	}
+	err = dst.Close()
+	dst = nil
+	if err != nil {
+		return fmt.Errorf("export to %s: %w", o.out, err)
+	}
+	if _, _, err := store.Compact(o.out, store.Options{}); err != nil {
+		return fmt.Errorf("compact %s: %w", o.out, err)
+	}
+	st, err := os.Stat(o.out)
+	if err != nil {
+		return err
+	}
+	redaction := "redaction off"
+	if red != nil {
+		redaction = "redacted: " + orNothing(diff.Summary(red.Counts()))
+	}
+	fmt.Fprintf(o.streams.ErrOut, "exported %d pods, %d records to %s (%s); %s\n", len(pods), len(recs), o.out, humanBytes(st.Size()), redaction)
+	return nil
+}
+
+// window keeps the records of one history inside [from, to], and the last
+// one before from, which says how the object stood when the window opened.
+func (o *exportOptions) window(h []store.Record) []store.Record {
+	if o.from.IsZero() && o.to.IsZero() {
+		return h
+	}
+	var out []store.Record
+	var before *store.Record
+	for i := range h {
+		r := h[i]
+		switch {
+		case !o.from.IsZero() && r.Observed.Before(o.from):
+			before = &h[i]
+		case !o.to.IsZero() && r.Observed.After(o.to):
+		default:
+			out = append(out, r)
+		}
+	}
+	if before != nil && before.Type != store.Deleted && before.Type != store.DeletedUnknown {
+		out = append([]store.Record{*before}, out...)
+	}
+	return out
+}
+
+// dedupe drops records listed twice (an object related to several pods).
+func dedupe(recs []store.Record) []store.Record {
+	out := recs[:0]
+	for i, r := range recs {
+		if i > 0 && r.Seq == recs[i-1].Seq {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func optName(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " named " + name
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "nothing needed it"
+	}
+	return s
+}
