@@ -74,10 +74,53 @@ func (r *Redactor) Redact(lc *Lifecycle) map[string]int {
 			r.change(&lc.Admission.Changes[i].Change)
 		}
 	}
+	for i := range lc.Events {
+		lc.Events[i].Message = r.text(lc.Events[i].Message)
+	}
+	if a := lc.Audit; a != nil {
+		for i := range a.Denied {
+			a.Denied[i].Message = r.text(a.Denied[i].Message)
+		}
+		for i := range a.Patches {
+			for j := range a.Patches[i].Ops {
+				r.patchOp(&a.Patches[i].Ops[j])
+			}
+		}
+	}
 	if len(r.counts) > 0 {
 		lc.Redacted = r.counts
 	}
 	return r.counts
+}
+
+// patchOp redacts the value of one JSONPatch operation of a webhook: an env
+// value by its path (/spec/containers/0/env/1/value), anything else as a
+// change value.
+func (r *Redactor) patchOp(op *PatchOp) {
+	if len(op.Value) == 0 {
+		return
+	}
+	segs := strings.Split(op.Path, "/")
+	last := segs[len(segs)-1]
+	if last == "value" && len(segs) >= 3 && segs[len(segs)-3] == "env" {
+		op.Value = json.RawMessage(`"` + r.mark("env values") + `"`)
+		return
+	}
+	key := last
+	if _, err := fmt.Sscan(last, new(int)); err == nil && len(segs) >= 2 || last == "-" {
+		key = segs[len(segs)-2] // an element of a list: its list's name
+	}
+	var s string
+	if json.Unmarshal(op.Value, &s) == nil {
+		if red := r.text(s); red != s {
+			b, _ := json.Marshal(red)
+			op.Value = b
+		}
+		return
+	}
+	if red := r.value(string(op.Value), key); red != string(op.Value) {
+		op.Value = json.RawMessage(red)
+	}
 }
 
 // RedactObject redacts a recorded object's JSON the way Redact redacts

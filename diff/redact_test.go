@@ -1,9 +1,11 @@
 package diff
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -75,4 +77,34 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+func TestRedactAuditAndEvents(t *testing.T) {
+	lc := &Lifecycle{
+		Events: []Event{{Reason: "Failed", Message: `pull failed: --token=abc123xyz`}},
+		Audit: &Audit{
+			Denied: []DeniedRequests{{Message: `denied: password=hunter2hunter2`}},
+			Patches: []WebhookPatch{{Webhook: "inject", Ops: []PatchOp{
+				{Op: "add", Path: "/spec/containers/-", Value: json.RawMessage(`{"name":"proxy","env":[{"name":"KEY","value":"sidecarsecret"}]}`)},
+				{Op: "add", Path: "/spec/containers/0/env/1/value", Value: json.RawMessage(`"plainsecret"`)},
+				{Op: "replace", Path: "/spec/containers/0/image", Value: json.RawMessage(`"alpine@sha256:abc"`)},
+			}}},
+		},
+	}
+	r, err := NewRedactor(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Redact(lc)
+	b, _ := json.Marshal(lc)
+	for _, s := range []string{"abc123xyz", "hunter2hunter2", "sidecarsecret", "plainsecret"} {
+		if strings.Contains(string(b), s) {
+			t.Errorf("%q survived redaction: %s", s, b)
+		}
+	}
+	for _, s := range []string{"alpine@sha256:abc", "proxy", "KEY", "pull failed"} {
+		if !strings.Contains(string(b), s) {
+			t.Errorf("redaction lost %q: %s", s, b)
+		}
+	}
 }
