@@ -257,7 +257,7 @@ func auditAdmission(lc *Lifecycle, create auditEvent, ps []WebhookPatch, opts Ad
 	for _, c := range ComparePods(restrict(&sent), restrict(&stored)) {
 		ac := AdmissionChange{Change: c}
 		for _, o := range byPath {
-			if patchCovers(o.op.Path, c.Path, &sent) {
+			if patchCovers(o.op, c.Path, &sent) {
 				ac.By, ac.Certainty = "mutating webhook "+o.webhook, "certain"
 			}
 		}
@@ -279,8 +279,8 @@ func auditAdmission(lc *Lifecycle, create auditEvent, ps []WebhookPatch, opts Ad
 // patchCovers reports whether the JSONPatch path (/spec/containers/0/image)
 // sets the field a Change names (spec.containers[build].image): list
 // indexes are resolved to the keys ComparePods uses, from the pod as sent.
-func patchCovers(pointer, path string, sent *corev1.Pod) bool {
-	p := pointerToPath(pointer, sent)
+func patchCovers(op PatchOp, path string, sent *corev1.Pod) bool {
+	p := pointerToPath(op.Path, op.Value, sent)
 	if p == "" {
 		return false
 	}
@@ -288,7 +288,10 @@ func patchCovers(pointer, path string, sent *corev1.Pod) bool {
 		strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[")
 }
 
-func pointerToPath(pointer string, sent *corev1.Pod) string {
+// pointerToPath turns a JSONPatch path into a Change path. An element
+// appended to a keyed list (/spec/containers/-) or added past the end of the
+// list as sent is named by the name in the patch's value.
+func pointerToPath(pointer string, value json.RawMessage, sent *corev1.Pod) string {
 	parts := strings.Split(strings.TrimPrefix(pointer, "/"), "/")
 	var b strings.Builder
 	for i := 0; i < len(parts); i++ {
@@ -311,10 +314,23 @@ func pointerToPath(pointer string, sent *corev1.Pod) string {
 			}
 			if names != nil {
 				n, err := strconv.Atoi(parts[i+1])
-				if err != nil || n < 0 || n >= len(names) {
+				name := ""
+				switch {
+				case err == nil && n >= 0 && n < len(names):
+					name = names[n]
+				case i+2 == len(parts) && (parts[i+1] == "-" || err == nil && n == len(names)):
+					// The element itself is added: its value names it.
+					var elem struct {
+						Name string `json:"name"`
+					}
+					if json.Unmarshal(value, &elem) == nil {
+						name = elem.Name
+					}
+				}
+				if name == "" {
 					return ""
 				}
-				b.WriteString("." + seg + "[" + names[n] + "]")
+				b.WriteString("." + seg + "[" + name + "]")
 				i++
 				continue
 			}

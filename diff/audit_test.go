@@ -16,15 +16,20 @@ func TestPointerToPath(t *testing.T) {
 		Containers:     []corev1.Container{{Name: "build"}, {Name: "helper"}},
 		Volumes:        []corev1.Volume{{Name: "cache"}},
 	}}
-	for _, tc := range []struct{ pointer, want string }{
-		{"/spec/containers/0/image", "spec.containers[build].image"},
-		{"/spec/containers/1/image", "spec.containers[helper].image"},
-		{"/spec/initContainers/0/image", "spec.initContainers[init].image"},
-		{"/spec/volumes/0", "spec.volumes[cache]"},
-		{"/metadata/labels/app.kubernetes.io~1name", "metadata.labels[app.kubernetes.io/name]"},
-		{"/spec/containers/7/image", ""},
+	for _, tc := range []struct{ pointer, value, want string }{
+		{"/spec/containers/0/image", "", "spec.containers[build].image"},
+		{"/spec/containers/1/image", "", "spec.containers[helper].image"},
+		{"/spec/initContainers/0/image", "", "spec.initContainers[init].image"},
+		{"/spec/volumes/0", "", "spec.volumes[cache]"},
+		{"/metadata/labels/app.kubernetes.io~1name", "", "metadata.labels[app.kubernetes.io/name]"},
+		{"/spec/containers/7/image", "", ""},
+		// A sidecar appended, or added at the end: named by its value.
+		{"/spec/containers/-", `{"name":"istio-proxy","image":"proxy:1"}`, "spec.containers[istio-proxy]"},
+		{"/spec/containers/2", `{"name":"istio-proxy"}`, "spec.containers[istio-proxy]"},
+		{"/spec/volumes/-", `{"name":"istio-data"}`, "spec.volumes[istio-data]"},
+		{"/spec/containers/-", `"not an object"`, ""},
 	} {
-		if got := pointerToPath(tc.pointer, sent); got != tc.want {
+		if got := pointerToPath(tc.pointer, json.RawMessage(tc.value), sent); got != tc.want {
 			t.Errorf("pointerToPath(%q) = %q, want %q", tc.pointer, got, tc.want)
 		}
 	}

@@ -58,7 +58,7 @@ type explainCase struct {
 // what `podtrace explain` and `podtrace diff` say about each.
 func TestExplain(t *testing.T) {
 	began := time.Now()
-	c, client := newCluster(t, cluster.Options{Nodes: 2, NodeMonitorGracePeriod: 10 * time.Second})
+	c, client := newCluster(t, cluster.Options{Nodes: 2, NodeMonitorGracePeriod: 10 * time.Second, AuditPolicy: auditPolicy})
 	ctx := t.Context()
 	lost, err := c.StartKwok(ctx, lostNodeName)
 	if err != nil {
@@ -104,6 +104,43 @@ func TestExplain(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) { tc.check(t, rec.db) })
 		}
 	})
+
+	// The same recording with the API server's audit log imported: what
+	// was inferred becomes certain.
+	podtrace(t, "import", "--audit-log", c.AuditLog, "--db", rec.db)
+	t.Run("with audit log", func(t *testing.T) {
+		t.Run("sidecar injection", func(t *testing.T) { sidecarAudited(t, rec.db) })
+	})
+}
+
+// sidecarAudited: with the audit log, each field the sidecar webhook
+// injected is attributed to that webhook by name, for certain.
+func sidecarAudited(t *testing.T, db string) {
+	const ns, name = "explain-sidecar", "app"
+	lc := lifecycle(t, db, ns, name)
+	if lc.Admission == nil || lc.Admission.Source != "audit log" {
+		t.Fatalf("admission compared with %+v, want the audit log", lc.Admission)
+	}
+	injected := 0
+	var got []string
+	for _, c := range lc.Admission.Changes {
+		got = append(got, fmt.Sprintf("%s %s by %s (%s)", c.Op, c.Path, c.By, c.Certainty))
+		if strings.HasPrefix(c.Path, "spec.containers["+sidecarName+"]") {
+			injected++
+			if c.By != "mutating webhook "+injectWebhook || c.Certainty != "certain" {
+				t.Errorf("%s attributed to %q (%s), want mutating webhook %s (certain)", c.Path, c.By, c.Certainty, injectWebhook)
+			}
+		}
+	}
+	if injected == 0 {
+		t.Errorf("no injected field in the admission changes:\n%s", strings.Join(got, "\n"))
+	}
+	if lc.Audit == nil || len(lc.Audit.Patches) == 0 || lc.Audit.Patches[0].Webhook != injectWebhook {
+		t.Errorf("audit patches %+v, want the %s patch", lc.Audit, injectWebhook)
+	}
+	if len(lc.Findings) != 0 {
+		t.Errorf("a healthy pod got findings with the audit log: %+v", lc.Findings)
+	}
 }
 
 // customFinalizerCase: a pod with a finalizer that no controller removes is
