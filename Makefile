@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build example-trace cluster-binaries test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build example-trace bench-record cluster-binaries test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -51,6 +51,10 @@ example-trace: build cluster-binaries
 ## bench: the benchmarks behind BENCHMARKS.md.
 bench: build cluster-binaries
 	$(GO) test -run "^$$" -bench . -benchmem -count 3 ./store/ ./tracer/ ./diff/
+
+## bench-record: podtrace record beside a bare informer on a kwok workload (PODS=2000).
+bench-record: build cluster-binaries
+	$(GO) run ./test/bench -pods $(or $(PODS),2000) -podtrace $(PODTRACE) -out $(OUT)/bench
 
 ## cluster-up / cluster-down: a local control plane to play with by hand
 ## (NODES=1, AUDIT_POLICY=file); down stops exactly what up started.

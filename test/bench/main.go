@@ -1,0 +1,410 @@
+// Command bench is issue 7's side-by-side recording benchmark: on a local
+// control plane (test/cluster, kwok nodes) it runs a bare informer
+// (test/bench/baseline) and `podtrace record` on the same cluster, drives a
+// workload of Deployments and Jobs through creation, label and annotation
+// patches, a rollout and deletion, then stops both with SIGINT and compares
+// their CPU time, peak RSS and notifications, and podtrace's bytes on disk
+// against the JSON of the revisions it kept.
+//
+//	go run ./test/bench -pods 2000 -podtrace _output/podtrace -out _output/bench
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/podtrace/podtrace/store"
+	"github.com/podtrace/podtrace/test/cluster"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+)
+
+const namespace = "bench"
+
+type options struct {
+	pods     int
+	nodes    int
+	podtrace string
+	out      string
+	timeout  time.Duration
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.pods, "pods", 2000, "pods the workload creates (100 to 20000)")
+	flag.IntVar(&o.nodes, "nodes", 4, "kwok nodes")
+	flag.StringVar(&o.podtrace, "podtrace", "_output/podtrace", "podtrace binary")
+	flag.StringVar(&o.out, "out", "_output/bench", "directory for the trace, logs and results.txt")
+	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
+	flag.Parse()
+	if o.pods < 100 || o.pods > 20000 {
+		fmt.Fprintln(os.Stderr, "bench: -pods must be between 100 and 20000")
+		os.Exit(2)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// proc is one measured process.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	stdout *os.File
+	stderr string // path of its stderr log
+	done   chan struct{}
+	err    error
+
+	cpuAtSignal time.Duration // user+sys from /proc just before SIGINT
+	cpu         time.Duration // user+sys at exit
+	maxRSSKiB   int64
+}
+
+func start(name, outDir string, args ...string) (*proc, error) {
+	stdout, err := os.Create(filepath.Join(outDir, name+".stdout"))
+	if err != nil {
+		return nil, err
+	}
+	stderrPath := filepath.Join(outDir, name+".log")
+	stderr, err := os.Create(stderrPath)
+	if err != nil {
+		stdout.Close()
+		return nil, err
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		stdout.Close()
+		stderr.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, stdout: stdout, stderr: stderrPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		stderr.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// waitLog waits until the process's stderr holds want.
+func (p *proc) waitLog(ctx context.Context, want string) error {
+	for {
+		b, _ := os.ReadFile(p.stderr)
+		if strings.Contains(string(b), want) {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before %q: %v; see %s", p.name, want, p.err, p.stderr)
+		case <-ctx.Done():
+			return fmt.Errorf("%s: waiting for %q: %w", p.name, want, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// procCPU reads user+sys time of pid from /proc/PID/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("bad /proc stat")
+	}
+	f := strings.Fields(s[i+1:])
+	// After the command: state(3) ... utime(14) stime(15), 1-based fields.
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	const hz = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / hz, nil
+}
+
+// stop sends SIGINT and waits; after grace it kills the process.
+func (p *proc) stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s had already exited: %v; see %s", p.name, p.err, p.stderr)
+	default:
+	}
+	p.cpuAtSignal, _ = procCPU(p.cmd.Process.Pid)
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		return fmt.Errorf("signal %s: %w", p.name, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not exit within %s of SIGINT; killed", p.name, grace)
+	}
+	st := p.cmd.ProcessState
+	p.cpu = st.UserTime() + st.SystemTime()
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+		p.maxRSSKiB = ru.Maxrss
+	}
+	if p.err != nil {
+		return fmt.Errorf("%s: %v; see %s", p.name, p.err, p.stderr)
+	}
+	return nil
+}
+
+// kill ends the process if it still runs (for the error paths).
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+	default:
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+	p.stdout.Close()
+}
+
+func run(o options) (err error) {
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	trace := filepath.Join(o.out, "trace.db")
+	for _, f := range []string{trace, trace + ".lock"} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	podtraceBin, err := filepath.Abs(o.podtrace)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(podtraceBin); err != nil {
+		return fmt.Errorf("podtrace binary: %w (run make build)", err)
+	}
+	baselineBin := filepath.Join(o.out, "baseline")
+	logf("building %s", baselineBin)
+	build := exec.CommandContext(ctx, "go", "build", "-o", baselineBin, "./test/bench/baseline")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build baseline (run from the repository root): %w", err)
+	}
+
+	logf("starting the control plane (%d kwok nodes)", o.nodes)
+	c, err := cluster.Start(ctx, cluster.Options{
+		Nodes:           o.nodes,
+		NoSignalHandler: true,
+		Timeout:         3 * time.Minute,
+		NodeAllocatable: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("1000"),
+			corev1.ResourceMemory: resource.MustParse("4Ti"),
+			corev1.ResourcePods:   resource.MustParse("10000"),
+		},
+		ControllerManagerFlags: []string{"--kube-api-qps=300", "--kube-api-burst=600"},
+	})
+	if err != nil {
+		return fmt.Errorf("start control plane: %w", err)
+	}
+	defer func() {
+		if serr := c.Stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	logf("control plane ready in %s (%s)", c.Ready.Round(time.Millisecond), c.Dir)
+
+	base, err := start("baseline", o.out, baselineBin, "-kubeconfig", c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	defer base.kill()
+	rec, err := start("podtrace", o.out, podtraceBin, "record", "--kubeconfig", c.Kubeconfig, "-o", trace)
+	if err != nil {
+		return err
+	}
+	defer rec.kill()
+	if err := base.waitLog(ctx, "informers synced"); err != nil {
+		return err
+	}
+	if err := rec.waitLog(ctx, "initial lists synced"); err != nil {
+		return err
+	}
+	logf("baseline (pid %d) and podtrace record (pid %d) synced", base.cmd.Process.Pid, rec.cmd.Process.Pid)
+
+	rc := c.RESTConfig()
+	rc.QPS, rc.Burst = 300, 600
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	wl := time.Now()
+	stats, err := workload(ctx, client, o.pods)
+	if err != nil {
+		return fmt.Errorf("workload: %w", err)
+	}
+	wlTime := time.Since(wl)
+	logf("workload done in %s; letting the watchers drain", wlTime.Round(time.Second))
+	time.Sleep(5 * time.Second)
+
+	var (
+		stopErrs []error
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+	)
+	for _, p := range []*proc{base, rec} {
+		wg.Go(func() {
+			if err := p.stop(2 * time.Minute); err != nil {
+				mu.Lock()
+				stopErrs = append(stopErrs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(stopErrs...); err != nil {
+		return err
+	}
+
+	var counts struct {
+		Resources map[string]map[string]int64 `json:"resources"`
+		Total     int64                       `json:"total"`
+	}
+	b, err := os.ReadFile(filepath.Join(o.out, "baseline.stdout"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &counts); err != nil {
+		return fmt.Errorf("baseline output %q: %w", b, err)
+	}
+	summary, err := podtraceSummary(rec.stderr)
+	if err != nil {
+		return err
+	}
+	ts, err := traceStats(trace)
+	if err != nil {
+		return err
+	}
+	podNotes := counts.Resources["pods"]["add"] + counts.Resources["pods"]["update"] + counts.Resources["pods"]["delete"]
+	evNotes := counts.Resources["events"]["add"] + counts.Resources["events"]["update"] + counts.Resources["events"]["delete"]
+
+	var sb strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
+	w("workload: %d pods (%s), %d nodes, %s; load average at end: %s\n",
+		o.pods, stats, o.nodes, wlTime.Round(time.Second), loadavg())
+	w("\n| process | CPU s (at SIGINT) | CPU s (at exit) | peak RSS MiB | notifications / revisions |\n|---|---|---|---|---|\n")
+	w("| baseline informers | %.2f | %.2f | %.1f | %d (pods %d, events %d) |\n",
+		base.cpuAtSignal.Seconds(), base.cpu.Seconds(), float64(base.maxRSSKiB)/1024, counts.Total, podNotes, evNotes)
+	w("| podtrace record | %.2f | %.2f | %.1f | %d (pods %d, events %d) |\n",
+		rec.cpuAtSignal.Seconds(), rec.cpu.Seconds(), float64(rec.maxRSSKiB)/1024, ts.records, ts.podRecords, ts.eventRecords)
+	w("\npodtrace summary: %s\n", summary)
+	cpuRatio := rec.cpu.Seconds() / base.cpu.Seconds()
+	rssBudget := 1.2*float64(base.maxRSSKiB)/1024 + 30
+	w("\nCPU podtrace/baseline: %.2fx at exit, %.2fx at SIGINT (target <= 1.25x): %s\n",
+		cpuRatio, rec.cpuAtSignal.Seconds()/base.cpuAtSignal.Seconds(), verdict(cpuRatio <= 1.25))
+	w("peak RSS: podtrace %.1f MiB vs budget 1.2 x %.1f + 30 = %.1f MiB (%.2fx baseline): %s\n",
+		float64(rec.maxRSSKiB)/1024, float64(base.maxRSSKiB)/1024, rssBudget,
+		float64(rec.maxRSSKiB)/float64(base.maxRSSKiB), verdict(float64(rec.maxRSSKiB)/1024 <= rssBudget))
+	w("trace: %d bytes on disk, %d revisions: %.1f B/revision; JSON as recorded (managedFields kept) %d bytes, %.0f B/revision (pods %.0f B/revision): on disk = %.1f%% of JSON (target <= 10%%): %s\n",
+		ts.size, ts.records, float64(ts.size)/float64(ts.records), ts.jsonBytes, float64(ts.jsonBytes)/float64(ts.records),
+		float64(ts.podJSONBytes)/float64(max(ts.podRecords, 1)), 100*float64(ts.size)/float64(ts.jsonBytes),
+		verdict(float64(ts.size) <= 0.1*float64(ts.jsonBytes)))
+	w("pod revisions: podtrace %d vs baseline pod notifications %d (add %d, update %d, delete %d): %s\n",
+		ts.podRecords, podNotes, counts.Resources["pods"]["add"], counts.Resources["pods"]["update"], counts.Resources["pods"]["delete"],
+		verdict(int64(ts.podRecords) >= podNotes))
+	w("events: podtrace %d records vs baseline %d notifications\n", ts.eventRecords, evNotes)
+	w("wall time: %s\n", time.Since(began).Round(time.Second))
+	fmt.Print(sb.String())
+	return os.WriteFile(filepath.Join(o.out, "results.txt"), []byte(sb.String()), 0o644)
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+var summaryRE = regexp.MustCompile(`recorded \d+ revisions of \d+ objects .*`)
+
+func podtraceSummary(logPath string) (string, error) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var last string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m := summaryRE.FindString(sc.Text()); m != "" {
+			last = m
+		}
+	}
+	if last == "" {
+		return "", fmt.Errorf("no summary line in %s", logPath)
+	}
+	return last, nil
+}
+
+type trStats struct {
+	size                              int64
+	records, podRecords, eventRecords int
+	jsonBytes, podJSONBytes           int64
+}
+
+func traceStats(path string) (trStats, error) {
+	var s trStats
+	fi, err := os.Stat(path)
+	if err != nil {
+		return s, err
+	}
+	s.size = fi.Size()
+	db, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		return s, err
+	}
+	defer db.Close()
+	err = db.Scan(func(r store.Record) error {
+		s.records++
+		s.jsonBytes += int64(len(r.Object))
+		switch r.Kind {
+		case "Pod":
+			s.podRecords++
+			s.podJSONBytes += int64(len(r.Object))
+		case "Event":
+			s.eventRecords++
+		}
+		return nil
+	})
+	return s, err
+}
