@@ -95,6 +95,24 @@ func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
 	return lc, nil
 }
 
+// action completes and validates the options, replays the pod and hands
+// its lifecycle to render.
+func (o *podOptions) action(render func(*diff.Lifecycle) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if err := o.Complete(c); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		lc, err := o.lifecycle()
+		if err != nil {
+			return err
+		}
+		return render(lc)
+	}
+}
+
 func (o *podOptions) textOptions() report.TextOptions {
 	color := o.color == "always" || (o.color == "auto" && isTerminal(o.streams.Out))
 	return report.TextOptions{Color: color, AllFields: o.allFields}
@@ -114,22 +132,12 @@ func diffCommand(streams Streams) *cli.Command {
 		ArgsUsage: "POD",
 		Flags: append(o.flags(),
 			&cli.BoolFlag{Name: "all-fields", Destination: &o.allFields, Usage: "show every field set at creation, not only images, owners, finalizers and labels"}),
-		Action: func(c *cli.Context) error {
-			if err := o.Complete(c); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			lc, err := o.lifecycle()
-			if err != nil {
-				return err
-			}
+		Action: o.action(func(lc *diff.Lifecycle) error {
 			if o.output == "json" {
 				return writeJSON(streams, lc)
 			}
 			return report.Diff(streams.Out, lc, o.textOptions())
-		},
+		}),
 	}
 }
 
@@ -140,17 +148,7 @@ func explainCommand(streams Streams) *cli.Command {
 		Usage:     "say why a pod is stuck or how it ended, with the evidence from the recording",
 		ArgsUsage: "POD",
 		Flags:     o.flags(),
-		Action: func(c *cli.Context) error {
-			if err := o.Complete(c); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			lc, err := o.lifecycle()
-			if err != nil {
-				return err
-			}
+		Action: o.action(func(lc *diff.Lifecycle) error {
 			if o.output == "json" {
 				return writeJSON(streams, struct {
 					Namespace string         `json:"namespace"`
@@ -161,6 +159,6 @@ func explainCommand(streams Streams) *cli.Command {
 				}{lc.Namespace, lc.Name, lc.UID, lc.Outcome, lc.Findings})
 			}
 			return report.Explain(streams.Out, lc, o.textOptions())
-		},
+		}),
 	}
 }
