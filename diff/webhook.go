@@ -65,46 +65,58 @@ func MatchWebhooks(configs map[string][]store.Record, t time.Time, req Request) 
 		if !ok {
 			continue
 		}
-		switch rec.Kind {
-		case "MutatingWebhookConfiguration":
-			var c admissionv1.MutatingWebhookConfiguration
-			if json.Unmarshal(rec.Object, &c) != nil {
+		name, hooks, ok := webhooksOf(rec)
+		if !ok {
+			continue
+		}
+		for _, w := range hooks {
+			m, ok := match(w.Rules, w.NamespaceSelector, w.ObjectSelector, req)
+			if !ok {
 				continue
 			}
-			for _, w := range c.Webhooks {
-				m, ok := match(w.Rules, w.NamespaceSelector, w.ObjectSelector, req)
-				if !ok {
-					continue
-				}
-				m.Kind, m.Configuration, m.Name = rec.Kind, c.Name, w.Name
-				m.FailurePolicy = policyString(w.FailurePolicy, "Fail")
+			m.Kind, m.Configuration, m.Name = rec.Kind, name, w.Name
+			m.FailurePolicy = policyString(w.FailurePolicy, "Fail")
+			if rec.Kind == "MutatingWebhookConfiguration" {
 				m.ReinvocationPolicy = policyString(w.ReinvocationPolicy, "Never")
-				m.SideEffects = policyString(w.SideEffects, "")
-				m.TimeoutSeconds = int32Or(w.TimeoutSeconds, 10)
-				m.MatchConditions = conditions(w.MatchConditions)
-				out = append(out, m)
 			}
-		case "ValidatingWebhookConfiguration":
-			var c admissionv1.ValidatingWebhookConfiguration
-			if json.Unmarshal(rec.Object, &c) != nil {
-				continue
-			}
-			for _, w := range c.Webhooks {
-				m, ok := match(w.Rules, w.NamespaceSelector, w.ObjectSelector, req)
-				if !ok {
-					continue
-				}
-				m.Kind, m.Configuration, m.Name = rec.Kind, c.Name, w.Name
-				m.FailurePolicy = policyString(w.FailurePolicy, "Fail")
-				m.SideEffects = policyString(w.SideEffects, "")
-				m.TimeoutSeconds = int32Or(w.TimeoutSeconds, 10)
-				m.MatchConditions = conditions(w.MatchConditions)
-				out = append(out, m)
-			}
+			m.SideEffects = policyString(w.SideEffects, "")
+			m.TimeoutSeconds = int32Or(w.TimeoutSeconds, 10)
+			m.MatchConditions = conditions(w.MatchConditions)
+			out = append(out, m)
 		}
 	}
 	sortWebhooks(out)
 	return out
+}
+
+// webhooksOf decodes a Mutating- or ValidatingWebhookConfiguration into its
+// name and webhooks; a validating webhook has the fields of a mutating one
+// but reinvocationPolicy, which stays unset.
+func webhooksOf(rec store.Record) (string, []admissionv1.MutatingWebhook, bool) {
+	switch rec.Kind {
+	case "MutatingWebhookConfiguration":
+		var c admissionv1.MutatingWebhookConfiguration
+		if json.Unmarshal(rec.Object, &c) != nil {
+			return "", nil, false
+		}
+		return c.Name, c.Webhooks, true
+	case "ValidatingWebhookConfiguration":
+		var c admissionv1.ValidatingWebhookConfiguration
+		if json.Unmarshal(rec.Object, &c) != nil {
+			return "", nil, false
+		}
+		hooks := make([]admissionv1.MutatingWebhook, len(c.Webhooks))
+		for i, w := range c.Webhooks {
+			hooks[i] = admissionv1.MutatingWebhook{
+				Name: w.Name, ClientConfig: w.ClientConfig, Rules: w.Rules, FailurePolicy: w.FailurePolicy,
+				MatchPolicy: w.MatchPolicy, NamespaceSelector: w.NamespaceSelector, ObjectSelector: w.ObjectSelector,
+				SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds,
+				AdmissionReviewVersions: w.AdmissionReviewVersions, MatchConditions: w.MatchConditions,
+			}
+		}
+		return c.Name, hooks, true
+	}
+	return "", nil, false
 }
 
 // revisionAt returns the revision of an object in force at time t: the last
