@@ -44,21 +44,8 @@ rules:
 func TestDigesterCaseWithAuditLog(t *testing.T) {
 	c, client := newCluster(t, cluster.Options{Nodes: 1, AuditPolicy: auditPolicy})
 	ctx := context.Background()
-	srv, err := digester.NewServer(digester.ServerOptions{Client: c.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	if _, err := digester.Register(ctx, c.Client(), digester.Options{URL: srv.URL(), CABundle: srv.CABundle()}); err != nil {
-		t.Fatal(err)
-	}
 	const ns, job = "ci", "runner-job-1"
-	if _, err := digester.EnsureNamespace(ctx, client, ns, true); err != nil {
-		t.Fatal(err)
-	}
+	startDigester(t, c, client, ns)
 	rec := startRecorder(t, c)
 	t.Cleanup(func() {
 		// On failure, keep the trace beside the cluster's logs (kept with

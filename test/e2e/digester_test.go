@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/examples/digester"
@@ -22,21 +23,8 @@ import (
 func TestDigesterCase(t *testing.T) {
 	c, client := newCluster(t, cluster.Options{Nodes: 1})
 	ctx := context.Background()
-	srv, err := digester.NewServer(digester.ServerOptions{Client: c.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	if _, err := digester.Register(ctx, c.Client(), digester.Options{URL: srv.URL(), CABundle: srv.CABundle()}); err != nil {
-		t.Fatal(err)
-	}
 	const ns, job = "ci", "runner-job-1"
-	if _, err := digester.EnsureNamespace(ctx, client, ns, true); err != nil {
-		t.Fatal(err)
-	}
+	startDigester(t, c, client, ns)
 	rec := startRecorder(t, c)
 	time.Sleep(2 * time.Second) // the API server picks up the webhook configuration
 
@@ -120,6 +108,28 @@ func TestDigesterCase(t *testing.T) {
 		if !strings.Contains(explain, s) {
 			t.Errorf("explain lacks %q:\n%s", s, explain)
 		}
+	}
+}
+
+// startDigester serves the digester webhook from the test process,
+// registers it with the cluster and labels namespace ns for it, as the
+// case's cluster had it.
+func startDigester(t *testing.T, c *cluster.Cluster, client kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := digester.NewServer(digester.ServerOptions{Client: c.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	if _, err := digester.Register(ctx, c.Client(), digester.Options{URL: srv.URL(), CABundle: srv.CABundle()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := digester.EnsureNamespace(ctx, client, ns, true); err != nil {
+		t.Fatal(err)
 	}
 }
 
