@@ -59,7 +59,7 @@ func run() error {
 	defer stop()
 
 	step("starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)")
-	c, err := cluster.Start(ctx, cluster.Options{Nodes: 1, NoSignalHandler: true})
+	c, err := cluster.Start(ctx, cluster.Options{Nodes: 1, NoSignalHandler: true, AuditPolicy: cluster.PodAuditPolicy})
 	if err != nil {
 		return err
 	}
@@ -131,6 +131,11 @@ func run() error {
 	}
 	if err := rec.Wait(); err != nil {
 		return fmt.Errorf("podtrace record: %w", err)
+	}
+
+	step("podtrace import --audit-log " + c.AuditLog + " --db " + trace + " (what the API server refused, which no informer sees)")
+	if err := podtrace(o, os.Stdout, "import", "--audit-log", c.AuditLog, "--db", trace); err != nil {
+		return err
 	}
 
 	step("podtrace explain " + job + " -n " + ns + " --db " + trace)

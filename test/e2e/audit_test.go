@@ -19,30 +19,13 @@ import (
 	"github.com/podtrace/podtrace/test/cluster"
 )
 
-// auditPolicy records pods with their request and response bodies, Secrets
-// by metadata only, nothing else.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: RequestResponse
-  resources:
-  - group: ""
-    resources: ["pods", "pods/status", "pods/binding", "pods/eviction"]
-- level: Metadata
-  resources:
-  - group: ""
-    resources: ["secrets"]
-- level: None
-`
-
 // TestDigesterCaseWithAuditLog plays the digester case on a control plane
 // that writes an audit log, imports the log into the trace, and checks that
 // the failed requests an informer never sees now tell the cause: the
 // webhook that denied the garbage collector's UPDATE, how often, with its
 // message, and the webhook's own patch at CREATE.
 func TestDigesterCaseWithAuditLog(t *testing.T) {
-	c, client := newCluster(t, cluster.Options{Nodes: 1, AuditPolicy: auditPolicy})
+	c, client := newCluster(t, cluster.Options{Nodes: 1, AuditPolicy: cluster.PodAuditPolicy})
 	ctx := context.Background()
 	const ns, job = "ci", "runner-job-1"
 	startDigester(t, c, client, ns)

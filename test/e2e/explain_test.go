@@ -58,7 +58,7 @@ type explainCase struct {
 // what `podtrace explain` and `podtrace diff` say about each.
 func TestExplain(t *testing.T) {
 	began := time.Now()
-	c, client := newCluster(t, cluster.Options{Nodes: 2, NodeMonitorGracePeriod: 10 * time.Second, AuditPolicy: auditPolicy})
+	c, client := newCluster(t, cluster.Options{Nodes: 2, NodeMonitorGracePeriod: 10 * time.Second, AuditPolicy: cluster.PodAuditPolicy})
 	ctx := t.Context()
 	lost, err := c.StartKwok(ctx, lostNodeName)
 	if err != nil {

@@ -112,8 +112,9 @@ func (o *exportOptions) Run() (err error) {
 		return err
 	}
 
-	// Everything a pod's replay reads: its revisions, events, dependents,
-	// owners, namespace, node, and the webhook configurations.
+	// Everything a pod's replay reads: its revisions, events, audit
+	// records, dependents, owners, namespace, node, and the webhook
+	// configurations.
 	histories := map[string][]store.Record{}
 	for uid, recs := range tc.webhooks {
 		histories[uid] = recs
@@ -124,7 +125,7 @@ func (o *exportOptions) Run() (err error) {
 			return err
 		}
 		histories[p.UID] = in.Pod
-		for _, e := range in.Events {
+		for _, e := range append(in.Events, in.Audit...) {
 			histories[e.UID] = append(histories[e.UID], e)
 		}
 		for uid, recs := range in.Related {
