@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,9 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/examples/digester"
@@ -26,7 +22,6 @@ import (
 // message, and the webhook's own patch at CREATE.
 func TestDigesterCaseWithAuditLog(t *testing.T) {
 	c, client := newCluster(t, cluster.Options{Nodes: 1, AuditPolicy: cluster.PodAuditPolicy})
-	ctx := context.Background()
 	const ns, job = "ci", "runner-job-1"
 	startDigester(t, c, client, ns)
 	rec := startRecorder(t, c)
@@ -42,24 +37,7 @@ func TestDigesterCaseWithAuditLog(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second) // the API server picks up the webhook configuration
 
-	pod, err := digester.RunJob(ctx, client, digester.JobOptions{Namespace: ns, Name: job})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(pod.Spec.Containers[0].Image, "@sha256:") {
-		t.Fatalf("stored image %q is not a digest: the webhook did not mutate the pod", pod.Spec.Containers[0].Image)
-	}
-	waitFor(t, "job pod Succeeded", time.Minute, func() (bool, error) {
-		p, err := client.CoreV1().Pods(ns).Get(ctx, job, metav1.GetOptions{})
-		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
-	})
-	if err := digester.DeleteJob(ctx, client, pod, metav1.DeletePropagationForeground); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Second) // several of the garbage collector's retries
-	if p, err := client.CoreV1().Pods(ns).Get(ctx, job, metav1.GetOptions{}); err != nil || len(p.Finalizers) == 0 {
-		t.Fatalf("the pod is gone or lost its finalizers: the case did not reproduce (%v)", err)
-	}
+	playStuckJob(t, client, ns, job, 20*time.Second) // several of the garbage collector's retries
 	rec.stop(t)
 
 	out := podtrace(t, "import", "--audit-log", c.AuditLog, "--db", rec.db)

@@ -22,34 +22,12 @@ import (
 // that webhook stands in the way of the garbage collector's UPDATE.
 func TestDigesterCase(t *testing.T) {
 	c, client := newCluster(t, cluster.Options{Nodes: 1})
-	ctx := context.Background()
 	const ns, job = "ci", "runner-job-1"
 	startDigester(t, c, client, ns)
 	rec := startRecorder(t, c)
 	time.Sleep(2 * time.Second) // the API server picks up the webhook configuration
 
-	pod, err := digester.RunJob(ctx, client, digester.JobOptions{Namespace: ns, Name: job})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(pod.Spec.Containers[0].Image, "@sha256:") {
-		t.Fatalf("stored image %q is not a digest: the webhook did not mutate the pod", pod.Spec.Containers[0].Image)
-	}
-	waitFor(t, "job pod Succeeded", time.Minute, func() (bool, error) {
-		p, err := client.CoreV1().Pods(ns).Get(ctx, job, metav1.GetOptions{})
-		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
-	})
-	if err := digester.DeleteJob(ctx, client, pod, metav1.DeletePropagationForeground); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(25 * time.Second) // long past every retry that could have removed the finalizer
-	p, err := client.CoreV1().Pods(ns).Get(ctx, job, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the pod is gone: the case did not reproduce (%v)", err)
-	}
-	if len(p.Finalizers) == 0 {
-		t.Fatalf("the pod lost its finalizers: the case did not reproduce")
-	}
+	playStuckJob(t, client, ns, job, 25*time.Second) // long past every retry that could have removed the finalizer
 	rec.stop(t)
 
 	lc := lifecycle(t, rec.db, ns, job)
@@ -108,6 +86,36 @@ func TestDigesterCase(t *testing.T) {
 		if !strings.Contains(explain, s) {
 			t.Errorf("explain lacks %q:\n%s", s, explain)
 		}
+	}
+}
+
+// playStuckJob plays the CI runner's job and its Foreground deletion, waits
+// for the given time and checks that the case reproduced: the pod is still
+// there, held by its finalizer.
+func playStuckJob(t *testing.T, client kubernetes.Interface, ns, job string, wait time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	pod, err := digester.RunJob(ctx, client, digester.JobOptions{Namespace: ns, Name: job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pod.Spec.Containers[0].Image, "@sha256:") {
+		t.Fatalf("stored image %q is not a digest: the webhook did not mutate the pod", pod.Spec.Containers[0].Image)
+	}
+	waitFor(t, "job pod Succeeded", time.Minute, func() (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, job, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
+	})
+	if err := digester.DeleteJob(ctx, client, pod, metav1.DeletePropagationForeground); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(wait)
+	p, err := client.CoreV1().Pods(ns).Get(ctx, job, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the pod is gone: the case did not reproduce (%v)", err)
+	}
+	if len(p.Finalizers) == 0 {
+		t.Fatalf("the pod lost its finalizers: the case did not reproduce")
 	}
 }
 
