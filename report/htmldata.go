@@ -203,6 +203,15 @@ func (e *dataEncoder) json(v any) {
 }
 
 // time writes t in ms from the base, or null.
+// stringList writes a list of strings as JSON, [] for a nil one.
+func (e *dataEncoder) stringList(ss []string) {
+	if ss == nil {
+		e.raw("[]")
+		return
+	}
+	e.json(ss)
+}
+
 func (e *dataEncoder) time(t time.Time) {
 	if t.IsZero() {
 		e.raw("null")
@@ -408,11 +417,7 @@ func (e *dataEncoder) pod(p *diff.Lifecycle) {
 		e.raw(`],"suspects":`)
 		e.webhookList(f.Suspects)
 		e.raw(`,"next":`)
-		if f.Next == nil {
-			e.raw("[]")
-		} else {
-			e.json(f.Next)
-		}
+		e.stringList(f.Next)
 		e.raw("}")
 	}
 	e.raw("]")
@@ -441,11 +446,7 @@ func (e *dataEncoder) pod(p *diff.Lifecycle) {
 		e.raw(`,"webhooks":`)
 		e.webhookList(a.Webhooks)
 		e.raw(`,"notes":`)
-		if a.Notes == nil {
-			e.raw("[]")
-		} else {
-			e.json(a.Notes)
-		}
+		e.stringList(a.Notes)
 		e.raw("}")
 	}
 	e.raw("}")
