@@ -123,6 +123,22 @@ func parseFields(f *metav1.FieldsV1) fieldSet {
 	return s
 }
 
+// fieldSets keeps parsed fieldsV1 trees by their JSON: a manager's entry
+// often lists the same fields revision after revision.
+type fieldSets map[string]fieldSet
+
+func (sets fieldSets) parse(f *metav1.FieldsV1) fieldSet {
+	if f == nil {
+		return nil
+	}
+	if s, ok := sets[string(f.Raw)]; ok {
+		return s
+	}
+	s := parseFields(f)
+	sets[string(f.Raw)] = s
+	return s
+}
+
 // owns reports whether the field set covers path p: p is in the tree, or a
 // leaf of the tree is a prefix of p (an atomic field owned whole), or p is a
 // prefix of owned fields (an element added whole).
@@ -150,6 +166,11 @@ func (s fieldSet) owns(p fieldPath) bool {
 // It returns the actors of the step: the writers, or the API server when no
 // manager wrote.
 func attribute(changes []Change, prev, cur []metav1.ManagedFieldsEntry) []Actor {
+	return fieldSets{}.attribute(changes, prev, cur)
+}
+
+// attribute is attribute with the field sets parsed so far.
+func (sets fieldSets) attribute(changes []Change, prev, cur []metav1.ManagedFieldsEntry) []Actor {
 	ws := writers(prev, cur)
 	if len(ws) == 0 {
 		return []Actor{APIServer}
@@ -161,9 +182,9 @@ func attribute(changes []Change, prev, cur []metav1.ManagedFieldsEntry) []Actor 
 		prevByKey[keyOf(m)] = m
 	}
 	for i, w := range ws {
-		after[i] = parseFields(w.FieldsV1)
+		after[i] = sets.parse(w.FieldsV1)
 		if p, ok := prevByKey[keyOf(w)]; ok {
-			before[i] = parseFields(p.FieldsV1)
+			before[i] = sets.parse(p.FieldsV1)
 		}
 	}
 	for i := range changes {

@@ -3,6 +3,7 @@ package diff
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -153,9 +154,10 @@ func replayAdmission(lc *Lifecycle, in Input, opts AdmissionOptions) *Admission 
 }
 
 // restrict keeps the parts of a pod that a request sets: labels,
-// annotations and spec, without the fields set after creation.
+// annotations and spec, without the fields set after creation. It leaves p
+// as it is.
 func restrict(p *corev1.Pod) *corev1.Pod {
-	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels, Annotations: p.Annotations}, Spec: *p.Spec.DeepCopy()}
+	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels, Annotations: maps.Clone(p.Annotations)}, Spec: *p.Spec.DeepCopy()}
 	out.Spec.NodeName = ""
 	delete(out.Annotations, corev1.LastAppliedConfigAnnotation)
 	return out

@@ -56,46 +56,15 @@ func ComparePods(old, new *corev1.Pod) []Change {
 	if new == nil {
 		new = &corev1.Pod{}
 	}
-	// go-cmp evaluates its options at every node it visits: give it only
-	// the parts that differ. Fields equal in both revisions are zeroed in
-	// shallow copies, two levels down (metadata, spec and status, then their
-	// fields), so the walk skips them.
-	a, b := *old, *new
-	a.ManagedFields, b.ManagedFields = nil, nil
-	a.ResourceVersion, b.ResourceVersion = "", ""
-	pruneEqual(reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem(), 2)
-	var r reporter
-	cmp.Equal(&a, &b, podOptions, cmp.Reporter(&r))
-	sort.SliceStable(r.changes, func(i, j int) bool { return r.changes[i].Path < r.changes[j].Path })
-	return r.changes
-}
-
-// pruneEqual zeroes the fields of the structs a and b that are deeply equal,
-// descending depth levels into struct fields that differ. a and b must be
-// settable copies: the zeroed fields are shared with the originals only by
-// reference, never written through.
-func pruneEqual(a, b reflect.Value, depth int) {
-	for i := 0; i < a.NumField(); i++ {
-		fa, fb := a.Field(i), b.Field(i)
-		if !fa.CanSet() {
-			continue
-		}
-		if fa.IsZero() && fb.IsZero() {
-			continue
-		}
-		if reflect.DeepEqual(fa.Interface(), fb.Interface()) {
-			fa.SetZero()
-			fb.SetZero()
-			continue
-		}
-		if depth > 1 && fa.Kind() == reflect.Struct {
-			pruneEqual(fa, fb, depth-1)
-		}
-	}
+	var w walker
+	w.compare(reflect.ValueOf(old).Elem(), reflect.ValueOf(new).Elem())
+	sort.SliceStable(w.changes, func(i, j int) bool { return w.changes[i].Path < w.changes[j].Path })
+	return w.changes
 }
 
 // podOptions are the go-cmp options that compare objects the way the API
-// server merges them.
+// server merges them. The walker follows the same rules (walk.go) and hands
+// go-cmp the ordered lists that differ.
 var podOptions = cmp.Options{
 	cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ManagedFields", "ResourceVersion"),
 	cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }),
@@ -193,15 +162,22 @@ type keyedList map[string]any
 // index as key; duplicate keys get a #n suffix, so nothing is lost.
 func toKeyed(in any) keyedList {
 	v := reflect.ValueOf(in)
-	out := make(keyedList, v.Len())
+	keys := elementKeys(v)
+	out := make(keyedList, len(keys))
+	for k, i := range keys {
+		out[k] = v.Index(i).Interface()
+	}
+	return out
+}
+
+// elementKeys returns the key of each element of a list compared by key or
+// as a set, with the element's index.
+func elementKeys(v reflect.Value) map[string]int {
+	out := make(map[string]int, v.Len())
 	if v.Len() == 0 {
 		return out
 	}
-	field := -1
-	elem := v.Type().Elem()
-	if elem.Kind() == reflect.Struct {
-		field = jsonFieldIndex(elem, mergeKeyOf(elem))
-	}
+	field := keyFieldIndex(v.Type().Elem())
 	for i := 0; i < v.Len(); i++ {
 		e := v.Index(i)
 		var k string
@@ -220,9 +196,25 @@ func toKeyed(in any) keyedList {
 		if _, dup := out[k]; dup {
 			k = fmt.Sprintf("%s#%d", k, i)
 		}
-		out[k] = e.Interface()
+		out[k] = i
 	}
 	return out
+}
+
+var keyFields sync.Map // element type -> index of its merge key field, or -1
+
+// keyFieldIndex returns the index of the field that keys the elements of
+// type elem in a keyed list, or -1.
+func keyFieldIndex(elem reflect.Type) int {
+	if v, ok := keyFields.Load(elem); ok {
+		return v.(int)
+	}
+	field := -1
+	if elem.Kind() == reflect.Struct {
+		field = jsonFieldIndex(elem, mergeKeyOf(elem))
+	}
+	keyFields.Store(elem, field)
+	return field
 }
 
 var mergeKeys sync.Map // element type -> merge key, filled by the filter
@@ -319,10 +311,13 @@ func scalarString(v reflect.Value) string {
 	return fmt.Sprint(v.Interface())
 }
 
-// reporter collects the differences go-cmp finds as Changes.
+// reporter collects the differences go-cmp finds as Changes. The compared
+// values are at prefix (prefixFields in managedFields notation) in the pod.
 type reporter struct {
-	path    cmp.Path
-	changes []Change
+	prefix       string
+	prefixFields fieldPath
+	path         cmp.Path
+	changes      []Change
 }
 
 func (r *reporter) PushStep(ps cmp.PathStep) { r.path = append(r.path, ps) }
@@ -333,8 +328,19 @@ func (r *reporter) Report(rs cmp.Result) {
 		return
 	}
 	vx, vy := r.path.Last().Values()
-	c := Change{Op: OpChange}
-	c.Path, c.fields = formatPath(r.path)
+	path, fields := formatPath(r.prefix, r.prefixFields, r.path)
+	c := newChange(path, fields, vx, vy)
+	// A set element carries its value in the path: say it once.
+	if _, ok := r.path.Last().(cmp.MapIndex); ok && isSetStep(r.path) {
+		c.Old, c.New = "", ""
+	}
+	r.changes = append(r.changes, c)
+}
+
+// newChange is the change at path between the values vx and vy; an invalid
+// value is an absent field.
+func newChange(path string, fields fieldPath, vx, vy reflect.Value) Change {
+	c := Change{Path: path, Op: OpChange, fields: fields}
 	switch {
 	case !vx.IsValid() || isEmpty(vx):
 		c.Op = OpAdd
@@ -347,11 +353,7 @@ func (r *reporter) Report(rs cmp.Result) {
 	if c.Op != OpRemove {
 		c.New = formatValue(vy)
 	}
-	// A set element carries its value in the path: say it once.
-	if _, ok := r.path.Last().(cmp.MapIndex); ok && isSetStep(r.path) {
-		c.Old, c.New = "", ""
-	}
-	r.changes = append(r.changes, c)
+	return c
 }
 
 // isSetStep reports whether the last step indexes a list compared as a set.
@@ -380,10 +382,11 @@ func isEmpty(v reflect.Value) bool {
 }
 
 // formatPath renders a go-cmp path in JSON field names, and in managedFields
-// notation for attribution.
-func formatPath(p cmp.Path) (string, fieldPath) {
+// notation for attribution, after the prefix where the compared values are.
+func formatPath(prefix string, prefixFields fieldPath, p cmp.Path) (string, fieldPath) {
 	var b strings.Builder
-	var fp fieldPath
+	b.WriteString(prefix)
+	fp := append(fieldPath(nil), prefixFields...)
 	for i, step := range p {
 		switch s := step.(type) {
 		case cmp.StructField:
@@ -422,16 +425,31 @@ func mapFieldKey(p cmp.Path, i int, key string) string {
 		if tf, ok := p.Index(i - 1).(cmp.Transform); ok && tf.Name() == "keyed" {
 			if sf, ok := p.Index(i - 2).(cmp.StructField); ok {
 				lk, _ := lookupList(p.Index(i-3).Type(), sf.Index())
-				if lk.set {
-					b, _ := json.Marshal(key)
-					return "v:" + string(b)
-				}
-				b, _ := json.Marshal(map[string]string{lk.key: key})
-				return "k:" + string(b)
+				return elementField(lk, key)
 			}
 		}
 	}
 	return "f:" + key
+}
+
+// elementField spells the key of an element of a list compared by key or as
+// a set the way managedFields does.
+func elementField(lk listKind, key string) string {
+	if lk.set {
+		return "v:" + jsonString(key)
+	}
+	return "k:{" + jsonString(lk.key) + ":" + jsonString(key) + "}"
+}
+
+// jsonString is s as encoding/json writes it.
+func jsonString(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return string(b)
+		}
+	}
+	return `"` + s + `"`
 }
 
 // formatValue renders a value: strings as they are, everything else as
@@ -448,6 +466,16 @@ func formatValue(v reflect.Value) string {
 	}
 	if v.Kind() == reflect.String {
 		return v.String()
+	}
+	if v.Type().NumMethod() == 0 { // no MarshalJSON: the JSON of a number is its text
+		switch v.Kind() {
+		case reflect.Bool:
+			return strconv.FormatBool(v.Bool())
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			return strconv.FormatInt(v.Int(), 10)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			return strconv.FormatUint(v.Uint(), 10)
+		}
 	}
 	if !v.CanInterface() {
 		return fmt.Sprint(v)

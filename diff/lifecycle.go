@@ -42,6 +42,7 @@ type Lifecycle struct {
 	Redacted map[string]int `json:"redacted,omitempty"`
 
 	// pods are the decoded revisions, parallel to Steps, for the rules.
+	// They share the parts they have in common (see decoder): read only.
 	pods []*corev1.Pod
 }
 
@@ -133,8 +134,10 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	first := in.Pod[0]
 	lc := &Lifecycle{Namespace: first.Namespace, Name: first.Name, UID: first.UID}
 	var prev *corev1.Pod
+	var dec decoder
+	sets := fieldSets{}
 	for _, rec := range in.Pod {
-		pod, err := decodePod(rec)
+		pod, err := dec.decode(rec)
 		if err != nil {
 			return nil, err
 		}
@@ -144,13 +147,13 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 			// The last state: what changed since the revision before it is
 			// still worth showing (a final status update can ride along).
 			step.Changes = ComparePods(prev, pod)
-			step.Actors = attribute(step.Changes, managed(prev), pod.ManagedFields)
+			step.Actors = sets.attribute(step.Changes, managed(prev), pod.ManagedFields)
 			if len(step.Changes) == 0 {
 				step.Actors = []Actor{APIServer}
 			}
 		default:
 			step.Changes = ComparePods(prev, pod)
-			step.Actors = attribute(step.Changes, managed(prev), pod.ManagedFields)
+			step.Actors = sets.attribute(step.Changes, managed(prev), pod.ManagedFields)
 			if prev == nil && rec.Type != store.Initial {
 				step.Actors = creators(pod)
 			}
@@ -220,14 +223,6 @@ func creators(p *corev1.Pod) []Actor {
 		return []Actor{APIServer}
 	}
 	return out
-}
-
-func decodePod(rec store.Record) (*corev1.Pod, error) {
-	var p corev1.Pod
-	if err := json.Unmarshal(rec.Object, &p); err != nil {
-		return nil, fmt.Errorf("decode pod %s/%s revision %s (record %d): %w", rec.Namespace, rec.Name, rec.ResourceVersion, rec.Seq, err)
-	}
-	return &p, nil
 }
 
 // recordingEnd is when the recording of this history ended: the last
@@ -347,7 +342,8 @@ func (lc *Lifecycle) phase(name string) (Phase, bool) {
 	return Phase{}, false
 }
 
-// Pod returns the decoded revision of step i.
+// Pod returns the decoded revision of step i. Revisions share the parts
+// they have in common: do not modify it.
 func (lc *Lifecycle) Pod(i int) *corev1.Pod { return lc.pods[i] }
 
 // actorsFor returns the actors of a step that own the change at path, or all
