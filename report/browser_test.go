@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/net/html"
+
+	"github.com/podtrace/podtrace/diff"
 )
 
 // The browser tests open the report in Debian's headless Chromium:
@@ -746,6 +748,10 @@ func TestHTMLInBrowserLarge(t *testing.T) {
 	c := startBrowser(t)
 	c.navigate((&url.URL{Scheme: "file", Path: file}).String())
 	c.waitFor("the pod list", `document.querySelectorAll('.podlist .pod').length > 0`)
+	// Its data is over plainDataUpTo: deflated, and inflated by the browser.
+	if got := string(c.eval(`window.podtraceReport.source`)); got != `"DecompressionStream"` {
+		t.Errorf("the large page read its data as %s, want it deflated and inflated by DecompressionStream", got)
+	}
 	var m struct {
 		Loaded  float64 `json:"loaded"`
 		Rows    int     `json:"rows"`
@@ -807,4 +813,177 @@ func TestHTMLInBrowserLarge(t *testing.T) {
 	if p := c.problems((&url.URL{Scheme: "file", Path: file}).String()); len(p) > 0 {
 		t.Errorf("the page made requests or errors:\n%s", strings.Join(p, "\n"))
 	}
+}
+
+// TestHTMLInBrowserDeflated opens the fixture's report with its data
+// embedded plain, deflated and inflated by the browser's
+// DecompressionStream, and deflated in a browser without one (the
+// DevTools protocol removes it before the page runs), where the page's own
+// inflate does the work. Each must decode the same pods and render the
+// same DOM.
+func TestHTMLInBrowserDeflated(t *testing.T) {
+	needChromium(t)
+	dir := artifactDir(t)
+	tr := fixtureTrace(t)
+	digester := fixturePod(t, tr, "runner-x7k2p-project-42-concurrent-0")
+	write := func(name string, plainUpTo int) string {
+		old := plainDataUpTo
+		plainDataUpTo = plainUpTo
+		defer func() { plainDataUpTo = old }()
+		var buf bytes.Buffer
+		if err := HTML(&buf, tr, HTMLOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	plain, deflated := write("report-plain.html", 1<<20), write("report-deflated.html", 0)
+	if b, _ := os.ReadFile(deflated); !bytes.Contains(b, []byte(`{"format":"`+deflatedFormat+`","deflated":"`)) {
+		t.Fatalf("%s does not embed its data deflated", deflated)
+	}
+	if b, _ := os.ReadFile(plain); !bytes.Contains(b, []byte(`{"format":"podtrace-report/3"`)) {
+		t.Fatalf("%s does not embed its data plain", plain)
+	}
+	// What a page shows: the overview, the findings and the pod list with
+	// the deep-linked pod open, all but the data element.
+	const shownJS = `['overview', 'findings', 'app'].map(function (id) { return document.getElementById(id).outerHTML; }).join('\n')`
+	type result struct{ source, shown, pods string }
+	open := func(file string, withoutDecompressionStream bool) result {
+		c := startBrowser(t)
+		if withoutDecompressionStream {
+			c.must(c.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": "delete window.DecompressionStream;"}, nil)
+		}
+		c.navigate(podLink(file, digester.Namespace, digester.Name, digester.UID))
+		c.waitFor("the deep-linked pod's timeline", `!!document.querySelector('.pod.open svg.timeline')`)
+		var r result
+		json.Unmarshal(c.eval(`window.podtraceReport.source`), &r.source)
+		json.Unmarshal(c.eval(shownJS), &r.shown)
+		r.pods = string(c.eval(`JSON.stringify(` + decodedPodsJS + `)`))
+		if p := c.problems((&url.URL{Scheme: "file", Path: file}).String()); len(p) > 0 {
+			t.Errorf("%s: the page made requests or errors:\n%s", filepath.Base(file), strings.Join(p, "\n"))
+		}
+		return r
+	}
+	want := open(plain, false)
+	if want.source != "plain" {
+		t.Errorf("the plain page read its data as %q", want.source)
+	}
+	var pods []struct {
+		Key    string
+		Steps  []decodedStep
+		Events []decodedEvent
+	}
+	var raw string
+	json.Unmarshal([]byte(want.pods), &raw)
+	if err := json.Unmarshal([]byte(raw), &pods); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range expectedPods(tr) {
+		if d := cmp.Diff(w.Steps, pods[i].Steps, cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("%s: the plain page's revisions differ from the lifecycle's (-want +got):\n%s", w.Name, d)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		noDS   bool
+		source string
+	}{
+		{"DecompressionStream", false, "DecompressionStream"},
+		{"own inflate", true, "inflate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := open(deflated, tc.noDS)
+			if got.source != tc.source {
+				t.Errorf("the deflated page read its data with %q, want %q", got.source, tc.source)
+			}
+			if got.pods != want.pods {
+				t.Errorf("the deflated page decoded other pods than the plain one")
+			}
+			if d := cmp.Diff(want.shown, got.shown); d != "" {
+				t.Errorf("the deflated page renders otherwise than the plain one (-plain +deflated):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestHTMLInBrowserAudit opens the report of the trace with the digester
+// story's audit log, redacted as by default, at the stuck pod: its details
+// have the audit section with the denials counted and the webhook named,
+// the requests by user and user agent, and the webhook's patch with its
+// env value redacted; hostile user agents and messages stay text.
+func TestHTMLInBrowserAudit(t *testing.T) {
+	needChromium(t)
+	tr := auditTrace(t)
+	r, err := diff.NewRedactor(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tr.Pods {
+		r.Redact(p)
+	}
+	var buf bytes.Buffer
+	if err := HTML(&buf, tr, HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(buf.Bytes(), []byte(auditSecret)) {
+		t.Errorf("the redacted page holds the patch's env value %q", auditSecret)
+	}
+	file := filepath.Join(artifactDir(t), "report-audit.html")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	digester := fixturePod(t, tr, "runner-x7k2p-project-42-concurrent-0")
+	doc := dumpDOM(t, podLink(file, digester.Namespace, digester.Name, digester.UID))
+	open := find(doc, func(n *html.Node) bool { return hasClass(n, "pod") && hasClass(n, "open") })
+	if len(open) != 1 {
+		t.Fatalf("%d pods open, want the deep-linked one", len(open))
+	}
+	audits := find(open[0], func(n *html.Node) bool { return hasClass(n, "audit") })
+	if len(audits) != 1 {
+		t.Fatalf("the open pod has %d audit sections, want 1", len(audits))
+	}
+	a := audits[0]
+	var denied []string
+	for _, li := range find(a, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "li" }) {
+		denied = append(denied, textOf(li))
+	}
+	want := "3 patch attempts denied (500) by system:serviceaccount:kube-system:generic-garbage-collector (kube-controller-manager/v1.37.2 " + hostileScript +
+		"), by webhook " + digesterWebhookName + `admission webhook "` + digesterWebhookName + `" denied the request: failed to create keychain: secrets "runner-x7k2p-project-42-concurrent-0-pull" not found ` +
+		hostileBreak + "first 09:03:21.500, last 09:06:21.500"
+	if len(denied) != 1 || denied[0] != want {
+		t.Errorf("denied requests %q, want [%q]", denied, want)
+	}
+	var webhooks []string
+	for _, n := range find(a, func(n *html.Node) bool { return hasClass(n, "webhook") }) {
+		webhooks = append(webhooks, textOf(n))
+	}
+	if len(webhooks) != 3 || webhooks[0] != digesterWebhookName || webhooks[2] != digesterWebhookName {
+		t.Errorf("webhooks named %q, want %s on the denial and on each of its 2 patch operations", webhooks, digesterWebhookName)
+	}
+	var rows []string
+	for _, tr := range find(a, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "tr" }) {
+		var cells []string
+		for c := tr.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.ElementNode {
+				cells = append(cells, textOf(c))
+			}
+		}
+		rows = append(rows, strings.Join(cells, " | "))
+	}
+	wantRows := []string{
+		"Time | Request | Code | User | User agent | Revision",
+		"09:00:00.000 | create | 201 | system:serviceaccount:gitlab:gitlab-runner | gitlab-runner 17.0.0 " + hostileMD + " | #3 rv 1003",
+		"09:00:01.000 | create binding | 201 | system:kube-scheduler | kube-scheduler/v1.37.2 | #6",
+		"09:03:20.500 | delete | 200 | system:serviceaccount:gitlab:gitlab-runner | gitlab-runner 17.0.0 " + hostileMD + " | #13 rv 1013",
+		"Time | Webhook | Request | Operation | Path | Value",
+		"09:00:00.000 | " + digesterWebhookName + " digester-mutating-webhook-configuration | create | replace | /spec/containers/0/image | \"alpine@sha256:9cee2b382fe2412cd77d5d437d15a93da8de373813621f2e4d17a3f6c7d1a8f3\"",
+		"09:00:00.000 | " + digesterWebhookName + " digester-mutating-webhook-configuration | create | add | /spec/containers/0/env/0/value | \"[redacted]\"",
+	}
+	if d := cmp.Diff(wantRows, rows); d != "" {
+		t.Errorf("the audit tables differ (-want +got):\n%s", d)
+	}
+	checkNoInjection(t, doc)
 }

@@ -194,6 +194,11 @@ const (
 // foregroundDeletion; the garbage collector deletes its pull Secret and its
 // ConfigMap, then nothing: the finalizer is never removed.
 func digesterStory(tb testing.TB, c *clock) *diff.Lifecycle {
+	return digesterRecords(tb, c).replay()
+}
+
+// digesterRecords is the recorded history of the digester story.
+func digesterRecords(tb testing.TB, c *clock) *story {
 	s := newStory(tb, c, "ci", "runner-x7k2p-project-42-concurrent-0", "9d3c6a1e-0f4b-4c55-9a7e-2b1f0c8d7e61")
 	s.namespace(map[string]string{"digest-resolution": "enabled", "kubernetes.io/metadata.name": "ci"})
 	s.digesterWebhook()
@@ -265,7 +270,67 @@ func digesterStory(tb testing.TB, c *clock) *diff.Lifecycle {
 	s.dependent(store.Deleted, "Secret", pull, "5e1f0a22-pull")
 	c.tick(6*time.Minute + 30*time.Second)
 	s.in.End = c.now
-	return s.replay()
+	return s
+}
+
+// audit records an audit.k8s.io/v1 Event about the pod, as podtrace
+// import --audit-log stores it.
+func (s *story) audit(id string, at time.Time, verb, subresource, user, agent string, code int, message, rv string, annotations map[string]string) {
+	s.tb.Helper()
+	ev := map[string]any{
+		"kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": id, "stage": "ResponseComplete", "verb": verb,
+		"objectRef":      map[string]any{"resource": "pods", "namespace": s.pod.Namespace, "name": s.pod.Name, "subresource": subresource},
+		"user":           map[string]any{"username": user},
+		"userAgent":      agent,
+		"responseStatus": map[string]any{"code": code, "message": message},
+		"stageTimestamp": at,
+		"annotations":    annotations,
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	s.in.Audit = append(s.in.Audit, store.Record{Seq: s.c.next(), Session: 1, Observed: at, Type: store.Added,
+		APIVersion: "audit.k8s.io/v1", Kind: "Event", UID: id, ResourceVersion: rv, Object: b})
+}
+
+// Strings of the audit fixture: the webhook that denies the garbage
+// collector, and an env value its patch sets that redaction must hide.
+const (
+	digesterWebhookName = "digester-webhook-service.digester-system.svc"
+	auditSecret         = "hunter2-token"
+)
+
+// auditTrace is the fixture trace with the audit log of the digester
+// story imported: the runner's create (patched by the digester webhook)
+// and delete, the scheduler's binding, and the garbage collector's three
+// finalizer removals that the webhook denied. User agents and the denial
+// message carry hostile strings.
+func auditTrace(tb testing.TB) *Trace {
+	tb.Helper()
+	tr := fixtureTrace(tb)
+	s := digesterRecords(tb, &clock{now: fixtureStart})
+	created, bound, deleted := s.in.Pod[0], s.in.Pod[1], s.in.Pod[5]
+	runner := "system:serviceaccount:gitlab:gitlab-runner"
+	patch := `{"configuration":"digester-mutating-webhook-configuration","webhook":"` + digesterWebhookName + `","patch":[` +
+		`{"op":"replace","path":"/spec/containers/0/image","value":"alpine@sha256:9cee2b382fe2412cd77d5d437d15a93da8de373813621f2e4d17a3f6c7d1a8f3"},` +
+		`{"op":"add","path":"/spec/containers/0/env/0/value","value":"` + auditSecret + `"}],"patchType":"JSONPatch"}`
+	s.audit("a-create", created.Observed, "create", "", runner, "gitlab-runner 17.0.0 "+hostileMD, 201, "", created.ResourceVersion,
+		map[string]string{"patch.webhook.admission.k8s.io/round_0_index_0": patch})
+	s.audit("a-bind", bound.Observed, "create", "binding", "system:kube-scheduler", "kube-scheduler/v1.37.2", 201, "", "", nil)
+	s.audit("a-delete", deleted.Observed, "delete", "", runner, "gitlab-runner 17.0.0 "+hostileMD, 200, "", deleted.ResourceVersion, nil)
+	denied := `admission webhook "` + digesterWebhookName + `" denied the request: failed to create keychain: secrets "runner-x7k2p-project-42-concurrent-0-pull" not found ` + hostileBreak
+	for i := range 3 {
+		s.audit(fmt.Sprintf("a-gc-%d", i), deleted.Observed.Add(time.Duration(1+90*i)*time.Second), "patch", "",
+			"system:serviceaccount:kube-system:generic-garbage-collector", "kube-controller-manager/v1.37.2 "+hostileScript, 500, denied, "", nil)
+	}
+	lc := s.replay()
+	for i, p := range tr.Pods {
+		if p.UID == lc.UID {
+			tr.Pods[i] = lc
+		}
+	}
+	return tr
 }
 
 // healthyStory is a Deployment's pod that starts and stays ready.

@@ -186,12 +186,19 @@ func TestHTMLEscapes(t *testing.T) {
 	var d struct {
 		Strings []string `json:"strings"`
 		File    string   `json:"file"`
+		Pods    []struct {
+			Strings []string `json:"strings"`
+		} `json:"pods"`
 	}
 	if err := json.Unmarshal([]byte(data.FirstChild.Data), &d); err != nil {
 		t.Fatalf("the data does not parse: %v", err)
 	}
+	all := d.Strings
+	for _, p := range d.Pods {
+		all = append(all, p.Strings...)
+	}
 	for _, want := range []string{hostileScript, hostileBreak} {
-		if !contains(d.Strings, want) {
+		if !contains(all, want) {
 			t.Errorf("the data lost %q", want)
 		}
 	}
@@ -249,6 +256,7 @@ func decodeData(t *testing.T, raw []byte) []decodedPod {
 		Strings []string `json:"strings"`
 		Actors  [][2]int `json:"actors"`
 		Pods    []struct {
+			Strings                        []string
 			Namespace, Name, Node, Outcome int
 			UID                            string
 			End                            int64
@@ -272,8 +280,25 @@ func decodeData(t *testing.T, raw []byte) []decodedPod {
 	}
 	var out []decodedPod
 	for _, p := range d.Pods {
-		dp := decodedPod{Namespace: S[p.Namespace], Name: S[p.Name], UID: p.UID, Node: S[p.Node], Outcome: S[p.Outcome],
-			Terminating: p.Terminating, End: d.Base + p.End}
+		// n >= 0: the top-level strings[n]; n <= -2: the pod's
+		// strings[-n-2]; in the steps, -1: the next of the pod's strings
+		// the steps had not used.
+		fresh := 0
+		str := func(n int64, inSteps bool) string {
+			switch {
+			case n >= 0:
+				return S[n]
+			case n == -1 && inSteps:
+				fresh++
+				return p.Strings[fresh-1]
+			case n <= -2:
+				return p.Strings[-n-2]
+			}
+			t.Fatalf("string reference %d outside the steps", n)
+			return ""
+		}
+		dp := decodedPod{Namespace: str(int64(p.Namespace), false), Name: str(int64(p.Name), false), UID: p.UID,
+			Node: str(int64(p.Node), false), Outcome: str(int64(p.Outcome), false), Terminating: p.Terminating, End: d.Base + p.End}
 		var seq, ms, rv int64
 		ms = d.Base
 		rvNumber := false
@@ -281,7 +306,7 @@ func decodeData(t *testing.T, raw []byte) []decodedPod {
 		for i, a := range p.Steps {
 			seq += num(a[0])
 			ms += num(a[1])
-			st := decodedStep{Seq: uint64(seq), Time: ms, Type: S[num(a[2])]}
+			st := decodedStep{Seq: uint64(seq), Time: ms, Type: str(num(a[2]), true)}
 			var rvs string
 			if json.Unmarshal(a[3], &rvs) == nil {
 				st.RV = rvs
@@ -309,17 +334,17 @@ func decodeData(t *testing.T, raw []byte) []decodedPod {
 			for _, c := range changes {
 				dc := decodedChange{Path: S[c[0]/3], Op: []string{"add", "remove", "change"}[c[0]%3], Manager: manager}
 				if dc.Op == "remove" {
-					dc.Old = S[c[1]]
+					dc.Old = str(int64(c[1]), true)
 				} else {
-					dc.New = S[c[1]]
+					dc.New = str(int64(c[1]), true)
 				}
 				if len(c) > 2 {
-					dc.Manager = S[c[2]]
+					dc.Manager = str(int64(c[2]), true)
 				}
 				if dc.Op == "change" {
 					dc.Old = last[dc.Path]
 					if len(c) > 3 {
-						dc.Old = S[c[3]]
+						dc.Old = str(int64(c[3]), true)
 					}
 				}
 				last[dc.Path] = dc.New
@@ -329,7 +354,7 @@ func decodeData(t *testing.T, raw []byte) []decodedPod {
 				var phases []int
 				json.Unmarshal(a[6], &phases)
 				for _, x := range phases {
-					st.Phases = append(st.Phases, S[x])
+					st.Phases = append(st.Phases, str(int64(x), true))
 				}
 			}
 			dp.Steps = append(dp.Steps, st)
@@ -341,8 +366,8 @@ func decodeData(t *testing.T, raw []byte) []decodedPod {
 		for _, e := range p.Events {
 			seq += num(e[0])
 			ms += num(e[1])
-			dp.Events = append(dp.Events, decodedEvent{Seq: uint64(seq), Time: ms, Type: S[num(e[2])], Reason: S[num(e[3])],
-				Message: S[num(e[4])], Source: S[num(e[5])], Count: int32(num(e[6]))})
+			dp.Events = append(dp.Events, decodedEvent{Seq: uint64(seq), Time: ms, Type: str(num(e[2]), false), Reason: str(num(e[3]), false),
+				Message: str(num(e[4]), false), Source: str(num(e[5]), false), Count: int32(num(e[6]))})
 		}
 		for _, f := range p.Findings {
 			dp.Findings = append(dp.Findings, f.ID)

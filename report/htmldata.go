@@ -16,16 +16,18 @@ import (
 //
 // A thousand pods of a hundred revisions would make tens of megabytes of
 // plain diff.Lifecycle JSON, mostly the same field names, paths, managers
-// and timestamps over and over; so the page gets a compact form:
+// and timestamps over and over; so the page gets a compact form (which
+// HTML embeds deflated when it is large: see embedData):
 //
 //	{
-//	  "format": "podtrace-report/2",
+//	  "format": "podtrace-report/3",
 //	  "file": "...", "generated": "RFC 3339", "sessions": [store.Session...],
 //	  "base": 1773478800000,     // Unix ms; every time below is ms from it
-//	  "strings": ["...", ...],   // each distinct string once, most used first
+//	  "strings": ["...", ...],   // the strings of more than one pod, once, most used first
 //	  "actors": [[manager s, who s], ...],
 //	  "webhooks": [diff.Webhook...],
 //	  "pods": [{
+//	    "strings": ["...", ...], // the strings of this pod alone (see below)
 //	    "namespace": s, "name": s, "uid": "...", "node": s, "outcome": s,
 //	    "end": t, "terminating": "6m30s",
 //	    "phases": [[name s, time t, seq, detail s, actor s], ...],
@@ -35,11 +37,21 @@ import (
 //	    "dependents": [[kind s, name s, uid, since t, deleted t or null, blockOwnerDeletion 0/1], ...],
 //	    "findings": [{"id", "severity", "headline", "evidence": [[seq, t or null, text]], "suspects": [webhook...], "next": [...]}],
 //	    "admission": {"source", "changes": [[path s, op, old s, new s, by s, certainty s], ...],
-//	                  "defaultsHidden", "webhooks": [webhook...], "notes": [...]}   // when known
+//	                  "defaultsHidden", "webhooks": [webhook...], "notes": [...]},  // when known
+//	    "audit": {                                                        // with an audit log
+//	      "requests": [[time t, verb s, subresource s, user s, userAgent s, code, resourceVersion, seq], ...],
+//	      "denied": [[user s, userAgent s, verb s, subresource s, code, message s, count, first t, last t, webhook s], ...],
+//	      "patches": [[time t, verb s, webhook s, configuration s, round, index, [[op s, path s, from s, value s], ...]], ...]
+//	    }
 //	  }]
 //	}
 //
-// where s is an index into strings, t a time in ms from base, webhook an
+// where s is a string: n >= 0 is the top-level strings[n], n <= -2 the
+// pod's strings[-n-2], and in the steps -1 is the next string of the pod's
+// table that the steps had not used yet. A string that only one pod uses
+// is in the pod's table, first those its steps use in the order they first
+// do, then the others; so most references to a pod's own strings are -1
+// or short. t is a time in ms from base, webhook an
 // index into webhooks and actor one into actors; + marks a delta from the
 // same field of the item before (the first from 0, or from base for
 // times). A resourceVersion is a number (a delta after the first) while it
@@ -56,7 +68,8 @@ type htmlData struct{ tr *Trace }
 
 // MarshalJSON implements json.Marshaler.
 func (d htmlData) MarshalJSON() ([]byte, error) {
-	e := &dataEncoder{ids: map[string]int32{}, actor: map[actorKey]int{}, webhook: map[string]int{}}
+	e := &dataEncoder{ids: map[string]int32{}, actor: map[actorKey]int{}, webhook: map[string]int{},
+		stepOrder: make([][]int32, len(d.tr.Pods))}
 	e.base = dataBase(d.tr).UnixMilli()
 	// The first pass interns the strings and records which string each
 	// reference was; the second writes, numbering the strings by use, most
@@ -64,9 +77,9 @@ func (d htmlData) MarshalJSON() ([]byte, error) {
 	e.counting = true
 	e.pods(d.tr)
 	e.counting = false
-	e.rankStrings()
+	e.rankStrings(len(d.tr.Pods))
 
-	e.raw(`{"format":"podtrace-report/2","file":`)
+	e.raw(`{"format":"podtrace-report/3","file":`)
 	e.json(d.tr.File)
 	e.raw(`,"generated":`)
 	e.json(d.tr.Generated)
@@ -119,8 +132,19 @@ type dataEncoder struct {
 	uses   []int32          // by id
 	tokens []int32          // the id of every reference, in order
 	next   int              // the next token to write
-	rank   []int32          // id -> index in the written table
+	rank   []int32          // id -> index in the top-level table, or in its pod's
 	ranked []string
+	podOf  []int32 // id -> the pod that used it first
+	shared []bool  // id -> used by more than one pod, or by the tables
+	cur    int32   // the pod being encoded
+	inStep bool    // encoding the pod's steps
+	// Per pod: the ids its steps use, in order of first use there; its
+	// own strings (the table written with it); and which of them its
+	// steps have used so far, by the number of the pod plus one.
+	stepOrder [][]int32
+	seenPod   []int32
+	seenStep  []int32
+	locals    [][]string
 
 	actor  map[actorKey]int
 	actors []actorKey
@@ -133,18 +157,40 @@ type dataEncoder struct {
 
 type actorKey struct{ manager, who int32 }
 
-func (e *dataEncoder) rankStrings() {
-	order := make([]int32, len(e.strs))
-	for i := range order {
-		order[i] = int32(i)
+// rankStrings numbers the strings for the second pass: the shared ones by
+// use, most used first; each pod's own ones first in the order its steps
+// use them, then the others in order of first use.
+func (e *dataEncoder) rankStrings(pods int) {
+	var order []int32
+	e.rank = make([]int32, len(e.strs))
+	e.locals = make([][]string, pods)
+	placed := make([]bool, len(e.strs))
+	for p, ids := range e.stepOrder {
+		for _, id := range ids {
+			if !e.shared[id] && !placed[id] {
+				placed[id] = true
+				e.rank[id] = int32(len(e.locals[p]))
+				e.locals[p] = append(e.locals[p], e.strs[id])
+			}
+		}
+	}
+	for id := range e.strs {
+		switch {
+		case e.shared[id]:
+			order = append(order, int32(id))
+		case !placed[id]:
+			p := e.podOf[id]
+			e.rank[id] = int32(len(e.locals[p]))
+			e.locals[p] = append(e.locals[p], e.strs[id])
+		}
 	}
 	slices.SortStableFunc(order, func(a, b int32) int { return int(e.uses[b] - e.uses[a]) })
-	e.rank = make([]int32, len(e.strs))
-	e.ranked = make([]string, len(e.strs))
+	e.ranked = make([]string, len(order))
 	for r, id := range order {
 		e.rank[id] = int32(r)
 		e.ranked[r] = e.strs[id]
 	}
+	e.seenStep = make([]int32, len(e.strs))
 	e.next = 0
 }
 
@@ -167,27 +213,63 @@ func (e *dataEncoder) int(n int64) {
 }
 
 // intern returns the id of s, counting a use, in the first pass; in the
-// second it returns the rank of the string the same reference had.
+// second it returns the id the same reference had.
 func (e *dataEncoder) intern(s string) int32 {
-	if e.counting {
-		id, ok := e.ids[s]
-		if !ok {
-			id = int32(len(e.strs))
-			e.ids[s] = id
-			e.strs = append(e.strs, s)
-			e.uses = append(e.uses, 0)
-		}
-		e.uses[id]++
-		e.tokens = append(e.tokens, id)
+	if !e.counting {
+		id := e.tokens[e.next]
+		e.next++
 		return id
 	}
-	id := e.tokens[e.next]
-	e.next++
-	return e.rank[id]
+	id, ok := e.ids[s]
+	if !ok {
+		id = int32(len(e.strs))
+		e.ids[s] = id
+		e.strs = append(e.strs, s)
+		e.uses = append(e.uses, 0)
+		e.podOf = append(e.podOf, e.cur)
+		e.shared = append(e.shared, false)
+		e.seenPod = append(e.seenPod, 0)
+	} else if e.podOf[id] != e.cur {
+		e.shared[id] = true
+	}
+	if e.inStep && e.seenPod[id] != e.cur+1 {
+		e.seenPod[id] = e.cur + 1
+		e.stepOrder[e.cur] = append(e.stepOrder[e.cur], id)
+	}
+	e.uses[id]++
+	e.tokens = append(e.tokens, id)
+	return id
 }
 
-// str writes the index of s in the string table.
-func (e *dataEncoder) str(s string) { e.int(int64(e.intern(s))) }
+// str writes a reference to s: n >= 0 for the top-level strings[n];
+// n <= -2 for the pod's strings[-n-2]; in the steps, -1 for the next
+// string of the pod that its steps had not used yet.
+func (e *dataEncoder) str(s string) {
+	id := e.intern(s)
+	if e.counting {
+		return
+	}
+	switch {
+	case e.shared[id]:
+		e.int(int64(e.rank[id]))
+	case e.inStep && e.seenStep[id] != e.cur+1:
+		e.seenStep[id] = e.cur + 1
+		e.raw("-1")
+	default:
+		e.int(-2 - int64(e.rank[id]))
+	}
+}
+
+// sharedIndex returns the index of s in the top-level table, where it is
+// put whoever uses it.
+func (e *dataEncoder) sharedIndex(s string) int32 {
+	id := e.intern(s)
+	if e.counting {
+		e.shared[id] = true
+		return id
+	}
+	return e.rank[id]
+}
 
 // json writes v as ordinary JSON.
 func (e *dataEncoder) json(v any) {
@@ -244,7 +326,7 @@ func (e *dataEncoder) actorIndex(a diff.Actor) int {
 		e.next++
 		return int(id)
 	}
-	k := actorKey{e.intern(a.Manager), e.intern(a.Who)}
+	k := actorKey{e.sharedIndex(a.Manager), e.sharedIndex(a.Who)}
 	e.tokens = e.tokens[:len(e.tokens)-2] // the table holds the strings, not this reference
 	i, ok := e.actor[k]
 	if !ok {
@@ -296,13 +378,18 @@ func (e *dataEncoder) pods(tr *Trace) {
 	e.raw(`,"pods":[`)
 	for i, p := range tr.Pods {
 		e.sep(i)
+		e.cur = int32(i)
 		e.pod(p)
 	}
 	e.raw("]")
 }
 
 func (e *dataEncoder) pod(p *diff.Lifecycle) {
-	e.raw(`{"namespace":`)
+	e.raw(`{"strings":`)
+	if !e.counting {
+		e.stringList(e.locals[e.cur])
+	}
+	e.raw(`,"namespace":`)
 	e.str(p.Namespace)
 	e.raw(`,"name":`)
 	e.str(p.Name)
@@ -336,7 +423,9 @@ func (e *dataEncoder) pod(p *diff.Lifecycle) {
 	}
 
 	e.raw(`],"steps":[`)
+	e.inStep = true
 	e.steps(p.Steps)
+	e.inStep = false
 	e.raw(`],"creationDetails":[`)
 	if len(p.Steps) > 0 {
 		n := 0
@@ -449,7 +538,92 @@ func (e *dataEncoder) pod(p *diff.Lifecycle) {
 		e.stringList(a.Notes)
 		e.raw("}")
 	}
+	if a := p.Audit; a != nil {
+		e.audit(a)
+	}
 	e.raw("}")
+}
+
+// audit writes what the audit log says about the pod: its requests, the
+// denied ones grouped, and the mutating webhooks' patches.
+func (e *dataEncoder) audit(a *diff.Audit) {
+	e.raw(`,"audit":{"requests":[`)
+	for i, r := range a.Requests {
+		e.sep(i)
+		e.raw("[")
+		e.time(r.Time)
+		e.raw(",")
+		e.str(r.Verb)
+		e.raw(",")
+		e.str(r.Subresource)
+		e.raw(",")
+		e.str(r.User)
+		e.raw(",")
+		e.str(r.UserAgent)
+		e.raw(",")
+		e.int(int64(r.Code))
+		e.raw(",")
+		e.json(r.ResourceVersion)
+		e.raw(",")
+		e.int(int64(r.Seq))
+		e.raw("]")
+	}
+	e.raw(`],"denied":[`)
+	for i, d := range a.Denied {
+		e.sep(i)
+		e.raw("[")
+		e.str(d.User)
+		e.raw(",")
+		e.str(d.UserAgent)
+		e.raw(",")
+		e.str(d.Verb)
+		e.raw(",")
+		e.str(d.Subresource)
+		e.raw(",")
+		e.int(int64(d.Code))
+		e.raw(",")
+		e.str(d.Message)
+		e.raw(",")
+		e.int(int64(d.Count))
+		e.raw(",")
+		e.time(d.First)
+		e.raw(",")
+		e.time(d.Last)
+		e.raw(",")
+		e.str(d.Webhook)
+		e.raw("]")
+	}
+	e.raw(`],"patches":[`)
+	for i, p := range a.Patches {
+		e.sep(i)
+		e.raw("[")
+		e.time(p.Time)
+		e.raw(",")
+		e.str(p.Verb)
+		e.raw(",")
+		e.str(p.Webhook)
+		e.raw(",")
+		e.str(p.Configuration)
+		e.raw(",")
+		e.int(int64(p.Round))
+		e.raw(",")
+		e.int(int64(p.Index))
+		e.raw(",[")
+		for j, op := range p.Ops {
+			e.sep(j)
+			e.raw("[")
+			e.str(op.Op)
+			e.raw(",")
+			e.str(op.Path)
+			e.raw(",")
+			e.str(op.From)
+			e.raw(",")
+			e.str(string(op.Value))
+			e.raw("]")
+		}
+		e.raw("]]")
+	}
+	e.raw("]}")
 }
 
 func (e *dataEncoder) steps(steps []diff.Step) {
@@ -514,7 +688,7 @@ func (e *dataEncoder) steps(steps []diff.Step) {
 // value the reader knows and the manager it can tell.
 func (e *dataEncoder) change(c diff.Change, manager string) {
 	e.raw("[")
-	e.int(int64(e.intern(c.Path))*3 + opCodes[c.Op])
+	e.int(int64(e.sharedIndex(c.Path))*3 + opCodes[c.Op])
 	e.raw(",")
 	value := c.New
 	if c.Op == diff.OpRemove {

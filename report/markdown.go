@@ -11,7 +11,8 @@ import (
 
 // Markdown writes a summary of the trace to paste into a GitHub or GitLab
 // issue: the recording, a table of the pods, and for each pod with findings
-// the findings with their evidence and the decisive changes of its life.
+// (or requests denied in the audit log) the findings with their evidence,
+// what the audit log says about it and the decisive changes of its life.
 // Strings from the cluster are escaped so that they stay text: they cannot
 // break a table, open a code span, make a link or add markup.
 func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
@@ -62,7 +63,7 @@ func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
 			len(p.Steps), len(p.Events), mdText(orDash(strings.Join(ids, ", "))))
 	}
 	for _, p := range tr.Pods {
-		if len(p.Findings) > 0 {
+		if len(p.Findings) > 0 || p.Audit != nil && len(p.Audit.Denied) > 0 {
 			t.mdPod(p)
 		}
 	}
@@ -122,12 +123,83 @@ func (t *textWriter) mdPod(p *diff.Lifecycle) {
 			t.printf("- %s\n", mdText(n))
 		}
 	}
+	t.mdAudit(p.Audit)
 	lines := t.decisive(p)
 	if len(lines) > 0 {
 		body := strings.Join(lines, "\n")
 		fence := codeFence(body)
 		t.printf("\nDecisive changes:\n\n%stext\n%s\n%s\n", fence, body, fence)
 	}
+}
+
+// mdAudit writes what the imported audit log says about the pod, as the
+// text report does: the denied requests, grouped, with the webhook that
+// denied them; every request by user and user agent, linked to its
+// revision; each mutating webhook's patch.
+func (t *textWriter) mdAudit(a *diff.Audit) {
+	if a == nil {
+		return
+	}
+	t.printf("\nAudit, requests about the pod from the API server's audit log:\n")
+	if len(a.Denied) > 0 {
+		t.printf("\n")
+	}
+	for _, d := range a.Denied {
+		s := "s"
+		if d.Count == 1 {
+			s = ""
+		}
+		t.printf("- **%d %s attempt%s denied** (%d) by %s", d.Count, mdText(request(d.Verb, d.Subresource)), s, d.Code, mdText(d.User))
+		if d.UserAgent != "" {
+			t.printf(" (%s)", mdText(d.UserAgent))
+		}
+		if d.Webhook != "" {
+			t.printf(", by webhook %s", mdText(d.Webhook))
+		}
+		t.printf(", first %s, last %s: %s\n", mdCode(t.clock(d.First)), mdCode(t.clock(d.Last)), mdText(d.Message))
+	}
+	if len(a.Requests) > 0 {
+		t.printf("\n| Time | Request | Code | User | User agent | Revision |\n|---|---|--:|---|---|---|\n")
+		for _, r := range a.Requests {
+			var rev []string
+			if r.Seq != 0 {
+				rev = append(rev, mdCode(fmt.Sprintf("#%d", r.Seq)))
+			}
+			if r.ResourceVersion != "" {
+				rev = append(rev, "rv "+mdText(r.ResourceVersion))
+			}
+			t.printf("| %s | %s | %d | %s | %s | %s |\n", t.clock(r.Time), mdText(request(r.Verb, r.Subresource)), r.Code,
+				mdText(r.User), mdText(orDash(r.UserAgent)), orDash(strings.Join(rev, " ")))
+		}
+	}
+	if len(a.Patches) > 0 {
+		t.printf("\nPatches by mutating webhooks:\n\n")
+		for _, p := range a.Patches {
+			by := mdText(p.Webhook) + " (" + mdText(p.Verb)
+			if p.Configuration != "" {
+				by += ", configuration " + mdText(p.Configuration)
+			}
+			by += ")"
+			for _, op := range p.Ops {
+				line := op.Op + " " + op.Path
+				if op.From != "" {
+					line += " from " + op.From
+				}
+				if len(op.Value) > 0 {
+					line += "  " + shorten(string(op.Value))
+				}
+				t.printf("- %s patch by webhook %s: %s\n", mdCode(t.clock(p.Time)), by, mdCode(line))
+			}
+		}
+	}
+}
+
+// request names a request: its verb, and its subresource if any.
+func request(verb, subresource string) string {
+	if subresource != "" {
+		return verb + " " + subresource
+	}
+	return verb
 }
 
 func mdWebhook(w diff.Webhook) string {

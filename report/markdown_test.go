@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podtrace/podtrace/diff"
 )
 
 func TestMarkdownGolden(t *testing.T) {
@@ -56,7 +58,17 @@ func TestMarkdownTablesHold(t *testing.T) {
 	if err := Markdown(&buf, tr, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(buf.String(), "\n")
+	checkTables(t, buf.String())
+	if !strings.Contains(buf.String(), `Odd\|\`+"`"+`outcome\`+"`"+` \| x \| y \|`) {
+		t.Errorf("the odd outcome is not escaped as expected:\n%s", buf.String())
+	}
+}
+
+// checkTables fails if a table row has another number of cells than its
+// header, or a fenced block is not closed by its own fence.
+func checkTables(t *testing.T, out string) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
 	header := 0
 	fence := ""
 	for i, line := range lines {
@@ -85,8 +97,57 @@ func TestMarkdownTablesHold(t *testing.T) {
 	if fence != "" {
 		t.Errorf("a fenced block (%s) is never closed", fence)
 	}
-	if !strings.Contains(buf.String(), `Odd\|\`+"`"+`outcome\`+"`"+` \| x \| y \|`) {
-		t.Errorf("the odd outcome is not escaped as expected:\n%s", buf.String())
+}
+
+// TestMarkdownAudit renders the trace with the digester story's audit log,
+// redacted as the reports are by default: the denials counted with their
+// webhook, the requests by user and user agent, the webhook's patch with
+// its env value redacted, all escaped.
+func TestMarkdownAudit(t *testing.T) {
+	render := func(redact bool) string {
+		tr := auditTrace(t)
+		if redact {
+			r, err := diff.NewRedactor(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range tr.Pods {
+				r.Redact(p)
+			}
+		}
+		var buf bytes.Buffer
+		if err := Markdown(&buf, tr, TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	out := render(true)
+	golden(t, "report-audit.md.golden", out)
+	checkTables(t, out)
+	for _, want := range []string{
+		"Audit, requests about the pod from the API server's audit log:",
+		"- **3 patch attempts denied** (500) by system:serviceaccount:kube-system:generic-garbage-collector (kube-controller-manager/v1.37.2 " + mdText(hostileScript) + ")",
+		"by webhook " + mdText(digesterWebhookName) + ", first `09:03:21.500`, last `09:06:21.500`: admission webhook",
+		"| 09:00:01.000 | create binding | 201 | system:kube-scheduler | kube-scheduler/v1.37.2 | `#6` |",
+		"| 09:03:20.500 | delete | 200 | system:serviceaccount:gitlab:gitlab-runner | gitlab-runner 17.0.0 " + mdText(hostileMD) + " | `#13` rv 1013 |",
+		"patch by webhook " + mdText(digesterWebhookName) + " (create, configuration digester-mutating-webhook-configuration): `add /spec/containers/0/env/0/value  \"[redacted]\"`",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the audit section lacks %q", want)
+		}
+	}
+	if strings.Contains(out, auditSecret) {
+		t.Errorf("the redacted report shows the patch's env value %q", auditSecret)
+	}
+	section, _, _ := strings.Cut(out[strings.Index(out, "Audit, requests"):], "Decisive changes")
+	for _, bad := range []string{hostileScript, hostileBreak, hostileMD} {
+		if strings.Contains(section, bad) {
+			t.Errorf("the audit section holds %q as it is:\n%s", bad, section)
+		}
+	}
+	// The secret is there to redact: without redaction it is shown.
+	if !strings.Contains(render(false), auditSecret) {
+		t.Errorf("the unredacted report lacks the patch's env value %q", auditSecret)
 	}
 }
 

@@ -1,12 +1,182 @@
 // podtrace report: renders the pod list and, on demand, a pod's details from
-// the JSON in #data (format in report/htmldata.go). Every string from the
-// cluster goes into the page as a text node or an attribute value, never as
-// markup.
+// the JSON in #data (format in report/htmldata.go; deflated when large, see
+// embedData in report/html.go). Every string from the cluster goes into the
+// page as a text node or an attribute value, never as markup.
 (function () {
   'use strict';
 
-  var D = JSON.parse(document.getElementById('data').textContent);
+  // ---- the data: plain JSON, or deflated and written in basE91 ----
+  var RAW = JSON.parse(document.getElementById('data').textContent);
+  if (typeof RAW.deflated !== 'string') {
+    start(RAW, 'plain');
+    return;
+  }
+  var zipped = base91(RAW.deflated);
+  RAW = null;
+  var stream = null;
+  try {
+    if (typeof DecompressionStream === 'function') stream = new DecompressionStream('deflate-raw');
+  } catch (e) {
+    stream = null; // a browser that knows no deflate-raw
+  }
+  if (!stream) {
+    start(JSON.parse(new TextDecoder().decode(inflate(zipped))), 'inflate');
+    return;
+  }
+  new Response(new Blob([zipped]).stream().pipeThrough(stream)).text().then(function (text) {
+    start(JSON.parse(text), 'DecompressionStream');
+  });
+
+  // base91 decodes basE91 text with the alphabet of report/html.go.
+  function base91(text) {
+    var ALPHA = '!#$%&\'()*+,-./0123456789:;=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_`abcdefghijklmnopqrstuvwxyz{|}~';
+    var dec = new Int16Array(128).fill(-1), i;
+    for (i = 0; i < ALPHA.length; i++) dec[ALPHA.charCodeAt(i)] = i;
+    var out = new Uint8Array(Math.ceil(text.length * 14 / 16) + 2), o = 0, v = -1, b = 0, n = 0;
+    for (i = 0; i < text.length; i++) {
+      var c = text.charCodeAt(i), d = c < 128 ? dec[c] : -1;
+      if (d < 0) throw new Error('base91: bad character at ' + i);
+      if (v < 0) {
+        v = d;
+        continue;
+      }
+      v += d * 91;
+      b |= v << n;
+      n += (v & 8191) > 88 ? 13 : 14;
+      do {
+        out[o++] = b & 255;
+        b >>>= 8;
+        n -= 8;
+      } while (n > 7);
+      v = -1;
+    }
+    if (v >= 0) out[o++] = (b | v << n) & 255;
+    return out.subarray(0, o);
+  }
+
+  // inflate decompresses raw deflate data (RFC 1951) for a browser without
+  // DecompressionStream: zlib's puff.c, canonical codes read bit by bit.
+  function inflate(src) {
+    var out = new Uint8Array(src.length * 4 + 1024), op = 0, pos = 0, bb = 0, bn = 0, i;
+    var LBASE = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258];
+    var LEXT = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
+    var DBASE = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577];
+    var DEXT = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13];
+    var ORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+    function fail(what) { throw new Error('inflate: ' + what); }
+    function bits(n) {
+      while (bn < n) {
+        if (pos >= src.length) fail('data ends early');
+        bb |= src[pos++] << bn;
+        bn += 8;
+      }
+      var v = bb & ((1 << n) - 1);
+      bb >>>= n;
+      bn -= n;
+      return v;
+    }
+    function huffman(lengths) {
+      var count = new Uint16Array(16), offs = new Uint16Array(16), symbol = new Uint16Array(lengths.length), k;
+      for (k = 0; k < lengths.length; k++) count[lengths[k]]++;
+      count[0] = 0;
+      for (k = 1; k < 15; k++) offs[k + 1] = offs[k] + count[k];
+      for (k = 0; k < lengths.length; k++) if (lengths[k]) symbol[offs[lengths[k]]++] = k;
+      return { count: count, symbol: symbol };
+    }
+    function decode(hf) {
+      var code = 0, first = 0, index = 0;
+      for (var len = 1; len < 16; len++) {
+        code |= bits(1);
+        var c = hf.count[len];
+        if (code - c < first) return hf.symbol[index + code - first];
+        index += c;
+        first = (first + c) << 1;
+        code <<= 1;
+      }
+      return fail('bad code');
+    }
+    function room(n) {
+      if (op + n <= out.length) return;
+      var bigger = new Uint8Array(Math.max(out.length * 2, op + n));
+      bigger.set(out);
+      out = bigger;
+    }
+    function codes(lit, dist) {
+      for (;;) {
+        var sym = decode(lit);
+        if (sym < 256) {
+          room(1);
+          out[op++] = sym;
+        } else if (sym === 256) {
+          return;
+        } else {
+          sym -= 257;
+          if (sym >= 29) fail('bad length');
+          var len = LBASE[sym] + bits(LEXT[sym]), ds = decode(dist);
+          if (ds >= 30) fail('bad distance');
+          var d = DBASE[ds] + bits(DEXT[ds]);
+          if (d > op) fail('distance too far back');
+          room(len);
+          for (var k = 0; k < len; k++, op++) out[op] = out[op - d];
+        }
+      }
+    }
+    var fixedLit = new Uint8Array(288), last;
+    for (i = 0; i < 288; i++) fixedLit[i] = i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8;
+    var fixed = [huffman(fixedLit), huffman(new Uint8Array(30).fill(5))];
+    do {
+      last = bits(1);
+      var type = bits(2);
+      if (type === 0) {
+        bb = 0;
+        bn = 0;
+        if (pos + 4 > src.length) fail('data ends early');
+        var n = src[pos] | (src[pos + 1] << 8);
+        pos += 4;
+        if (pos + n > src.length) fail('data ends early');
+        room(n);
+        out.set(src.subarray(pos, pos + n), op);
+        op += n;
+        pos += n;
+      } else if (type === 1) {
+        codes(fixed[0], fixed[1]);
+      } else if (type === 2) {
+        var nlen = bits(5) + 257, ndist = bits(5) + 1, ncode = bits(4) + 4;
+        var lengths = new Uint8Array(19);
+        for (i = 0; i < ncode; i++) lengths[ORDER[i]] = bits(3);
+        var lencode = huffman(lengths);
+        lengths = new Uint8Array(nlen + ndist);
+        for (i = 0; i < nlen + ndist;) {
+          var sym = decode(lencode), rep, v = 0;
+          if (sym < 16) {
+            lengths[i++] = sym;
+            continue;
+          }
+          if (sym === 16) {
+            if (!i) fail('repeat with no length');
+            v = lengths[i - 1];
+            rep = 3 + bits(2);
+          } else if (sym === 17) rep = 3 + bits(3);
+          else rep = 11 + bits(7);
+          if (i + rep > nlen + ndist) fail('too many lengths');
+          while (rep--) lengths[i++] = v;
+        }
+        codes(huffman(lengths.subarray(0, nlen)), huffman(lengths.subarray(nlen)));
+      } else {
+        fail('bad block type');
+      }
+    } while (!last);
+    return out.subarray(0, op);
+  }
+
+  function start(D, source) {
   var S = D.strings;
+  // strOf returns the reader of a pod's strings: n >= 0 is the top-level
+  // strings[n], n <= -2 the pod's own strings[-n-2] (format in htmldata.go).
+  function strOf(p) {
+    var L = p.strings;
+    return function (x) { return x >= 0 ? S[x] : L[-2 - x]; };
+  }
   var BASE = D.base;
   var OPS = ['add', 'remove', 'change'];
   var SIGN = { add: '+', remove: '\u2212', change: '~' };
@@ -68,12 +238,12 @@
       if (ids.indexOf(f.id) < 0) ids.push(f.id);
       sev = Math.max(sev, SEV[f.severity] || 0);
     });
-    var ns = S[p.namespace], name = S[p.name];
+    var str = strOf(p), ns = str(p.namespace), name = str(p.name);
     return {
-      i: i, p: p, ns: ns, name: name, uid: p.uid, outcome: S[p.outcome], ids: ids, sev: sev,
+      i: i, p: p, ns: ns, name: name, uid: p.uid, outcome: str(p.outcome), ids: ids, sev: sev,
       key: ns + '/' + name + '/' + p.uid,
       hay: (ns + '/' + name + ' ' + p.uid).toLowerCase(),
-      path: p.phases.map(function (ph) { var n = S[ph[0]]; return n.indexOf('still present') === 0 ? 'still present' : n; }).join(' \u203a ')
+      path: p.phases.map(function (ph) { var n = str(ph[0]); return n.indexOf('still present') === 0 ? 'still present' : n; }).join(' \u203a ')
     };
   });
   function podHash(pd) {
@@ -83,11 +253,15 @@
   // decode expands a pod's compact data (format in report/htmldata.go).
   function decode(pd) {
     if (pd.d) return pd.d;
-    var p = pd.p, seq = 0, t = 0, rvPrev = null, last = new Map();
+    var p = pd.p, str = strOf(p), seq = 0, t = 0, rvPrev = null, last = new Map();
+    // In the steps, -1 is the next string of the pod's own that the steps
+    // had not used: read them in the order they were written.
+    var L = p.strings, fresh = 0;
+    function sstr(x) { return x >= 0 ? S[x] : x === -1 ? L[fresh++] : L[-2 - x]; }
     var steps = p.steps.map(function (a, i) {
       seq += a[0];
       t += a[1];
-      var rv;
+      var type = sstr(a[2]), rv;
       if (typeof a[3] === 'number') {
         rvPrev = i === 0 ? a[3] : rvPrev + a[3];
         rv = String(rvPrev);
@@ -98,32 +272,45 @@
       var actors = a[4].map(function (x) { var r = D.actors[x]; return { manager: S[r[0]], who: S[r[1]] }; });
       var manager = actors.length === 1 ? actors[0].manager : '';
       var changes = a[5].map(function (c) {
-        var path = S[Math.floor(c[0] / 3)], op = OPS[c[0] % 3], v = S[c[1]], old = '', nu = '';
+        var path = S[Math.floor(c[0] / 3)], op = OPS[c[0] % 3], v = sstr(c[1]), old = '', nu = '';
+        var by = c.length > 2 ? sstr(c[2]) : manager;
         if (op === 'remove') old = v;
         else nu = v;
-        if (op === 'change') old = c.length > 3 ? S[c[3]] : (last.get(path) || '');
+        if (op === 'change') old = c.length > 3 ? sstr(c[3]) : (last.get(path) || '');
         last.set(path, nu);
-        return { path: path, op: op, old: old, nu: nu, manager: c.length > 2 ? S[c[2]] : manager, detail: false };
+        return { path: path, op: op, old: old, nu: nu, manager: by, detail: false };
       });
-      return { i: i, seq: seq, t: t, type: S[a[2]], rv: rv, actors: actors, changes: changes, phases: (a[6] || []).map(function (x) { return S[x]; }) };
+      return { i: i, seq: seq, t: t, type: type, rv: rv, actors: actors, changes: changes, phases: (a[6] || []).map(sstr) };
     });
     if (steps.length) p.creationDetails.forEach(function (j) { steps[0].changes[j].detail = true; });
     var eseq = 0, et = 0;
     pd.d = {
       steps: steps,
-      phases: p.phases.map(function (a) { return { name: S[a[0]], t: a[1], seq: a[2], detail: S[a[3]], actor: S[a[4]] }; }),
+      phases: p.phases.map(function (a) { return { name: str(a[0]), t: a[1], seq: a[2], detail: str(a[3]), actor: str(a[4]) }; }),
       events: p.events.map(function (a) {
         eseq += a[0];
         et += a[1];
-        return { seq: eseq, t: et, type: S[a[2]], reason: S[a[3]], message: S[a[4]], source: S[a[5]], count: a[6] };
+        return { seq: eseq, t: et, type: str(a[2]), reason: str(a[3]), message: str(a[4]), source: str(a[5]), count: a[6] };
       }),
-      deps: p.dependents.map(function (a) { return { kind: S[a[0]], name: S[a[1]], uid: a[2], since: a[3], deleted: a[4], blocking: a[5] === 1 }; }),
-      node: S[p.node], end: p.end, terminating: p.terminating || ''
+      deps: p.dependents.map(function (a) { return { kind: str(a[0]), name: str(a[1]), uid: a[2], since: a[3], deleted: a[4], blocking: a[5] === 1 }; }),
+      audit: p.audit ? {
+        requests: p.audit.requests.map(function (a) {
+          return { t: a[0], verb: str(a[1]), sub: str(a[2]), user: str(a[3]), agent: str(a[4]), code: a[5], rv: a[6], seq: a[7] };
+        }),
+        denied: p.audit.denied.map(function (a) {
+          return { user: str(a[0]), agent: str(a[1]), verb: str(a[2]), sub: str(a[3]), code: a[4], message: str(a[5]), count: a[6], first: a[7], last: a[8], webhook: str(a[9]) };
+        }),
+        patches: p.audit.patches.map(function (a) {
+          return { t: a[0], verb: str(a[1]), webhook: str(a[2]), configuration: str(a[3]), round: a[4], index: a[5],
+            ops: a[6].map(function (o) { return { op: str(o[0]), path: str(o[1]), from: str(o[2]), value: str(o[3]) }; }) };
+        })
+      } : null,
+      node: str(p.node), end: p.end, terminating: p.terminating || ''
     };
     return pd.d;
   }
   // For tests and the curious: the decoded data of every pod.
-  window.podtraceReport = { base: BASE, pods: function () { return pods.map(function (pd) { return { key: pd.key, d: decode(pd) }; }); } };
+  window.podtraceReport = { base: BASE, source: source, pods: function () { return pods.map(function (pd) { return { key: pd.key, d: decode(pd) }; }); } };
 
   // ---- the list: filters, sort, rows rendered a chunk at a time ----
   var app = document.getElementById('app');
@@ -263,6 +450,7 @@
       legend(),
       findings(pd, d),
       admission(pd),
+      audit(pd, d),
       section('Phases', phasesTable(d)),
       revisions(pd, d),
       d.events.length ? section('Events (' + d.events.length + ')', eventsTable(d)) : null,
@@ -315,13 +503,13 @@
   }
 
   function admission(pd) {
-    var a = pd.p.admission;
+    var a = pd.p.admission, str = strOf(pd.p);
     if (!a || (!a.changes.length && !a.webhooks.length && !a.notes.length)) return null;
     var rows = a.changes.map(function (c) {
-      var ch = { path: S[c[0]], op: OPS[c[1]], old: S[c[2]], nu: S[c[3]] };
+      var ch = { path: str(c[0]), op: OPS[c[1]], old: str(c[2]), nu: str(c[3]) };
       var tr = changeRow(ch, false);
       tr.lastChild.textContent = '';
-      tr.lastChild.appendChild(h('span', null, S[c[4]], ' ', h('span', { class: 'certainty' }, '(' + S[c[5]] + ')')));
+      tr.lastChild.appendChild(h('span', null, str(c[4]), ' ', h('span', { class: 'certainty' }, '(' + str(c[5]) + ')')));
       return tr;
     });
     return section('Admission: the pod as asked for vs. as stored', h('div', { class: 'admission' },
@@ -329,6 +517,37 @@
       rows.length ? h('table', { class: 'changes grid' }, rows) : h('p', null, 'No field changed at admission.'),
       a.webhooks.length ? [h('h4', null, 'Mutating and validating webhooks that intercepted the CREATE'), h('ul', { class: 'suspects' }, a.webhooks.map(webhook))] : null,
       a.notes.map(function (n) { return h('p', { class: 'note' }, n); })));
+  }
+
+  // audit shows what the API server's audit log says about the pod: the
+  // denied requests, grouped; every request, by whom; the webhooks' patches.
+  function audit(pd, d) {
+    var a = d.audit;
+    if (!a) return null;
+    function what(verb, sub) { return verb + (sub ? ' ' + sub : ''); }
+    return section('Audit: requests about the pod, from the API server\u2019s audit log', h('div', { class: 'audit' },
+      a.denied.length ? h('ul', { class: 'denied' }, a.denied.map(function (x) {
+        return h('li', null,
+          h('b', { class: 'count' }, x.count + ' ' + what(x.verb, x.sub) + ' attempt' + (x.count === 1 ? '' : 's') + ' denied'),
+          ' (' + x.code + ') by ', h('span', { class: 'user' }, x.user), x.agent ? [' ', h('span', { class: 'muted' }, '(' + x.agent + ')')] : null,
+          x.webhook ? [', by webhook ', h('b', { class: 'webhook' }, x.webhook)] : null,
+          h('br'), h('span', { class: 'message' }, x.message),
+          h('br'), h('span', { class: 'muted' }, 'first ' + clock(x.first) + ', last ' + clock(x.last)));
+      })) : h('p', { class: 'muted' }, 'No request about the pod was denied.'),
+      a.requests.length ? table(['Time', 'Request', 'Code', 'User', 'User agent', 'Revision'], a.requests.map(function (r) {
+        return h('tr', null, h('td', { class: 't' }, clock(r.t)), h('td', null, what(r.verb, r.sub)), h('td', null, String(r.code)),
+          h('td', { class: 'user' }, r.user), h('td', { class: 'muted' }, r.agent),
+          h('td', null, seqLink(pd, r.seq), r.rv ? ' rv ' + r.rv : ''));
+      })) : null,
+      a.patches.length ? [h('h5', null, 'Patches by mutating webhooks'), table(['Time', 'Webhook', 'Request', 'Operation', 'Path', 'Value'],
+        [].concat.apply([], a.patches.map(function (p) {
+          return p.ops.map(function (o) {
+            return h('tr', null, h('td', { class: 't' }, clock(p.t)),
+              h('td', null, h('b', { class: 'webhook' }, p.webhook), p.configuration ? [' ', h('span', { class: 'muted' }, p.configuration)] : null),
+              h('td', null, p.verb), h('td', null, o.op), h('td', { class: 'path' }, o.path + (o.from ? ' from ' + o.from : '')),
+              h('td', { class: 'val' }, o.value ? value(o.value, 'new') : ''));
+          });
+        })))] : null));
   }
 
   function table(cols, rows) {
@@ -634,4 +853,5 @@
   });
   refresh();
   route();
+  }
 })();
