@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build example-trace bench-record cluster-binaries test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build example-trace bench-record bench-import cluster-binaries test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -55,6 +55,10 @@ bench: build cluster-binaries
 ## bench-record: podtrace record beside a bare informer on a kwok workload (PODS=2000).
 bench-record: build cluster-binaries
 	$(GO) run ./test/bench -pods $(or $(PODS),2000) -podtrace $(PODTRACE) -out $(OUT)/bench
+
+## bench-import: podtrace import on synthetic audit logs (SIZES=100M,1G): peak RSS and throughput.
+bench-import: build
+	$(GO) run ./test/bench/auditimport -podtrace $(PODTRACE) -sizes "$${SIZES:-100M,1G}"
 
 ## cluster-up / cluster-down: a local control plane to play with by hand
 ## (NODES=1, AUDIT_POLICY=file); down stops exactly what up started.

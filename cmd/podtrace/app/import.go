@@ -2,9 +2,7 @@ package app
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,27 +14,22 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podtrace/podtrace/store"
+	"github.com/podtrace/podtrace/tracer/auditlog"
 )
 
-// Audit events are stored as records of this apiVersion and kind; the kind
-// is also core/v1's Event, so the apiVersion tells them apart.
+// Audit events are stored as records of this apiVersion and kind (see
+// package auditlog, which parses them for import and record alike).
 const (
-	auditAPIVersion = "audit.k8s.io/v1"
-	auditKind       = "Event"
+	auditAPIVersion = auditlog.APIVersion
+	auditKind       = auditlog.Kind
 )
 
-// importBatch is how many audit records one transaction writes.
-const importBatch = 2000
-
-// maxAuditLine bounds one line of an audit log: a RequestResponse event
-// holds two copies of a pod, rarely more than a few hundred KiB.
-const maxAuditLine = 64 << 20
-
-// keptVerbs and keptSubresources are the requests about pods that import
-// keeps: the writes that shape a pod's life.
-var (
-	keptVerbs        = map[string]bool{"create": true, "update": true, "patch": true, "delete": true}
-	keptSubresources = map[string]bool{"": true, "status": true, "binding": true, "eviction": true, "ephemeralcontainers": true, "resize": true}
+// An import writes a transaction when it holds importBatch records or
+// importBatchBytes of them, whichever comes first: memory stays bounded
+// whatever the size of the log.
+const (
+	importBatch      = 2000
+	importBatchBytes = 8 << 20
 )
 
 type importOptions struct {
@@ -105,7 +98,9 @@ func (s *importStats) skip(reason string) { s.Skipped[reason]++ }
 // Run imports the logs.
 func (o *importOptions) Run() error {
 	began := time.Now()
-	db, err := store.Open(o.db, store.Options{Timeout: 10 * time.Second, Version: Version})
+	// Each audit event is an object of its own, written once: caching its
+	// last revision (a delta base for the next) would only hold memory.
+	db, err := store.Open(o.db, store.Options{Timeout: 10 * time.Second, Version: Version, CacheBytes: 1 << 20})
 	if err != nil {
 		return err
 	}
@@ -144,38 +139,30 @@ func (o *importOptions) Run() error {
 }
 
 // auditImporter turns audit events into records of the pods they are about.
+// Its memory does not grow with the log: the pods of the trace, the pending
+// batch, and one line at a time. Whether an audit event is in the trace
+// already is asked of the trace, one event at a time.
 type auditImporter struct {
-	db      *store.DB
-	warn    io.Writer
-	pods    map[string][]store.Object // "namespace/name" -> incarnations, oldest first
-	seen    map[string]bool           // audit IDs in the trace or this import
-	pending []store.Record
-	stats   importStats
-	warned  map[string]int // warnings printed per reason
+	db           *store.DB
+	warn         io.Writer
+	pods         *podIndex
+	pending      []store.Record
+	pendingIDs   map[string]bool // audit IDs in pending
+	pendingBytes int
+	stats        importStats
+	warned       map[string]int // warnings printed per reason
 }
 
 func newAuditImporter(db *store.DB, warn io.Writer) (*auditImporter, error) {
-	imp := &auditImporter{db: db, warn: warn, pods: map[string][]store.Object{}, seen: map[string]bool{},
+	imp := &auditImporter{db: db, warn: warn, pods: newPodIndex(), pendingIDs: map[string]bool{},
 		stats: importStats{Skipped: map[string]int{}}, warned: map[string]int{}}
 	pods, err := db.Objects(store.ObjectFilter{Kind: "Pod"})
 	if err != nil {
 		return nil, err
 	}
+	// Objects lists each name's incarnations in the order first recorded.
 	for _, p := range pods {
-		k := p.Namespace + "/" + p.Name
-		imp.pods[k] = append(imp.pods[k], p)
-	}
-	for _, list := range imp.pods {
-		sort.Slice(list, func(i, j int) bool { return list[i].FirstSeq < list[j].FirstSeq })
-	}
-	events, err := db.Objects(store.ObjectFilter{Kind: auditKind})
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range events {
-		if e.APIVersion == auditAPIVersion {
-			imp.seen[e.UID] = true
-		}
+		imp.pods.addObject(p)
 	}
 	return imp, nil
 }
@@ -227,7 +214,7 @@ func (imp *auditImporter) importFile(path string) error {
 		r = zr
 	}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), maxAuditLine)
+	sc.Buffer(make([]byte, 0, 1<<20), auditlog.MaxLine)
 	line := 0
 	for sc.Scan() {
 		line++
@@ -235,7 +222,7 @@ func (imp *auditImporter) importFile(path string) error {
 		if err := imp.line(path, line, sc.Bytes()); err != nil {
 			return err
 		}
-		if len(imp.pending) >= importBatch {
+		if len(imp.pending) >= importBatch || imp.pendingBytes >= importBatchBytes {
 			if err := imp.flush(); err != nil {
 				return err
 			}
@@ -244,8 +231,8 @@ func (imp *auditImporter) importFile(path string) error {
 	if err := sc.Err(); err != nil {
 		switch {
 		case errors.Is(err, bufio.ErrTooLong):
-			imp.stats.skip(fmt.Sprintf("line longer than %d MiB (rest of the file)", maxAuditLine>>20))
-			imp.warnf("long", "%s:%d: a line longer than %d MiB; the rest of the file is skipped", path, line+1, maxAuditLine>>20)
+			imp.stats.skip(fmt.Sprintf("line longer than %d MiB (rest of the file)", auditlog.MaxLine>>20))
+			imp.warnf("long", "%s:%d: a line longer than %d MiB; the rest of the file is skipped", path, line+1, auditlog.MaxLine>>20)
 		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader):
 			imp.stats.skip("truncated or damaged gzip stream (rest of the file)")
 			imp.warnf("truncated", "%s: gzip stream truncated or damaged after line %d (%v); the lines before it are kept", path, line, err)
@@ -256,139 +243,49 @@ func (imp *auditImporter) importFile(path string) error {
 	return nil
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event that import reads.
-type auditEvent struct {
-	Kind       string `json:"kind"`
-	APIVersion string `json:"apiVersion"`
-	AuditID    string `json:"auditID"`
-	Stage      string `json:"stage"`
-	Verb       string `json:"verb"`
-	ObjectRef  *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		UID         string `json:"uid"`
-		APIGroup    string `json:"apiGroup"`
-	} `json:"objectRef"`
-	StageTimestamp time.Time       `json:"stageTimestamp"`
-	RequestObject  json.RawMessage `json:"requestObject"`
-	ResponseObject json.RawMessage `json:"responseObject"`
-}
+const notRecorded = "pod not recorded in the trace"
 
-// objectMeta is the part of a request or response object import reads.
-type objectMeta struct {
-	Kind     string `json:"kind"`
-	Metadata struct {
-		UID             string `json:"uid"`
-		ResourceVersion string `json:"resourceVersion"`
-	} `json:"metadata"`
+// want skips the events about pod names the trace does not have before
+// their lines are decoded in full.
+func (imp *auditImporter) want(namespace, name string) string {
+	if imp.pods.hasName(namespace, name) {
+		return ""
+	}
+	return notRecorded
 }
 
 func (imp *auditImporter) line(path string, n int, b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		imp.stats.skip("empty line")
+	ev, skip := auditlog.Parse(b, imp.want)
+	if skip != nil {
+		imp.stats.skip(skip.Reason)
+		if skip.Warning != "" {
+			imp.warnf(skip.Class, "%s:%d: %s", path, n, skip.Warning)
+		}
 		return nil
 	}
-	var ev auditEvent
-	if err := json.Unmarshal(b, &ev); err != nil {
-		imp.stats.skip("malformed JSON")
-		imp.warnf("malformed", "%s:%d: not a JSON audit event (%v); skipped", path, n, err)
-		return nil
-	}
-	if ev.Kind != "Event" || ev.APIVersion != auditAPIVersion {
-		imp.stats.skip("not an audit.k8s.io/v1 Event")
-		imp.warnf("apiVersion", "%s:%d: %s %q is not an audit.k8s.io/v1 Event; skipped", path, n, ev.APIVersion, ev.Kind)
-		return nil
-	}
-	if ev.AuditID == "" || ev.StageTimestamp.IsZero() {
-		imp.stats.skip("no auditID or stageTimestamp")
-		imp.warnf("incomplete", "%s:%d: audit event without auditID or stageTimestamp; skipped", path, n)
-		return nil
-	}
-	if ev.Stage != "ResponseComplete" {
-		imp.stats.skip("stage " + ev.Stage + " (only ResponseComplete is kept)")
-		return nil
-	}
-	ref := ev.ObjectRef
-	if ref == nil || ref.Resource != "pods" || ref.APIGroup != "" || ref.Name == "" {
-		imp.stats.skip("not about a pod")
-		return nil
-	}
-	if !keptVerbs[ev.Verb] || !keptSubresources[ref.Subresource] {
-		imp.stats.skip("pod request not kept (reads, exec, logs...)")
-		return nil
-	}
-	if imp.seen[ev.AuditID] {
+	if imp.pendingIDs[ev.AuditID] {
 		imp.stats.skip("already in the trace")
 		return nil
 	}
-	var req, resp objectMeta
-	_ = json.Unmarshal(ev.RequestObject, &req)
-	_ = json.Unmarshal(ev.ResponseObject, &resp)
-	uid := ref.UID
-	if uid == "" && resp.Kind == "Pod" {
-		uid = resp.Metadata.UID
-	}
-	if uid == "" && req.Kind == "Pod" {
-		uid = req.Metadata.UID
-	}
-	pod, ok := imp.incarnation(ref.Namespace+"/"+ref.Name, uid, ev.StageTimestamp)
+	pod, _, ok := imp.pods.resolve(ev.Namespace, ev.Name, ev.UID, ev.Time)
 	if !ok {
-		imp.stats.skip("pod not recorded in the trace")
+		imp.stats.skip(notRecorded)
 		return nil
 	}
-	rv := ""
-	if resp.Kind == "Pod" {
-		rv = resp.Metadata.ResourceVersion
+	// Asked only of the events about recorded pods: a few of the lines.
+	in, err := imp.db.Has(ev.AuditID)
+	if err != nil {
+		return err
 	}
-	obj := make([]byte, len(b))
-	copy(obj, b)
-	imp.pending = append(imp.pending, store.Record{
-		Observed:        ev.StageTimestamp,
-		Type:            store.Added,
-		APIVersion:      auditAPIVersion,
-		Kind:            auditKind,
-		Namespace:       ref.Namespace,
-		Name:            ev.AuditID,
-		UID:             ev.AuditID,
-		ResourceVersion: rv,
-		Refs:            []string{pod.UID},
-		Object:          obj,
-	})
-	imp.seen[ev.AuditID] = true
+	if in {
+		imp.stats.skip("already in the trace")
+		return nil
+	}
+	rec := ev.Record(b, pod.UID)
+	imp.pending = append(imp.pending, rec)
+	imp.pendingIDs[ev.AuditID] = true
+	imp.pendingBytes += len(rec.Object)
 	return nil
-}
-
-// auditSlack is how far before a pod's first observation an audit event
-// about it may be: the CREATE completes before the informer sees the pod.
-const auditSlack = 30 * time.Second
-
-// incarnation picks the recorded pod the event is about: by UID when the
-// event names one, else the incarnation whose recorded life holds t.
-func (imp *auditImporter) incarnation(key, uid string, t time.Time) (store.Object, bool) {
-	list := imp.pods[key]
-	if uid != "" {
-		for _, p := range list {
-			if p.UID == uid {
-				return p, true
-			}
-		}
-		return store.Object{}, false
-	}
-	// The latest incarnation that began before t (with some slack) and
-	// was not gone long before it.
-	for i := len(list) - 1; i >= 0; i-- {
-		p := list[i]
-		if p.FirstObserved.IsZero() || !t.Before(p.FirstObserved.Add(-auditSlack)) {
-			if p.Deleted && t.After(p.LastObserved.Add(auditSlack)) {
-				return store.Object{}, false
-			}
-			return p, true
-		}
-	}
-	return store.Object{}, false
 }
 
 // flush writes the pending records in one transaction: all or none of
@@ -401,11 +298,14 @@ func (imp *auditImporter) flush() error {
 		return err
 	}
 	imp.stats.Kept += len(imp.pending)
+	clear(imp.pending) // let the lines go
 	imp.pending = imp.pending[:0]
+	clear(imp.pendingIDs)
+	imp.pendingBytes = 0
 	return nil
 }
 
 // isAudit reports whether an object of a trace is an imported audit event.
 func isAudit(o store.Object) bool {
-	return o.Kind == auditKind && o.APIVersion == auditAPIVersion
+	return auditlog.IsRecord(o.APIVersion, o.Kind)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/tracer"
+	"github.com/podtrace/podtrace/tracer/auditlog"
 )
 
 // recordOptions are the options of `podtrace record`.
@@ -32,6 +33,7 @@ type recordOptions struct {
 	Selector      string
 	Out           string
 	Duration      time.Duration
+	AuditLog      string
 
 	args []string // the command line, for the session
 }
@@ -59,6 +61,7 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "record only the pods matching this label selector, e.g. app=web", Destination: &o.Selector},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "trace file to write", Value: o.Out, Destination: &o.Out},
 			&cli.DurationFlag{Name: "duration", Usage: "stop after this long, e.g. 10m (0: until Ctrl-C)", Destination: &o.Duration},
+			&cli.StringFlag{Name: "audit-log", Usage: "follow this kube-apiserver audit log (its --audit-log-path) while recording and keep its events about the recorded pods; read from its end on, through rotation (add older lines with podtrace import)", Destination: &o.AuditLog, TakesFile: true},
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return &UsageError{Err: err}
@@ -98,6 +101,15 @@ func (o *recordOptions) Validate() error {
 	}
 	if o.Out == "" {
 		return usagef("--out must name a trace file")
+	}
+	if o.AuditLog != "" {
+		fi, err := os.Stat(o.AuditLog)
+		switch {
+		case err != nil:
+			return usagef("--audit-log %s: %v; name the file the API server writes (its --audit-log-path)", o.AuditLog, err)
+		case fi.IsDir():
+			return usagef("--audit-log %s is a directory; name the file the API server writes (its --audit-log-path)", o.AuditLog)
+		}
 	}
 	if fi, err := os.Stat(o.Out); err == nil && fi.IsDir() {
 		return usagef("--out %q is a directory; name a trace file, e.g. %s", o.Out, strings.TrimSuffix(o.Out, "/")+"/podtrace.db")
@@ -172,6 +184,19 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		defer cancel()
 	}
 	sink := &traceSink{w: w, session: session.ID}
+	var audit *auditFollower
+	if o.AuditLog != "" {
+		sink.pods = newPodIndex()
+		audit, err = newAuditFollower(auditFollowerOptions{
+			Path: o.AuditLog, Pods: sink.pods, Namespace: o.Namespace, Warn: warn,
+			Add: func(recs []store.Record) { sink.add(recs) },
+		})
+		if err != nil {
+			w.EndSession(session.ID, time.Now())
+			w.Close()
+			return err
+		}
+	}
 	bg, stopBG := context.WithCancel(context.Background())
 	var bgDone sync.WaitGroup
 	bgDone.Go(func() { o.background(bg, tr, w, status) })
@@ -183,8 +208,26 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		}
 	})
 
+	auditCtx, stopAudit := context.WithCancel(context.Background())
+	auditDone := make(chan error, 1)
+	if audit != nil {
+		go func() { auditDone <- audit.run(auditCtx, auditlog.DefaultPoll) }()
+	}
+
 	runErr := tr.Run(runCtx, sink)
 
+	// The tracer has written its last records: every recorded pod is
+	// known, the audit events held for theirs can be settled.
+	stopAudit()
+	if audit != nil {
+		err := <-auditDone
+		if ferr := audit.finish(); err == nil {
+			err = ferr
+		}
+		if err != nil && runErr == nil {
+			runErr = fmt.Errorf("follow audit log %s: %w", o.AuditLog, err)
+		}
+	}
 	stopBG()
 	bgDone.Wait()
 	status.clear()
@@ -205,6 +248,9 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	}
 	fmt.Fprintf(streams.ErrOut, "recorded %d revisions of %d objects (%d pods, %d events) in %s to %s (%s)\n",
 		st.Revisions, st.Objects, st.Pods, st.Events, stopped.Sub(started).Round(100*time.Millisecond), o.Out, size)
+	if audit != nil {
+		audit.summary(streams.ErrOut)
+	}
 	return nil
 }
 
@@ -266,19 +312,31 @@ func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, w *st
 }
 
 // traceSink writes the tracer's batches into the trace, in the session.
+// With --audit-log it also notes the pods it writes, for linking audit
+// events to them.
 type traceSink struct {
 	w       *store.Writer
 	session uint32
+	pods    *podIndex // nil without --audit-log
 }
 
 func (s *traceSink) Write(recs []store.Record) error {
-	for i := range recs {
-		recs[i].Session = s.session
-	}
-	s.w.Add(recs...)
+	s.add(recs)
 	// A reader holding the file makes Flush keep the records for later.
 	_, err := s.w.Flush()
 	return err
+}
+
+// add buffers records in the session; the background flush or the next
+// Write writes them.
+func (s *traceSink) add(recs []store.Record) {
+	for i := range recs {
+		recs[i].Session = s.session
+	}
+	if s.pods != nil {
+		s.pods.observe(recs)
+	}
+	s.w.Add(recs...)
 }
 
 // statusLine is a line on stderr rewritten in place, when stderr is a

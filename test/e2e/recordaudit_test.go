@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podtrace/podtrace/examples/digester"
+	"github.com/podtrace/podtrace/test/cluster"
+)
+
+// TestDigesterCaseRecordAuditLog plays the digester case while `podtrace
+// record --audit-log` follows the API server's live audit log, which the
+// API server rotates every megabyte; with no import step, explain counts
+// the garbage collector's denied finalizer removals and quotes the
+// webhook's message. Importing the same log afterwards finds every event
+// the recording kept already in the trace.
+func TestDigesterCaseRecordAuditLog(t *testing.T) {
+	c, client := newCluster(t, cluster.Options{
+		Nodes:       1,
+		AuditPolicy: cluster.PodAuditPolicy,
+		// kube-apiserver's own rotation: audit.log is renamed to
+		// audit-TIME.log and a new one created, each megabyte.
+		APIServerFlags: []string{"--audit-log-maxsize", "1", "--audit-log-maxbackup", "0"},
+	})
+	const ns, job = "ci", "runner-job-1"
+	startDigester(t, c, client, ns)
+	waitFor(t, "the audit log to exist", 30*time.Second, func() (bool, error) {
+		_, err := os.Stat(c.AuditLog)
+		return err == nil, nil
+	})
+	rec := startRecorder(t, c, "--audit-log", c.AuditLog)
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(rec.db); err == nil {
+				_ = os.WriteFile(filepath.Join(c.LogDir, "trace.db"), b, 0o644)
+			}
+		}
+	})
+	time.Sleep(2 * time.Second) // the API server picks up the webhook configuration
+
+	// About a megabyte of audit events about no recorded pod: a rotation
+	// while the case plays.
+	fill(t, c, 1200)
+	playStuckJob(t, client, ns, job, 20*time.Second) // several of the garbage collector's retries
+	rec.stop(t)
+
+	stderr := rec.stderr.String()
+	t.Logf("podtrace record:\n%s", stderr)
+	m := regexp.MustCompile(`audit log \S+: \d+ lines \([^)]*\), followed (\d+) rotations? and \d+ truncations?: (\d+) events kept`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("record's summary does not say it followed a rotation and kept audit events:\n%s", stderr)
+	}
+	kept, _ := strconv.Atoi(m[2])
+	if m[1] == "0" || kept == 0 {
+		t.Fatalf("record followed %s rotations and kept %d events, want at least one of each", m[1], kept)
+	}
+	rotated, _ := filepath.Glob(filepath.Join(filepath.Dir(c.AuditLog), "audit-*.log"))
+	if len(rotated) == 0 {
+		t.Fatalf("the API server did not rotate its audit log; the test proves nothing about rotation")
+	}
+
+	explain := podtrace(t, "explain", job, "-n", ns, "--db", rec.db, "--color", "never")
+	t.Logf("explain:\n%s", explain)
+	for _, s := range []string{
+		"stuck-finalizer",
+		`admission webhook "` + digester.WebhookName + `" denied the request`,
+		"failed to create keychain",
+		digester.SecretName(job),
+		"confirmed by the audit log",
+	} {
+		if !strings.Contains(explain, s) {
+			t.Errorf("explain lacks %q", s)
+		}
+	}
+	dm := regexp.MustCompile(`(\d+) (?:update|patch) attempts? by system:serviceaccount:kube-system:generic-garbage-collector denied`).FindStringSubmatch(explain)
+	if dm == nil {
+		t.Errorf("explain does not count the garbage collector's denied updates")
+	} else if n, _ := strconv.Atoi(dm[1]); n < 2 {
+		t.Errorf("explain counts %d denied updates, want at least 2 (the garbage collector retries)", n)
+	}
+	lc := lifecycle(t, rec.db, ns, job)
+	if lc.Admission == nil || lc.Admission.Source != "audit log" {
+		t.Errorf("admission not compared against the audit log: %+v", lc.Admission)
+	}
+
+	// Import reads the same lines (the rotated file and the current one)
+	// with the same parser: every event the recording kept is in the trace
+	// already. It may add events written after the recording stopped.
+	args := []string{"import", "--db", rec.db}
+	for _, f := range append(rotated, c.AuditLog) {
+		args = append(args, "--audit-log", f)
+	}
+	out := podtrace(t, args...)
+	t.Logf("podtrace import:\n%s", out)
+	am := regexp.MustCompile(`skipped (\d+): already in the trace`).FindStringSubmatch(out)
+	if am == nil || am[1] != strconv.Itoa(kept) {
+		t.Errorf("import found %v of the events already in the trace, want the %d the recording kept:\n%s", am, kept, out)
+	}
+}
+
+// fill makes about n audit events of a kilobyte each, about a pod that does
+// not exist.
+func fill(t *testing.T, c *cluster.Cluster, n int) {
+	t.Helper()
+	cfg := c.RESTConfig()
+	cfg.QPS, cfg.Burst = 2000, 2000
+	cfg.UserAgent = "e2e-filler"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range n {
+		_, _ = client.CoreV1().Pods("default").Get(ctx, fmt.Sprintf("filler-%d", i), metav1.GetOptions{})
+	}
+}

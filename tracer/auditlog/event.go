@@ -1,0 +1,182 @@
+package auditlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/podtrace/podtrace/store"
+)
+
+// Kept audit events are stored as records of this apiVersion and kind; the
+// kind is also core/v1's Event, so the apiVersion tells them apart.
+const (
+	APIVersion = "audit.k8s.io/v1"
+	Kind       = "Event"
+)
+
+// MaxLine bounds one line of an audit log: a RequestResponse event holds two
+// copies of a pod, rarely more than a few hundred KiB.
+const MaxLine = 64 << 20
+
+// keptVerbs and keptSubresources are the requests about pods that podtrace
+// keeps: the writes that shape a pod's life.
+var (
+	keptVerbs        = map[string]bool{"create": true, "update": true, "patch": true, "delete": true}
+	keptSubresources = map[string]bool{"": true, "status": true, "binding": true, "eviction": true, "ephemeralcontainers": true, "resize": true}
+)
+
+// Event is what podtrace reads of a kept audit event.
+type Event struct {
+	AuditID     string
+	Verb        string
+	Subresource string
+	Namespace   string
+	Name        string
+	// UID is the pod's UID as the event names it: objectRef.uid, else the
+	// responseObject's, else the requestObject's; empty when it names none
+	// (a denied PATCH, a CREATE that failed).
+	UID string
+	// ResourceVersion is the pod's as stored (the responseObject's), empty
+	// when the request stored nothing.
+	ResourceVersion string
+	// Time is the stageTimestamp: when the response completed.
+	Time time.Time
+}
+
+// Skip is why a line is not kept.
+type Skip struct {
+	// Reason is counted in summaries, e.g. "not about a pod".
+	Reason string
+	// Warning, when set, is worth telling the user (damage in the log);
+	// callers prefix it with the file and line number.
+	Warning string
+	// Class groups warnings for rate limiting.
+	Class string
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event that Parse reads.
+type auditEvent struct {
+	Kind           string          `json:"kind"`
+	APIVersion     string          `json:"apiVersion"`
+	AuditID        string          `json:"auditID"`
+	Stage          string          `json:"stage"`
+	Verb           string          `json:"verb"`
+	ObjectRef      *objectRef      `json:"objectRef"`
+	StageTimestamp time.Time       `json:"stageTimestamp"`
+	RequestObject  json.RawMessage `json:"requestObject"`
+	ResponseObject json.RawMessage `json:"responseObject"`
+}
+
+// objectRef is the part of an event's objectRef that Parse reads.
+type objectRef struct {
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	UID         string `json:"uid"`
+	APIGroup    string `json:"apiGroup"`
+}
+
+// isPod: the reference names one pod.
+func (r *objectRef) isPod() bool { return r.Resource == "pods" && r.APIGroup == "" && r.Name != "" }
+
+// objectMeta is the part of a request or response object Parse reads.
+type objectMeta struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		UID             string `json:"uid"`
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+}
+
+// Want says whether the caller wants the events about the pod
+// namespace/name: "" if it does, else why not, a Skip's Reason. Parse asks
+// before decoding the line in full.
+type Want func(namespace, name string) (skipReason string)
+
+// Parse reads one line of an audit log. It returns the event if podtrace
+// keeps it (and want, when not nil, wants it), else why not.
+func Parse(line []byte, want Want) (Event, *Skip) {
+	b := bytes.TrimSpace(line)
+	if len(b) == 0 {
+		return Event{}, &Skip{Reason: "empty line"}
+	}
+	if skip := headerSkip(b, want); skip != nil {
+		return Event{}, skip
+	}
+	return parseFull(b, want)
+}
+
+// parseFull decodes the whole line, trimmed and not empty.
+func parseFull(b []byte, want Want) (Event, *Skip) {
+	var ev auditEvent
+	if err := json.Unmarshal(b, &ev); err != nil {
+		return Event{}, &Skip{Reason: "malformed JSON", Class: "malformed", Warning: fmt.Sprintf("not a JSON audit event (%v); skipped", err)}
+	}
+	if ev.Kind != Kind || ev.APIVersion != APIVersion {
+		return Event{}, &Skip{Reason: "not an audit.k8s.io/v1 Event", Class: "apiVersion", Warning: fmt.Sprintf("%s %q is not an audit.k8s.io/v1 Event; skipped", ev.APIVersion, ev.Kind)}
+	}
+	if ev.AuditID == "" || ev.StageTimestamp.IsZero() {
+		return Event{}, &Skip{Reason: "no auditID or stageTimestamp", Class: "incomplete", Warning: "audit event without auditID or stageTimestamp; skipped"}
+	}
+	if ev.Stage != "ResponseComplete" {
+		return Event{}, &Skip{Reason: "stage " + ev.Stage + " (only ResponseComplete is kept)"}
+	}
+	ref := ev.ObjectRef
+	if ref == nil || !ref.isPod() {
+		return Event{}, &Skip{Reason: "not about a pod"}
+	}
+	if !keptVerbs[ev.Verb] || !keptSubresources[ref.Subresource] {
+		return Event{}, &Skip{Reason: "pod request not kept (reads, exec, logs...)"}
+	}
+	if want != nil {
+		if reason := want(ref.Namespace, ref.Name); reason != "" {
+			return Event{}, &Skip{Reason: reason}
+		}
+	}
+	var req, resp objectMeta
+	_ = json.Unmarshal(ev.RequestObject, &req)
+	_ = json.Unmarshal(ev.ResponseObject, &resp)
+	out := Event{
+		AuditID:     ev.AuditID,
+		Verb:        ev.Verb,
+		Subresource: ref.Subresource,
+		Namespace:   ref.Namespace,
+		Name:        ref.Name,
+		UID:         ref.UID,
+		Time:        ev.StageTimestamp,
+	}
+	if out.UID == "" && resp.Kind == "Pod" {
+		out.UID = resp.Metadata.UID
+	}
+	if out.UID == "" && req.Kind == "Pod" {
+		out.UID = req.Metadata.UID
+	}
+	if resp.Kind == "Pod" {
+		out.ResourceVersion = resp.Metadata.ResourceVersion
+	}
+	return out, nil
+}
+
+// Record returns the record of ev, read from line, about the pod with
+// podUID. It copies line: the caller may reuse it.
+func (ev *Event) Record(line []byte, podUID string) store.Record {
+	return store.Record{
+		Observed:        ev.Time,
+		Type:            store.Added,
+		APIVersion:      APIVersion,
+		Kind:            Kind,
+		Namespace:       ev.Namespace,
+		Name:            ev.AuditID,
+		UID:             ev.AuditID,
+		ResourceVersion: ev.ResourceVersion,
+		Refs:            []string{podUID},
+		Object:          bytes.Clone(bytes.TrimSpace(line)),
+	}
+}
+
+// IsRecord reports whether a record's apiVersion and kind are a kept audit
+// event's.
+func IsRecord(apiVersion, kind string) bool { return apiVersion == APIVersion && kind == Kind }
