@@ -56,6 +56,7 @@ func Main(args []string, streams Streams) int {
 
 // Run runs podtrace with args; ctx is cancelled on Ctrl-C or SIGTERM.
 func Run(ctx context.Context, args []string, streams Streams) error {
+	prof := &profiler{}
 	app := &cli.App{
 		Name:                 "podtrace",
 		Usage:                "record, replay and explain the life of Kubernetes pods",
@@ -66,6 +67,9 @@ func Run(ctx context.Context, args []string, streams Streams) error {
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
 		Commands:             commands(streams),
+		Flags:                profileFlags(prof),
+		Before:               prof.start,
+		After:                prof.stop,
 		// Errors are printed once, by Main.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
