@@ -35,8 +35,8 @@ func (realClock) Now() time.Time { return time.Now() }
 
 // Defaults for Options.
 const (
-	DefaultBatchSize     = 1000
-	DefaultFlushInterval = 500 * time.Millisecond
+	DefaultBatchSize     = 2000
+	DefaultFlushInterval = 2 * time.Second
 )
 
 // Options configure a Tracer.
@@ -191,7 +191,7 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	t.out = make(chan store.Record, 4*t.opts.BatchSize)
+	t.out = make(chan store.Record, t.opts.BatchSize)
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- t.write(t.out, t.abandon, sink, cancel) }()
 
