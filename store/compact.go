@@ -43,7 +43,10 @@ func (db *DB) compact() (before, after int64, err error) {
 	}
 	tmp := db.path + ".compact"
 	os.Remove(tmp)
-	dst, err := bolt.Open(tmp, fi.Mode().Perm(), &bolt.Options{NoSync: true})
+	// Mapped at the source's size from the start: a mapping that grows
+	// remaps, and bbolt copies every node of the open transaction to the
+	// heap each time.
+	dst, err := bolt.Open(tmp, fi.Mode().Perm(), &bolt.Options{NoSync: true, InitialMmapSize: int(min(fi.Size(), writerMmapBytes))})
 	if err != nil {
 		return 0, 0, fmt.Errorf("compact trace %q: %w", db.path, err)
 	}

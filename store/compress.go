@@ -58,6 +58,10 @@ func parseDict(v []byte) (kind string, content []byte, err error) {
 	return kind, r.b, nil
 }
 
+// zstdWindow is the window of the zstd frames a Writer makes: room for a
+// dictionary (one earlier object of the kind) and an object of the usual size.
+const zstdWindow = 256 << 10
+
 // kindDict is one dictionary, its delta index and its zstd encoder.
 type kindDict struct {
 	id      uint32
@@ -83,6 +87,11 @@ func (kd *kindDict) encoder() (*zstd.Encoder, error) {
 		kd.enc, kd.encErr = zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.SpeedFastest),
 			zstd.WithEncoderConcurrency(1),
+			// Objects are kilobytes: a small window keeps each kind's
+			// encoder at about 1 MiB instead of the default's 12 MiB of
+			// history and tables.
+			zstd.WithWindowSize(zstdWindow),
+			zstd.WithLowerEncoderMem(true),
 			zstd.WithEncoderDictRaw(kd.id, kd.content))
 		if kd.encErr != nil {
 			kd.encErr = fmt.Errorf("zstd encoder for dictionary %d: %w", kd.id, kd.encErr)

@@ -24,8 +24,15 @@ const (
 	// DefaultTimeout is how long Open waits for the file lock when
 	// Options.Timeout is zero.
 	DefaultTimeout = 10 * time.Second
-	// DefaultCacheBytes is the cache budget when Options.CacheBytes is zero.
+	// DefaultCacheBytes is the budget of a reader's cache of decoded
+	// revisions (Scan) when Options.CacheBytes is zero.
 	DefaultCacheBytes = 64 << 20
+	// DefaultWriteCacheBytes is the budget of a writer's cache of each
+	// object's last revision when Options.CacheBytes is zero. It saves
+	// reading a revision back from the file for the next one's delta:
+	// time, not bytes on disk. A recorder keeps it beside the informers'
+	// caches for as long as it runs, so it is small.
+	DefaultWriteCacheBytes = 16 << 20
 
 	writerMmapBytes = 1 << 30
 )
@@ -61,8 +68,8 @@ type Options struct {
 	// Version is the podtrace version written into the meta of a new trace.
 	Version string
 	// CacheBytes bounds the cache of each object's last revision (for
-	// writing deltas) or of decoded revisions (for Scan); zero means
-	// DefaultCacheBytes.
+	// writing deltas; zero means DefaultWriteCacheBytes) or of decoded
+	// revisions (for Scan; zero means DefaultCacheBytes).
 	CacheBytes int
 	// NoCompact: Writer.Close leaves the file as written instead of
 	// rewriting it with full pages (see Compact).
@@ -79,6 +86,13 @@ func (o Options) timeout() time.Duration {
 func (o Options) cacheBytes() int {
 	if o.CacheBytes <= 0 {
 		return DefaultCacheBytes
+	}
+	return o.CacheBytes
+}
+
+func (o Options) writeCacheBytes() int {
+	if o.CacheBytes <= 0 {
+		return DefaultWriteCacheBytes
 	}
 	return o.CacheBytes
 }
@@ -143,7 +157,7 @@ func open(path string, opts Options, enc *encoder) (db *DB, err error) {
 		return nil, err
 	}
 	if !opts.ReadOnly && db.enc == nil {
-		db.enc = newEncoder(opts.cacheBytes())
+		db.enc = newEncoder(opts.writeCacheBytes())
 	}
 	return db, nil
 }

@@ -130,9 +130,10 @@ Payload encodings:
 	              dictionary alone
 
 Encodings 0, 1 and 3 are snapshots: they decode without the previous
-revision. The writer stores a delta when it holds the object's previous
-revision in its cache (a bounded LRU by object, checked against the
-summary's last Seq) and fewer than 31 deltas follow the last snapshot; when
+revision. The writer stores a delta when fewer than 31 deltas follow the last
+snapshot: against the object's previous revision from its cache (a bounded
+LRU by object, checked against the summary's last Seq, that forgets deleted
+objects), or read back from the file when the cache let go of it; when
 a delta exceeds an eighth of the JSON it is kept only if it is smaller than
 a snapshot. So at least every 32nd revision of an object is a snapshot, and
 a revision decodes from at most 32 values. A snapshot is a dict-delta; a
@@ -202,7 +203,8 @@ reader waits at most one flush, and a recording loses nothing while a report
 is being made. The Writer's caches (the last revision of each object, the
 dictionaries) survive between flushes and are checked against the file each
 time: the cached revision must be the object's last in the file, by Seq, for
-a delta to be written against it.
+a delta to be written against it; else the writer reads the last revision
+back from the file.
 
 # Schema versions
 

@@ -61,6 +61,13 @@ func (c *lru[V]) remove(it *lruItem[V]) {
 	c.used -= it.size
 }
 
+// delete drops the value for key, if any.
+func (c *lru[V]) delete(key string) {
+	if it, ok := c.items[key]; ok {
+		c.remove(it)
+	}
+}
+
 func (c *lru[V]) clear() {
 	clear(c.items)
 	c.used = 0

@@ -359,15 +359,35 @@ func revisionBefore(records *bolt.Bucket, ds *dictSet, o *Object, seq uint64) (*
 	if k, _ := c.Seek(recordKey(nil, o.num, seq)); k == nil {
 		return nil, fmt.Errorf("%w: record %s/%d is missing", errValue, o.UID, seq)
 	}
+	k, v := c.Prev()
+	rev, _, err := decodeBack(c, k, v, ds, o)
+	return rev, err
+}
+
+// lastRevision decodes the last revision of o in the file, and says how
+// many deltas it is from its snapshot.
+func lastRevision(records *bolt.Bucket, ds *dictSet, o *Object) (*revision, int, error) {
+	c := records.Cursor()
+	k, v := c.Seek(recordKey(nil, o.num, o.LastSeq))
+	if s, ok := recordSeq(k, o.num); !ok || s != o.LastSeq {
+		return nil, 0, fmt.Errorf("%w: record %s/%d is missing", errValue, o.UID, o.LastSeq)
+	}
+	return decodeBack(c, k, v, ds, o)
+}
+
+// decodeBack decodes the revision of o at the cursor's key k (value v):
+// back to the last snapshot, then forward through the deltas. It returns
+// the number of deltas after the snapshot.
+func decodeBack(c *bolt.Cursor, k, v []byte, ds *dictSet, o *Object) (*revision, int, error) {
 	type kv struct {
 		seq uint64
 		v   []byte
 	}
 	var chain []kv
-	for k, v := c.Prev(); ; k, v = c.Prev() {
+	for ; ; k, v = c.Prev() {
 		s, ok := recordSeq(k, o.num)
 		if !ok {
-			return nil, fmt.Errorf("%w: record %s/%d is a delta with no snapshot before it", errValue, o.UID, seq)
+			return nil, 0, fmt.Errorf("%w: a delta of %s has no snapshot before it", errValue, o.UID)
 		}
 		chain = append(chain, kv{s, v})
 		if isSnapshot(v) {
@@ -378,11 +398,11 @@ func revisionBefore(records *bolt.Bucket, ds *dictSet, o *Object, seq uint64) (*
 	for i := len(chain) - 1; i >= 0; i-- {
 		rec, err := decodeRecord(ds, o, chain[i].seq, chain[i].v, prev)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		prev = revisionOf(&rec)
 	}
-	return prev, nil
+	return prev, len(chain) - 1, nil
 }
 
 // Stats describe a trace file.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,24 +158,30 @@ func TestDeltaChains(t *testing.T) {
 }
 
 func TestWriteCacheMiss(t *testing.T) {
-	// A writer whose cache cannot hold a revision writes deltas only
-	// against revisions of the same batch.
+	// A writer whose cache cannot hold a revision reads the last one back
+	// from the file: it writes the same deltas as one with a cache.
+	recs := onePod(40)
+	cached := openDB(t, tracePath(t), Options{})
+	writeAll(t, cached, slices.Clone(recs), 5)
 	db := openDB(t, tracePath(t), Options{CacheBytes: 1})
-	want := writeAll(t, db, onePod(40), 5)
+	want := writeAll(t, db, slices.Clone(recs), 5)
 	checkHistories(t, db, want)
+	if got, want := payloads(t, db), payloads(t, cached); !cmp.Equal(got, want) {
+		t.Errorf("payload kinds without cache %v, with cache %v", got, want)
+	}
+	if db.enc.reloads != 40/5-1 {
+		t.Errorf("%d revisions read back, want one per batch after the first: %d", db.enc.reloads, 40/5-1)
+	}
 	i := 0
 	db.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
-			if i%5 == 0 && v[1]&payloadMask == payloadDelta {
-				t.Errorf("record %d, the first of its batch, is a delta", i)
+			if i > 0 && i%5 == 0 && v[1]&payloadMask != payloadDelta {
+				t.Errorf("record %d, the first of its batch, is not a delta", i)
 			}
 			i++
 			return nil
 		})
 	})
-	if n := payloads(t, db)[payloadDelta]; n == 0 {
-		t.Errorf("no deltas within batches")
-	}
 }
 
 func TestTwoWritersStaleCache(t *testing.T) {
@@ -639,5 +646,24 @@ func TestCorruptValues(t *testing.T) {
 			}
 			db.Close()
 		})
+	}
+}
+
+func TestWriteForgetsDeleted(t *testing.T) {
+	// The writer's cache keeps the last revision of live objects only: a
+	// deleted object has no next revision to be a delta against it.
+	db := openDB(t, tracePath(t), Options{})
+	recs := onePod(3)
+	recs[2].Type = Deleted
+	writeAll(t, db, recs[:2], 2)
+	if _, ok := db.enc.last.items[recs[0].UID]; !ok {
+		t.Fatalf("the live pod's last revision is not cached")
+	}
+	writeAll(t, db, recs[2:], 1)
+	if _, ok := db.enc.last.items[recs[0].UID]; ok {
+		t.Errorf("the deleted pod's last revision is still cached")
+	}
+	if db.enc.last.used != 0 {
+		t.Errorf("cache holds %d bytes after the only object was deleted, want 0", db.enc.last.used)
 	}
 }

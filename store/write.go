@@ -47,6 +47,10 @@ type encoder struct {
 	last   *lru[*lastRev]
 	comp   *compressor
 
+	// dicts decode the revisions reload reads back; reloads counts them.
+	dicts   *dictSet
+	reloads int
+
 	// nums caches the numbers of UIDs; a number never changes once
 	// committed. newNums are the numbers the batch looked up or gave.
 	nums, newNums map[string]uint32
@@ -144,6 +148,7 @@ func (db *DB) Write(recs []Record) error {
 		// Another file than the one the caches describe.
 		e.last.clear()
 		e.comp.reset()
+		e.dicts = nil
 		clear(e.nums)
 		e.fileID = db.id
 	}
@@ -153,12 +158,18 @@ func (db *DB) Write(recs []Record) error {
 		// The dictionaries may name ones the rollback dropped; the
 		// batch's revisions were never made the delta bases.
 		e.comp.reset()
+		e.dicts = nil
 		for i := range recs {
 			recs[i].Seq = 0
 		}
 		return fmt.Errorf("write %d records to trace %q: %w", len(recs), db.path, err)
 	}
 	for _, c := range e.order {
+		if r := e.jobs[c.jobs[len(c.jobs)-1]].r; r.Type == Deleted || r.Type == DeletedUnknown {
+			// Gone: no revision will follow to be a delta against it.
+			e.last.delete(c.uid)
+			continue
+		}
 		// Copy: the JSON belongs to the caller.
 		lr := c.last
 		old, _ := e.last.get(c.uid)
@@ -278,9 +289,13 @@ func (e *encoder) resolve(b *buckets, recs []Record) error {
 		if c == nil {
 			c = &chain{uid: r.UID}
 			// The cached revision is a delta base only if it is still the
-			// object's last in the file.
-			if base, ok := e.last.get(r.UID); ok && base.seq == o.LastSeq && o.Revisions > 0 {
-				c.base = base
+			// object's last in the file; else it is read back from the file.
+			if o.Revisions > 0 {
+				if base, ok := e.last.get(r.UID); ok && base.seq == o.LastSeq {
+					c.base = base
+				} else {
+					c.base = e.reload(b, o)
+				}
 			}
 			e.chains[r.UID] = c
 			e.order = append(e.order, c)
@@ -314,6 +329,30 @@ func (e *encoder) resolve(b *buckets, recs []Record) error {
 		}
 	}
 	return nil
+}
+
+// reload reads the last revision of o back from the file, for an object
+// the cache let go of, so that the bytes on disk do not depend on the size
+// of the cache. A revision that cannot be read makes the next one a
+// snapshot (nil): the damage is the reader's to report, not the writer's.
+func (e *encoder) reload(b *buckets, o *Object) *lastRev {
+	var last uint32
+	if k, _ := b.dicts.Cursor().Last(); len(k) == 4 {
+		last = binary.BigEndian.Uint32(k)
+	}
+	if e.dicts == nil || e.dicts.last != last {
+		ds, err := loadDicts(b.dicts)
+		if err != nil {
+			return nil
+		}
+		e.dicts = ds
+	}
+	rev, chain, err := lastRevision(b.records, e.dicts, o)
+	if err != nil {
+		return nil
+	}
+	e.reloads++
+	return &lastRev{seq: o.LastSeq, chain: chain, json: rev.json, refs: rev.refs, observed: rev.observed}
 }
 
 // maxNums bounds the cache of object numbers (about 100 bytes an entry).
