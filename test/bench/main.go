@@ -26,11 +26,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podtrace/podtrace/store"
-	"github.com/podtrace/podtrace/test/cluster"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/podtrace/podtrace/store"
+	"github.com/podtrace/podtrace/test/bench/revision"
+	"github.com/podtrace/podtrace/test/cluster"
 )
 
 const namespace = "bench"
@@ -41,6 +43,7 @@ type options struct {
 	podtrace string
 	out      string
 	timeout  time.Duration
+	profile  string
 }
 
 func main() {
@@ -50,6 +53,7 @@ func main() {
 	flag.StringVar(&o.podtrace, "podtrace", "_output/podtrace", "podtrace binary")
 	flag.StringVar(&o.out, "out", "_output/bench", "directory for the trace, logs and results.txt")
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
+	flag.StringVar(&o.profile, "profile", "", "a pprof profile of podtrace record to write to OUT/podtrace.PROFILE.pprof (cpu, heap, allocs...)")
 	flag.Parse()
 	if o.pods < 100 || o.pods > 20000 {
 		fmt.Fprintln(os.Stderr, "bench: -pods must be between 100 and 20000")
@@ -76,7 +80,52 @@ type proc struct {
 
 	cpuAtSignal time.Duration // user+sys from /proc just before SIGINT
 	cpu         time.Duration // user+sys at exit
-	maxRSSKiB   int64
+	maxRSSKiB   int64         // peak RSS over the whole life (rusage)
+
+	mu           sync.Mutex
+	watchRSSKiB  int64 // peak VmRSS sampled until SIGINT: while watching
+	watchRSSAt   time.Time
+	stopSampling chan struct{}
+}
+
+// sample reads the process's VmRSS twice a second until SIGINT, keeping the
+// peak: rusage's peak also covers the work done after SIGINT (podtrace's
+// last flush and compaction).
+func (p *proc) sample() {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stopSampling:
+			return
+		case <-p.done:
+			return
+		case <-tick.C:
+		}
+		kib, err := procRSS(p.cmd.Process.Pid)
+		if err != nil {
+			continue
+		}
+		p.mu.Lock()
+		if kib > p.watchRSSKiB {
+			p.watchRSSKiB, p.watchRSSAt = kib, time.Now()
+		}
+		p.mu.Unlock()
+	}
+}
+
+// procRSS reads VmRSS (KiB) of pid from /proc/PID/status.
+func procRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
 }
 
 func start(name, outDir string, args ...string) (*proc, error) {
@@ -98,7 +147,8 @@ func start(name, outDir string, args ...string) (*proc, error) {
 		stderr.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, stdout: stdout, stderr: stderrPath, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, stdout: stdout, stderr: stderrPath, done: make(chan struct{}), stopSampling: make(chan struct{})}
+	go p.sample()
 	go func() {
 		p.err = cmd.Wait()
 		stderr.Close()
@@ -154,6 +204,7 @@ func (p *proc) stop(grace time.Duration) error {
 	default:
 	}
 	p.cpuAtSignal, _ = procCPU(p.cmd.Process.Pid)
+	close(p.stopSampling)
 	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 		return fmt.Errorf("signal %s: %w", p.name, err)
 	}
@@ -241,7 +292,12 @@ func run(o options) (err error) {
 		return err
 	}
 	defer base.kill()
-	rec, err := start("podtrace", o.out, podtraceBin, "record", "--kubeconfig", c.Kubeconfig, "-o", trace)
+	var recArgs []string
+	if o.profile != "" {
+		recArgs = append(recArgs, "--profile", o.profile, "--profile-output", filepath.Join(o.out, "podtrace."+o.profile+".pprof"))
+	}
+	recArgs = append(recArgs, "record", "--kubeconfig", c.Kubeconfig, "-o", trace)
+	rec, err := start("podtrace", o.out, append([]string{podtraceBin}, recArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -289,8 +345,9 @@ func run(o options) (err error) {
 	}
 
 	var counts struct {
-		Resources map[string]map[string]int64 `json:"resources"`
-		Total     int64                       `json:"total"`
+		Resources    map[string]map[string]int64 `json:"resources"`
+		Total        int64                       `json:"total"`
+		PodRevisions []uint64                    `json:"podRevisions"`
 	}
 	b, err := os.ReadFile(filepath.Join(o.out, "baseline.stdout"))
 	if err != nil {
@@ -314,11 +371,12 @@ func run(o options) (err error) {
 	w := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
 	w("workload: %d pods (%s), %d nodes, %s; load average at end: %s\n",
 		o.pods, stats, o.nodes, wlTime.Round(time.Second), loadavg())
-	w("\n| process | CPU s (at SIGINT) | CPU s (at exit) | peak RSS MiB | notifications / revisions |\n|---|---|---|---|---|\n")
-	w("| baseline informers | %.2f | %.2f | %.1f | %d (pods %d, events %d) |\n",
-		base.cpuAtSignal.Seconds(), base.cpu.Seconds(), float64(base.maxRSSKiB)/1024, counts.Total, podNotes, evNotes)
-	w("| podtrace record | %.2f | %.2f | %.1f | %d (pods %d, events %d) |\n",
-		rec.cpuAtSignal.Seconds(), rec.cpu.Seconds(), float64(rec.maxRSSKiB)/1024, ts.records, ts.podRecords, ts.eventRecords)
+	w("\n| process | CPU s (at SIGINT) | CPU s (at exit) | peak RSS MiB (at exit) | peak RSS MiB sampled while watching | notifications / revisions |\n|---|---|---|---|---|---|\n")
+	w("| baseline informers | %.2f | %.2f | %.1f | %.1f (%s) | %d (pods %d, events %d) |\n",
+		base.cpuAtSignal.Seconds(), base.cpu.Seconds(), float64(base.maxRSSKiB)/1024, float64(base.watchRSSKiB)/1024, base.watchRSSAt.Sub(began).Round(time.Second), counts.Total, podNotes, evNotes)
+	w("| podtrace record | %.2f | %.2f | %.1f | %.1f (%s) | %d (pods %d, events %d) |\n",
+		rec.cpuAtSignal.Seconds(), rec.cpu.Seconds(), float64(rec.maxRSSKiB)/1024, float64(rec.watchRSSKiB)/1024, rec.watchRSSAt.Sub(began).Round(time.Second), ts.records, ts.podRecords, ts.eventRecords)
+	w("(the time after a sampled peak is from the start of the run)\n")
 	w("\npodtrace summary: %s\n", summary)
 	cpuRatio := rec.cpu.Seconds() / base.cpu.Seconds()
 	rssBudget := 1.2*float64(base.maxRSSKiB)/1024 + 30
@@ -331,9 +389,18 @@ func run(o options) (err error) {
 		ts.size, ts.records, float64(ts.size)/float64(ts.records), ts.jsonBytes, float64(ts.jsonBytes)/float64(ts.records),
 		float64(ts.podJSONBytes)/float64(max(ts.podRecords, 1)), 100*float64(ts.size)/float64(ts.jsonBytes),
 		verdict(float64(ts.size) <= 0.1*float64(ts.jsonBytes)))
-	w("pod revisions: podtrace %d vs baseline pod notifications %d (add %d, update %d, delete %d): %s\n",
-		ts.podRecords, podNotes, counts.Resources["pods"]["add"], counts.Resources["pods"]["update"], counts.Resources["pods"]["delete"],
-		verdict(int64(ts.podRecords) >= podNotes))
+	// A notification is not always a revision: after a relist the informer
+	// notifies an update of every pod, changed or not, and podtrace records
+	// only the changed. So revisions are compared by identity.
+	lost := 0
+	for _, h := range counts.PodRevisions {
+		if _, ok := ts.podRevisions[h]; !ok {
+			lost++
+		}
+	}
+	w("pod revisions: podtrace %d records vs baseline pod notifications %d (add %d, update %d, delete %d), %d distinct revisions\n",
+		ts.podRecords, podNotes, counts.Resources["pods"]["add"], counts.Resources["pods"]["update"], counts.Resources["pods"]["delete"], len(counts.PodRevisions))
+	w("pod revisions the baseline saw that podtrace did not record: %d (target 0): %s\n", lost, verdict(lost == 0 && len(counts.PodRevisions) > 0))
 	w("events: podtrace %d records vs baseline %d notifications\n", ts.eventRecords, evNotes)
 	w("wall time: %s\n", time.Since(began).Round(time.Second))
 	fmt.Print(sb.String())
@@ -380,10 +447,11 @@ type trStats struct {
 	size                              int64
 	records, podRecords, eventRecords int
 	jsonBytes, podJSONBytes           int64
+	podRevisions                      map[uint64]struct{} // revision.Hash of each pod record
 }
 
 func traceStats(path string) (trStats, error) {
-	var s trStats
+	s := trStats{podRevisions: map[uint64]struct{}{}}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return s, err
@@ -401,6 +469,8 @@ func traceStats(path string) (trStats, error) {
 		case "Pod":
 			s.podRecords++
 			s.podJSONBytes += int64(len(r.Object))
+			deleted := r.Type == store.Deleted || r.Type == store.DeletedUnknown
+			s.podRevisions[revision.Hash(r.UID, r.ResourceVersion, deleted)] = struct{}{}
 		case "Event":
 			s.eventRecords++
 		}

@@ -2,8 +2,10 @@
 // `podtrace record`: client-go shared informers on the resources podtrace
 // watches (typed informers over protobuf, metadata-only informers for
 // Secrets, ConfigMaps and PersistentVolumeClaims), with handlers that only
-// count notifications. On SIGINT or SIGTERM it stops and prints its counts as
-// one JSON object on stdout.
+// count notifications, and, for pods, remember a 64-bit hash of each revision
+// (UID, resourceVersion, deleted or not) so that test/bench can tell whether
+// podtrace lost one. On SIGINT or SIGTERM it stops and prints its counts and
+// those hashes as one JSON object on stdout.
 package main
 
 import (
@@ -13,9 +15,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -24,24 +28,54 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podtrace/podtrace/test/bench/revision"
 )
 
-// counter counts one resource's notifications.
-type counter struct{ add, update, del atomic.Int64 }
+// counter counts one resource's notifications; with revs set it also keeps
+// the hash of each revision notified.
+type counter struct {
+	add, update, del atomic.Int64
+
+	revs   map[uint64]struct{}
+	revsMu sync.Mutex
+}
 
 func (c *counter) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.add.Add(1) },
-		UpdateFunc: func(any, any) { c.update.Add(1) },
-		DeleteFunc: func(any) { c.del.Add(1) },
+		AddFunc:    func(obj any) { c.add.Add(1); c.revision(obj, false) },
+		UpdateFunc: func(_, obj any) { c.update.Add(1); c.revision(obj, false) },
+		DeleteFunc: func(obj any) {
+			c.del.Add(1)
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			c.revision(obj, true)
+		},
 	}
 }
 
-// Counts is what baseline prints: notifications per resource.
+func (c *counter) revision(obj any, deleted bool) {
+	if c.revs == nil {
+		return
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	h := revision.Hash(string(m.GetUID()), m.GetResourceVersion(), deleted)
+	c.revsMu.Lock()
+	c.revs[h] = struct{}{}
+	c.revsMu.Unlock()
+}
+
+// Counts is what baseline prints: notifications per resource, and the pod
+// revisions notified (add, update with a new resourceVersion, delete).
 type Counts struct {
-	Ready     bool                        `json:"ready"`
-	Resources map[string]map[string]int64 `json:"resources"`
-	Total     int64                       `json:"total"`
+	Ready        bool                        `json:"ready"`
+	Resources    map[string]map[string]int64 `json:"resources"`
+	Total        int64                       `json:"total"`
+	PodRevisions []uint64                    `json:"podRevisions"`
 }
 
 func main() {
@@ -78,6 +112,9 @@ func run(kubeconfig string) error {
 	var synced []cache.InformerSynced
 	add := func(name string, inf cache.SharedIndexInformer) error {
 		c := &counter{}
+		if name == "pods" {
+			c.revs = map[uint64]struct{}{}
+		}
 		counters[name] = c
 		if _, err := inf.AddEventHandler(c.handler()); err != nil {
 			return fmt.Errorf("%s handler: %w", name, err)
@@ -124,6 +161,9 @@ func run(kubeconfig string) error {
 		a, u, d := c.add.Load(), c.update.Load(), c.del.Load()
 		out.Resources[name] = map[string]int64{"add": a, "update": u, "delete": d}
 		out.Total += a + u + d
+	}
+	for h := range counters["pods"].revs {
+		out.PodRevisions = append(out.PodRevisions, h)
 	}
 	return json.NewEncoder(os.Stdout).Encode(out)
 }
