@@ -56,7 +56,7 @@ bench: build cluster-binaries
 bench-record: build cluster-binaries
 	$(GO) run ./test/bench -pods $(or $(PODS),2000) -podtrace $(PODTRACE) -out $(OUT)/bench
 
-## bench-import: podtrace import on synthetic audit logs (SIZES=100M,1G): peak RSS and throughput.
+## bench-import: podtrace import on synthetic audit logs (SIZES=100M,1G): peak RSS, anon and file RSS, throughput.
 bench-import: build
 	$(GO) run ./test/bench/auditimport -podtrace $(PODTRACE) -sizes "$${SIZES:-100M,1G}"
 

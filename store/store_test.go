@@ -667,3 +667,29 @@ func TestWriteForgetsDeleted(t *testing.T) {
 		t.Errorf("cache holds %d bytes after the only object was deleted, want 0", db.enc.last.used)
 	}
 }
+
+func TestWriteNumsCacheFollowsBudget(t *testing.T) {
+	// A writer with a small cache also keeps few UID numbers: podtrace
+	// import writes a new UID per audit event.
+	db := openDB(t, tracePath(t), Options{CacheBytes: 1 << 17})
+	if db.enc.maxNums != 1024 {
+		t.Fatalf("maxNums = %d for a 128 KiB budget, want 1024", db.enc.maxNums)
+	}
+	for b := range 5 {
+		recs := make([]Record, 1000)
+		for i := range recs {
+			uid := fmt.Sprintf("audit-%d-%d", b, i)
+			recs[i] = Record{Observed: time.Unix(int64(b*1000+i), 0), Type: Added, APIVersion: "audit.k8s.io/v1", Kind: "Event",
+				Name: uid, UID: uid, Object: []byte(`{"auditID":"` + uid + `"}`)}
+		}
+		if err := db.Write(recs); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(db.enc.nums); n > 1024+1000 {
+			t.Fatalf("after %d batches the writer caches %d UID numbers, want at most %d", b+1, n, 1024+1000)
+		}
+	}
+	if got := openDB(t, tracePath(t), Options{}).enc.maxNums; got != DefaultWriteCacheBytes/128 {
+		t.Errorf("maxNums = %d with the default budget, want %d", got, DefaultWriteCacheBytes/128)
+	}
+}

@@ -51,9 +51,11 @@ type encoder struct {
 	dicts   *dictSet
 	reloads int
 
-	// nums caches the numbers of UIDs; a number never changes once
-	// committed. newNums are the numbers the batch looked up or gave.
+	// nums caches the numbers of UIDs, up to maxNums of them; a number
+	// never changes once committed. newNums are the numbers the batch
+	// looked up or gave.
 	nums, newNums map[string]uint32
+	maxNums       int
 
 	// Per batch; reused.
 	objects map[string]*Object
@@ -121,6 +123,7 @@ func newEncoder(cacheBytes int) *encoder {
 		objects:   map[string]*Object{},
 		chains:    map[string]*chain{},
 		nums:      map[string]uint32{},
+		maxNums:   min(max(cacheBytes/128, minNums), maxNums),
 		newNums:   map[string]uint32{},
 		zstdAbove: 4,
 	}
@@ -181,7 +184,7 @@ func (db *DB) Write(recs []Record) error {
 		old.seq, old.chain, old.refs, old.observed = lr.seq, lr.chain, slices.Clone(lr.refs), lr.observed
 		e.last.put(c.uid, old)
 	}
-	if len(e.nums)+len(e.newNums) > maxNums {
+	if len(e.nums)+len(e.newNums) > e.maxNums {
 		clear(e.nums)
 	}
 	for uid, num := range e.newNums {
@@ -355,8 +358,13 @@ func (e *encoder) reload(b *buckets, o *Object) *lastRev {
 	return &lastRev{seq: o.LastSeq, chain: chain, json: rev.json, refs: rev.refs, observed: rev.observed}
 }
 
-// maxNums bounds the cache of object numbers (about 100 bytes an entry).
-const maxNums = 200_000
+// maxNums bounds the cache of object numbers (about 100 to 150 bytes an
+// entry): one entry per 128 bytes of the cache budget, within these bounds,
+// so that a writer given a small cache (podtrace import) stays small.
+const (
+	minNums = 1024
+	maxNums = 200_000
+)
 
 // done forgets the batch.
 func (e *encoder) done() {

@@ -163,6 +163,13 @@ func parseFull(b []byte, want Want) (Event, *Skip) {
 // Record returns the record of ev, read from line, about the pod with
 // podUID. It copies line: the caller may reuse it.
 func (ev *Event) Record(line []byte, podUID string) store.Record {
+	return ev.RecordOf(bytes.Clone(bytes.TrimSpace(line)), podUID)
+}
+
+// RecordOf is Record without the copy: the record's object is line, trimmed,
+// which the caller leaves alone until the record is written (an importer
+// that gathers a batch of lines in one buffer it reuses).
+func (ev *Event) RecordOf(line []byte, podUID string) store.Record {
 	return store.Record{
 		Observed:        ev.Time,
 		Type:            store.Added,
@@ -173,7 +180,7 @@ func (ev *Event) Record(line []byte, podUID string) store.Record {
 		UID:             ev.AuditID,
 		ResourceVersion: ev.ResourceVersion,
 		Refs:            []string{podUID},
-		Object:          bytes.Clone(bytes.TrimSpace(line)),
+		Object:          bytes.TrimSpace(line),
 	}
 }
 

@@ -79,6 +79,31 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestRecordCopies checks that Record copies the line and RecordOf does not:
+// an importer reuses the buffer it gave RecordOf only after the write.
+func TestRecordCopies(t *testing.T) {
+	const line = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a-1","stage":"ResponseComplete","verb":"delete","objectRef":{"resource":"pods","namespace":"ns","name":"p"},"stageTimestamp":"2026-01-02T03:04:05Z"}`
+	ev, skip := Parse([]byte(line), nil)
+	if skip != nil {
+		t.Fatalf("skipped: %+v", skip)
+	}
+	buf := []byte(" " + line + "\n")
+	copied, shared := ev.Record(buf, "pod-uid"), ev.RecordOf(buf, "pod-uid")
+	if string(copied.Object) != line || string(shared.Object) != line {
+		t.Fatalf("objects %q and %q, want the trimmed line", copied.Object, shared.Object)
+	}
+	if diff := cmp.Diff(copied, shared); diff != "" {
+		t.Errorf("RecordOf differs from Record (-Record +RecordOf):\n%s", diff)
+	}
+	copy(buf, strings.Repeat("x", len(buf)))
+	if string(copied.Object) != line {
+		t.Errorf("Record's object changed with the line: %q", copied.Object)
+	}
+	if string(shared.Object) == line {
+		t.Errorf("RecordOf's object did not change with the line: it copied it")
+	}
+}
+
 // TestHeaderSkipAgreesWithFullDecode checks the header pass against the
 // full decode: whatever line it rejects, the full decode rejects for the
 // same reason; lines it cannot judge are left to the full decode.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -24,12 +25,17 @@ const (
 	auditKind       = auditlog.Kind
 )
 
-// An import writes a transaction when it holds importBatch records or
-// importBatchBytes of them, whichever comes first: memory stays bounded
-// whatever the size of the log.
+// An import writes a transaction before it would hold more than importBatch
+// records or importBatchBytes of their lines. Both bound its memory, whatever
+// the size of the log: the lines of a batch are copied into one buffer of
+// importBatchBytes, reused; and a transaction holds in memory each page of
+// the trace's indexes that its records land on. Audit IDs are random keys,
+// so in a large trace that is about two pages per record (some 15 KB of
+// heap with bbolt's node), for importBatch records at most. Each batch costs
+// a commit (two fdatasyncs). See BENCHMARKS.md.
 const (
-	importBatch      = 2000
-	importBatchBytes = 8 << 20
+	importBatch      = 64
+	importBatchBytes = 1 << 20
 )
 
 type importOptions struct {
@@ -149,6 +155,7 @@ type auditImporter struct {
 	pending      []store.Record
 	pendingIDs   map[string]bool // audit IDs in pending
 	pendingBytes int
+	lines        []byte // the pending records' objects, mostly; reused
 	stats        importStats
 	warned       map[string]int // warnings printed per reason
 }
@@ -201,7 +208,7 @@ func (imp *auditImporter) importFile(path string) error {
 	}
 	defer f.Close()
 	imp.stats.Files++
-	br := bufio.NewReaderSize(countingReader{f, &imp.stats.Bytes}, 1<<20)
+	br := bufio.NewReaderSize(countingReader{f, &imp.stats.Bytes}, 256<<10)
 	var r io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -214,18 +221,13 @@ func (imp *auditImporter) importFile(path string) error {
 		r = zr
 	}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), auditlog.MaxLine)
+	sc.Buffer(make([]byte, 0, 256<<10), auditlog.MaxLine) // grows for a longer line, up to MaxLine
 	line := 0
 	for sc.Scan() {
 		line++
 		imp.stats.Lines++
 		if err := imp.line(path, line, sc.Bytes()); err != nil {
 			return err
-		}
-		if len(imp.pending) >= importBatch || imp.pendingBytes >= importBatchBytes {
-			if err := imp.flush(); err != nil {
-				return err
-			}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -281,7 +283,29 @@ func (imp *auditImporter) line(path string, n int, b []byte) error {
 		imp.stats.skip("already in the trace")
 		return nil
 	}
-	rec := ev.Record(b, pod.UID)
+	return imp.add(&ev, bytes.TrimSpace(b), pod.UID)
+}
+
+// add adds the event read from line to the batch, writing the batch first
+// if line would make it too large.
+func (imp *auditImporter) add(ev *auditlog.Event, line []byte, podUID string) error {
+	if len(imp.pending) > 0 && (len(imp.pending) >= importBatch || imp.pendingBytes+len(line) > importBatchBytes) {
+		if err := imp.flush(); err != nil {
+			return err
+		}
+	}
+	var rec store.Record
+	if len(imp.lines)+len(line) <= importBatchBytes {
+		if imp.lines == nil {
+			imp.lines = make([]byte, 0, importBatchBytes)
+		}
+		// Within the capacity: the records before keep their bytes.
+		start := len(imp.lines)
+		imp.lines = append(imp.lines, line...)
+		rec = ev.RecordOf(imp.lines[start:len(imp.lines):len(imp.lines)], podUID)
+	} else {
+		rec = ev.Record(line, podUID) // a line larger than a batch: a batch of its own
+	}
 	imp.pending = append(imp.pending, rec)
 	imp.pendingIDs[ev.AuditID] = true
 	imp.pendingBytes += len(rec.Object)
@@ -298,10 +322,11 @@ func (imp *auditImporter) flush() error {
 		return err
 	}
 	imp.stats.Kept += len(imp.pending)
-	clear(imp.pending) // let the lines go
+	clear(imp.pending) // let a line larger than a batch go
 	imp.pending = imp.pending[:0]
 	clear(imp.pendingIDs)
 	imp.pendingBytes = 0
+	imp.lines = imp.lines[:0] // written: the store keeps no reference
 	return nil
 }
 

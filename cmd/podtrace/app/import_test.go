@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,6 +157,72 @@ func TestImportGzipAndTruncated(t *testing.T) {
 	kept := len(auditRecords(t, db))
 	if kept == 0 || kept >= 5 {
 		t.Errorf("%d records kept from the truncated file, want the whole lines before the damage (1 to 4)", kept)
+	}
+}
+
+// TestImportBatches imports a log that takes several batches, by count and
+// by bytes, and a line larger than a batch: every event is stored with its
+// own line (the batch buffer is reused only after a write), and events
+// repeated within a batch or after one are kept once.
+func TestImportBatches(t *testing.T) {
+	b, err := os.ReadFile("testdata/audit/audit.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A denied PATCH by the garbage collector, about the recorded pod.
+	denied := strings.Split(string(b), "\n")[7]
+	const id = `"auditID":"2bf814bc-81d9-4a4f-bafd-313f36111ccf"`
+	if !strings.Contains(denied, id) {
+		t.Fatalf("line 8 of the sample is not the denied PATCH %s", id)
+	}
+	line := func(i, pad int) string {
+		return strings.Replace(denied, id, fmt.Sprintf(`"auditID":"bulk-%05d","padding":%q`, i, strings.Repeat("x", pad)), 1)
+	}
+	// Small lines first (batches by count), then large ones (by bytes).
+	var log strings.Builder
+	want := map[string]string{} // auditID -> line
+	n := 4*importBatch + 10
+	for i := range n {
+		l := line(i, 0)
+		if i >= 2*importBatch {
+			l = line(i, (i%7)*importBatchBytes/importBatch)
+		}
+		if i == 3*importBatch {
+			l = line(i, importBatchBytes+1000)
+		}
+		want[fmt.Sprintf("bulk-%05d", i)] = l
+		log.WriteString(l + "\n")
+		if i == 1 || i == n-1 {
+			log.WriteString(want["bulk-00000"] + "\n") // once in the batch, once after it
+		}
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if log.Len() < 4*importBatchBytes {
+		t.Fatalf("the log is %d bytes, too small to take several batches by bytes", log.Len())
+	}
+
+	db := copyTrace(t)
+	out, errOut, err := runPodtrace(t, "import", "--audit-log", path, "--db", db)
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(out, fmt.Sprintf(": %d events kept", n)) || !strings.Contains(out, "skipped 2: already in the trace") {
+		t.Errorf("summary, want %d events kept and 2 already in the trace:\n%s", n, out)
+	}
+	got := map[string]string{}
+	for _, r := range auditRecords(t, db) {
+		got[r.UID] = string(r.Object)
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d audit records in the trace, want %d", len(got), len(want))
+	}
+	for id, l := range want {
+		if got[id] != l {
+			t.Errorf("record %s: object of %d bytes is not its line (%d bytes)", id, len(got[id]), len(l))
+		}
 	}
 }
 

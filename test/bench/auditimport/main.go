@@ -1,15 +1,27 @@
 // Command auditimport benchmarks `podtrace import --audit-log` on synthetic
 // kube-apiserver audit logs of growing size, to show that import streams:
-// its peak RSS does not grow with the size of the log. For each size it
+// its memory does not grow with the size of the log. For each size it
 // writes a log (RequestReceived and ResponseComplete events at
 // RequestResponse level for pods, Metadata level for leases, events,
 // secrets and configmaps; about a tenth of the pod requests about recorded
 // pods; some denied by a webhook), copies a trace holding the recorded
 // pods, runs the podtrace binary as a child and prints the log's size and
 // lines, the events kept, the wall and CPU time, the throughput (of the
-// log's lines, uncompressed, per wall second) and the child's peak RSS, as the kernel
-// counts it (Maxrss: heap and the trace's mapped pages) and sampled from
-// /proc (RssAnon: heap and stacks alone).
+// log's lines, uncompressed, per wall second) and the child's memory:
+//
+//   - peak RSS: the kernel's high-water mark (rusage Maxrss), anonymous and
+//     file-backed pages together;
+//   - peak anon: the highest RssAnon sampled from /proc/PID/status every
+//     10 ms: the Go heap, stacks and runtime, what the process itself holds.
+//     This is the figure that must not grow with the log;
+//   - peak file: the highest RssFile sampled: pages of files the process
+//     maps, the binary and the trace (bbolt reads it through mmap). Clean
+//     page cache the kernel can reclaim; its trace part grows with the trace,
+//     that is with the events kept, as it should.
+//
+// -smaps also prints the largest mappings at the peak RSS, which tells the
+// binary's pages from the trace's; -godebug, -podtrace-flags and -stderr help
+// find what grows (GODEBUG=gctrace=1, --profile heap).
 //
 //	go run ./test/bench/auditimport -podtrace _output/podtrace -sizes 100M,1G
 package main
@@ -25,6 +37,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,6 +60,11 @@ type options struct {
 	gzip     bool
 	dir      string
 	keep     bool
+	reuse    bool
+	smaps    bool
+	godebug  string
+	flags    []string // global flags before import; {log} is the log's name
+	stderr   bool
 }
 
 func main() {
@@ -57,7 +75,14 @@ func main() {
 	flag.BoolVar(&o.gzip, "gzip", true, "also import a gzip copy of the smallest log")
 	flag.StringVar(&o.dir, "dir", "", "directory for the logs and traces (default: a new temporary directory, removed at the end)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the logs and traces")
+	flag.BoolVar(&o.reuse, "reuse", false, "import the logs -dir holds already (from -keep) instead of writing them again")
+	flag.BoolVar(&o.smaps, "smaps", false, "print the child's largest mappings (/proc/PID/smaps) at its peak RSS")
+	flag.StringVar(&o.godebug, "godebug", "", "GODEBUG for the child, e.g. gctrace=1 (see -stderr)")
+	var podFlags string
+	flag.StringVar(&podFlags, "podtrace-flags", "", "global flags for the child, e.g. \"--profile heap --profile-output /tmp/{log}.pprof\"; {log} is the log's file name")
+	flag.BoolVar(&o.stderr, "stderr", false, "copy the child's stderr to this one's")
 	flag.Parse()
+	o.flags = strings.Fields(podFlags)
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := parseSize(s)
 		if err != nil {
@@ -99,8 +124,8 @@ type result struct {
 	kept    int
 	elapsed time.Duration
 	cpu     time.Duration // user + system time of the child
-	maxRSS  int64         // bytes
-	anonRSS int64         // bytes, peak of the samples
+	maxRSS  int64         // bytes, the kernel's peak (rusage)
+	peaks   peaks         // sampled from /proc
 	trace   int64         // size of the trace after
 }
 
@@ -126,26 +151,30 @@ func run(o options) error {
 		return fmt.Errorf("write the trace: %w", err)
 	}
 	fmt.Printf("podtrace import --audit-log, %s; %d recorded pods, logs in %s\n", o.podtrace, recordedPods, dir)
-	fmt.Printf("%-18s %8s %9s %7s %8s %8s %9s %9s %9s %9s\n", "log", "size", "lines", "kept", "seconds", "CPU s", "log MB/s", "peak RSS", "peak anon", "trace")
+	fmt.Printf("%-18s %8s %9s %7s %8s %8s %9s %9s %9s %9s %9s\n", "log", "size", "lines", "kept", "seconds", "CPU s", "log MB/s", "peak RSS", "peak anon", "peak file", "trace")
 	for i, size := range o.sizes {
 		name := fmt.Sprintf("audit-%s.log", humanSize(size))
 		log := filepath.Join(dir, name)
-		began := time.Now()
-		lines, err := writeLog(log, size, int64(i+1))
-		if err != nil {
-			return fmt.Errorf("write %s: %w", log, err)
+		if _, err := os.Stat(log); err != nil || !o.reuse {
+			began := time.Now()
+			lines, err := writeLog(log, size, int64(i+1))
+			if err != nil {
+				return fmt.Errorf("write %s: %w", log, err)
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s (%d lines) in %s\n", log, lines, time.Since(began).Round(time.Millisecond))
 		}
-		fmt.Fprintf(os.Stderr, "wrote %s (%d lines) in %s\n", log, lines, time.Since(began).Round(time.Millisecond))
 		files := []string{log}
 		if o.gzip && i == 0 {
 			gz := log + ".gz"
-			if err := gzipFile(log, gz); err != nil {
-				return err
+			if _, err := os.Stat(gz); err != nil || !o.reuse {
+				if err := gzipFile(log, gz); err != nil {
+					return err
+				}
 			}
 			files = append(files, gz)
 		}
 		for _, f := range files {
-			r, err := importLog(o.podtrace, base, f)
+			r, err := importLog(o, base, f)
 			if err != nil {
 				return err
 			}
@@ -155,8 +184,11 @@ func run(o options) error {
 				r.logSize = fi.Size()
 			}
 			mbs := float64(r.logSize) / (1 << 20) / r.elapsed.Seconds()
-			fmt.Printf("%-18s %8s %9d %7d %8.2f %8.2f %9.1f %9s %9s %9s\n", r.name, humanSize(r.bytes), r.lines, r.kept,
-				r.elapsed.Seconds(), r.cpu.Seconds(), mbs, humanSize(r.maxRSS), humanSize(r.anonRSS), humanSize(r.trace))
+			fmt.Printf("%-18s %8s %9d %7d %8.2f %8.2f %9.1f %9s %9s %9s %9s\n", r.name, humanSize(r.bytes), r.lines, r.kept,
+				r.elapsed.Seconds(), r.cpu.Seconds(), mbs, humanSize(r.maxRSS), humanSize(r.peaks.anon), humanSize(r.peaks.file), humanSize(r.trace))
+			for _, m := range r.peaks.top {
+				fmt.Printf("%18s   %9s rss %9s anon  %s\n", "", humanSize(m.rss), humanSize(m.anon), m.name)
+			}
 			if !o.keep {
 				os.Remove(f)
 			}
@@ -166,7 +198,7 @@ func run(o options) error {
 }
 
 // importLog imports log into a copy of the base trace and measures it.
-func importLog(podtrace, base, log string) (result, error) {
+func importLog(o options, base, log string) (result, error) {
 	db := strings.TrimSuffix(log, filepath.Ext(log)) + ".db"
 	if err := copyFile(base, db); err != nil {
 		return result{}, err
@@ -176,20 +208,30 @@ func importLog(podtrace, base, log string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	cmd := exec.Command(podtrace, "import", "--audit-log", log, "--db", db)
+	var args []string
+	for _, f := range o.flags {
+		args = append(args, strings.ReplaceAll(f, "{log}", filepath.Base(log)))
+	}
+	cmd := exec.Command(o.podtrace, append(args, "import", "--audit-log", log, "--db", db)...)
+	if o.godebug != "" {
+		cmd.Env = append(os.Environ(), "GODEBUG="+o.godebug)
+	}
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if o.stderr {
+		cmd.Stderr = io.MultiWriter(&errOut, os.Stderr)
+	}
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		return result{}, err
 	}
 	stop := make(chan struct{})
-	anon := make(chan int64, 1)
-	go func() { anon <- sampleAnon(cmd.Process.Pid, stop) }()
+	sampled := make(chan peaks, 1)
+	go func() { sampled <- sample(cmd.Process.Pid, o.smaps, stop) }()
 	err = cmd.Wait()
 	elapsed := time.Since(began)
 	close(stop)
-	r := result{bytes: fi.Size(), elapsed: elapsed, anonRSS: <-anon}
+	r := result{bytes: fi.Size(), elapsed: elapsed, peaks: <-sampled}
 	if err != nil {
 		return r, fmt.Errorf("podtrace import %s: %v\n%s%s", log, err, out.String(), errOut.String())
 	}
@@ -209,30 +251,111 @@ func importLog(podtrace, base, log string) (result, error) {
 	return r, nil
 }
 
-// sampleAnon returns the highest RssAnon of process pid (its heap and
-// stacks, not the file pages it maps, such as the trace) sampled every 20ms
-// until stop.
-func sampleAnon(pid int, stop <-chan struct{}) int64 {
-	var peak int64
+// peaks are the highest values of a process's /proc/PID/status fields seen
+// while sampling, in bytes: VmRSS (all its resident pages), RssAnon (heap,
+// stacks: what the process holds) and RssFile (pages of files it maps, here
+// the binary and the trace: the kernel's page cache, reclaimable), each
+// its own peak. Top is /proc/PID/smaps's largest mappings at the peak VmRSS
+// when asked for.
+type peaks struct {
+	rss, anon, file int64
+	top             []mapping
+}
+
+// mapping is one line of a smaps breakdown.
+type mapping struct {
+	name      string
+	rss, anon int64
+}
+
+// sample samples /proc/PID/status every 10ms until stop; with smaps, it
+// also reads /proc/PID/smaps at each new peak of VmRSS.
+func sample(pid int, smaps bool, stop <-chan struct{}) peaks {
+	var p peaks
 	path := fmt.Sprintf("/proc/%d/status", pid)
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if b, err := os.ReadFile(path); err == nil {
+			var rss, anon, file int64
 			for _, l := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(l); len(f) == 3 && f[0] == "RssAnon:" {
-					if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb<<10 > peak {
-						peak = kb << 10
+				f := strings.Fields(l)
+				if len(f) != 3 || f[2] != "kB" {
+					continue
+				}
+				kb, err := strconv.ParseInt(f[1], 10, 64)
+				if err != nil {
+					continue
+				}
+				switch f[0] {
+				case "VmRSS:":
+					rss = kb << 10
+				case "RssAnon:":
+					anon = kb << 10
+				case "RssFile:":
+					file = kb << 10
+				}
+			}
+			if rss > p.rss {
+				p.rss = rss
+				if smaps {
+					if top := readSmaps(pid); top != nil {
+						p.top = top
 					}
 				}
 			}
+			p.anon, p.file = max(p.anon, anon), max(p.file, file)
 		}
 		select {
 		case <-stop:
-			return peak
+			return p
 		case <-tick.C:
 		}
 	}
+}
+
+// readSmaps sums /proc/PID/smaps's Rss and Anonymous by mapping name (the
+// file, or [heap], or "anon" for Go's arenas) and returns the largest five.
+func readSmaps(pid int) []mapping {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return nil
+	}
+	byName := map[string]*mapping{}
+	var cur *mapping
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(f[0], ":") { // a mapping's header: range perms offset dev inode [name]
+			name := "anon"
+			if len(f) >= 6 {
+				name = f[5]
+			}
+			if byName[name] == nil {
+				byName[name] = &mapping{name: name}
+			}
+			cur = byName[name]
+			continue
+		}
+		if cur == nil || len(f) != 3 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "Rss:":
+			cur.rss += kb << 10
+		case "Anonymous:":
+			cur.anon += kb << 10
+		}
+	}
+	var all []mapping
+	for _, m := range byName {
+		all = append(all, *m)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].rss > all[j].rss })
+	return all[:min(len(all), 5)]
 }
 
 func copyFile(src, dst string) error {
