@@ -179,6 +179,7 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 		a.Patches[i].Configuration = configs[a.Patches[i].Webhook]
 	}
 	lc.Audit = a
+	attributeByAudit(lc, a.Requests)
 	if create != nil {
 		auditAdmission(lc, *create, a.Patches, opts)
 	}
@@ -186,6 +187,43 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 		if f := &lc.Findings[i]; f.ID == "stuck-finalizer" || f.ID == "finalizer-not-removed" {
 			auditFinding(f, lc, a, configs)
 		}
+	}
+}
+
+// deleteOperation marks the actor of a revision that a DELETE request made,
+// whose client only the audit log names.
+const deleteOperation = "Delete"
+
+// attributeByAudit names, for the revisions no field manager accounts for
+// (a DELETE, a binding), the user and user agent of the request that made
+// them: the first successful request whose response carried the revision.
+// Later requests answered with the same revision changed nothing.
+func attributeByAudit(lc *Lifecycle, reqs []AuditRequest) {
+	first := map[uint64]AuditRequest{}
+	for _, r := range reqs {
+		if r.Seq == 0 || r.Code >= 400 {
+			continue
+		}
+		if f, ok := first[r.Seq]; !ok || r.Time.Before(f.Time) {
+			first[r.Seq] = r
+		}
+	}
+	for i := range lc.Steps {
+		s := &lc.Steps[i]
+		r, ok := first[s.Seq]
+		if !ok || len(s.Actors) != 1 || s.Actors[0].Manager != "" {
+			continue
+		}
+		client := r.User
+		if r.UserAgent != "" {
+			client += " (" + r.UserAgent + ")"
+		}
+		a := &s.Actors[0]
+		if a.Operation == deleteOperation {
+			a.Who = "a DELETE request by " + client + ", per the audit log"
+			continue
+		}
+		a.Who += "; per the audit log, " + client
 	}
 }
 

@@ -196,7 +196,7 @@ func serverActor(step Step, prev, pod *corev1.Pod) Actor {
 		// by the scheduler the pod names.
 		return Actor{Subresource: "binding", Who: fmt.Sprintf("the scheduler (%s), binding", pod.Spec.SchedulerName)}
 	case has("metadata.deletionTimestamp", OpAdd):
-		return Actor{Who: "a DELETE request (the client is named only in the audit log)"}
+		return Actor{Operation: deleteOperation, Who: "a DELETE request (the client is named only in the audit log)"}
 	case has("metadata.deletionTimestamp", OpChange) && (pod.DeletionGracePeriodSeconds == nil || *pod.DeletionGracePeriodSeconds == 0):
 		return Actor{Who: "a DELETE with grace period 0 (the kubelet confirming the containers stopped, or a forced delete)"}
 	}
