@@ -46,6 +46,68 @@ func (f ObjectFilter) match(o *Object) bool {
 		(f.UID == "" || f.UID == o.UID)
 }
 
+// matchValue reports whether the object whose objects value is v matches f,
+// reading v in place: a scan allocates only for the objects it returns. ok
+// is false when v is malformed (parseObject says how) or has a varint of
+// more than 9 bytes (parseObject decides); ok implies that parseObject(v)
+// succeeds.
+func (f ObjectFilter) matchValue(v []byte) (match, ok bool) {
+	if len(v) < 2 || v[0] != valueFormat {
+		return false, false
+	}
+	i := 2 // format, flags
+	// next skips a varint and returns its value if it fits in 63 bits.
+	next := func() (uint64, bool) {
+		var x uint64
+		for n := 0; n < 9 && i < len(v); n++ {
+			c := v[i]
+			i++
+			x |= uint64(c&0x7f) << (7 * n)
+			if c < 0x80 {
+				return x, true
+			}
+		}
+		return 0, false
+	}
+	str := func() ([]byte, bool) {
+		n, ok := next()
+		if !ok || n > uint64(len(v)-i) {
+			return nil, false
+		}
+		i += int(n)
+		return v[i-int(n) : i], true
+	}
+	uid, ok1 := str()
+	_, ok2 := str() // APIVersion
+	kind, ok3 := str()
+	namespace, ok4 := str()
+	name, ok5 := str()
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
+		return false, false
+	}
+	for range 5 { // FirstSeq, LastSeq, FirstObserved, LastObserved, Revisions
+		if _, ok := next(); !ok {
+			return false, false
+		}
+	}
+	refs, ok := next()
+	if !ok || refs > uint64(len(v)-i) {
+		return false, false
+	}
+	for range refs {
+		if _, ok := str(); !ok {
+			return false, false
+		}
+	}
+	if i != len(v) {
+		return false, false
+	}
+	return (f.Kind == "" || f.Kind == string(kind)) &&
+		(f.Namespace == "" || f.Namespace == string(namespace)) &&
+		(f.Name == "" || f.Name == string(name)) &&
+		(f.UID == "" || f.UID == string(uid)), true
+}
+
 const objectDeleted = 0x01
 
 // appendObject appends the objects value of o (its number is the key).

@@ -223,9 +223,17 @@ func (db *DB) Objects(filter ObjectFilter) ([]Object, error) {
 			}
 			return err
 		}
+		// A filter is matched on the value in place: parsing allocates,
+		// and most objects are not the ones asked for.
+		skim := filter != ObjectFilter{}
 		return tx.Bucket(bucketObjects).ForEach(func(k, v []byte) error {
 			if len(k) != 4 {
 				return fmt.Errorf("%w: object key %x", errValue, k)
+			}
+			if skim {
+				if match, ok := filter.matchValue(v); ok && !match {
+					return nil
+				}
 			}
 			o, err := parseObject(binary.BigEndian.Uint32(k), v)
 			if err != nil {
