@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/podtrace/podtrace/diff"
@@ -118,12 +119,15 @@ func sortedSet(m map[string]bool) []string {
 }
 
 // traceContext is what every pod's replay shares: sessions, webhooks,
-// namespaces and nodes, loaded once.
+// namespaces and nodes, loaded once. It is safe for concurrent use; what it
+// hands out is shared and must not be modified.
 type traceContext struct {
 	sessions []store.Session
 	end      time.Time
 	webhooks map[string][]store.Record
-	byName   map[string][]store.Record // "Namespace/name", "Node/name" -> history
+
+	mu     sync.Mutex                // guards byName
+	byName map[string][]store.Record // "Namespace/name", "Node/name" -> history
 }
 
 func loadContext(db *store.DB) (*traceContext, error) {
@@ -156,6 +160,9 @@ func loadContext(db *store.DB) (*traceContext, error) {
 // named returns the history of the cluster-scoped object kind/name (a
 // Namespace or Node), loading it on first use.
 func (tc *traceContext) named(db *store.DB, kind, name string) ([]store.Record, error) {
+	// Held while loading too, so that each history is read once.
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
 	key := kind + "/" + name
 	if recs, ok := tc.byName[key]; ok {
 		return recs, nil

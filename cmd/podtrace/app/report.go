@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -65,14 +68,14 @@ func (o *reportOptions) Run() error {
 	if err != nil {
 		return err
 	}
-	tr, err := loadTrace(db, o.namespace, o.pod)
+	tr, err := loadTrace(db, o.namespace, o.pod, o.workerRedactor)
 	db.Close()
 	if err != nil {
 		return err
 	}
 	tr.File = o.db
-	for _, lc := range tr.Pods {
-		o.redact.apply(lc, o.streams)
+	if o.redact.off && len(tr.Pods) > 0 {
+		o.redact.apply(tr.Pods[0], o.streams) // redacts nothing: warns, once
 	}
 	tr.Unredacted = o.redact.off
 	if o.pod != "" && len(tr.Pods) == 0 {
@@ -123,9 +126,27 @@ func inNamespace(ns string) string {
 	return " in namespace " + ns
 }
 
+// workerRedactor returns what redacts the pods of one loadTrace worker, as
+// o.redact would, or nil under --no-redact. A diff.Redactor keeps state
+// while it redacts, so each worker gets its own, of the same patterns.
+func (o *reportOptions) workerRedactor() (func(*diff.Lifecycle), error) {
+	if o.redact.off {
+		return nil, nil
+	}
+	red, err := diff.NewRedactor(o.redact.patterns.Value())
+	if err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	return func(lc *diff.Lifecycle) { red.Redact(lc) }, nil
+}
+
 // loadTrace replays every recorded pod (in namespace ns and named name, when
-// given).
-func loadTrace(db *store.DB, ns, name string) (*report.Trace, error) {
+// given) on GOMAXPROCS workers. Each worker gets its finishing step from
+// newFinish (when not nil) and applies it to every pod it replays. Each
+// worker holds one pod's input at a time; the lifecycles keep the store's
+// order until they are sorted, and the error is that of the first pod, in
+// that order, that failed.
+func loadTrace(db *store.DB, ns, name string, newFinish func() (func(*diff.Lifecycle), error)) (*report.Trace, error) {
 	tc, err := loadContext(db)
 	if err != nil {
 		return nil, err
@@ -134,18 +155,70 @@ func loadTrace(db *store.DB, ns, name string) (*report.Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr := &report.Trace{Sessions: tc.sessions, Generated: now().UTC()}
-	for _, p := range pods {
-		in, err := loadInput(db, tc, p)
-		if err != nil {
-			return nil, err
+	generated := now().UTC()
+	workers := min(runtime.GOMAXPROCS(0), len(pods))
+	finish := make([]func(*diff.Lifecycle), workers)
+	if newFinish != nil {
+		for w := range finish {
+			if finish[w], err = newFinish(); err != nil {
+				return nil, err
+			}
 		}
-		lc, err := diff.Replay(in, diff.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("replay pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		tr.Pods = append(tr.Pods, lc)
 	}
+	var lcs []*diff.Lifecycle // nil when there is no pod, as before
+	if len(pods) > 0 {
+		lcs = make([]*diff.Lifecycle, len(pods))
+	}
+	errs := make([]error, len(pods))
+	var (
+		next   atomic.Int64 // the index of the next pod to replay
+		failed atomic.Int64 // the lowest index of a pod that failed, or len(pods)
+		wg     sync.WaitGroup
+	)
+	failed.Store(int64(len(pods)))
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				// Indices are taken in order: every pod before one that
+				// failed is replayed, and none after it is started.
+				i := next.Add(1) - 1
+				if i >= failed.Load() {
+					return
+				}
+				if lcs[i], errs[i] = loadPod(db, tc, pods[i], finish[w]); errs[i] != nil {
+					lowerTo(&failed, i)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if f := failed.Load(); f < int64(len(pods)) {
+		return nil, errs[f]
+	}
+	tr := &report.Trace{Sessions: tc.sessions, Generated: generated, Pods: lcs}
 	report.SortPods(tr.Pods)
 	return tr, nil
+}
+
+// lowerTo sets a to v if v is lower.
+func lowerTo(a *atomic.Int64, v int64) {
+	for old := a.Load(); v < old && !a.CompareAndSwap(old, v); old = a.Load() {
+	}
+}
+
+// loadPod loads and replays one pod, and finishes its lifecycle.
+func loadPod(db *store.DB, tc *traceContext, p store.Object, finish func(*diff.Lifecycle)) (*diff.Lifecycle, error) {
+	in, err := loadInput(db, tc, p)
+	if err != nil {
+		return nil, err
+	}
+	lc, err := diff.Replay(in, diff.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("replay pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	if finish != nil {
+		finish(lc)
+	}
+	return lc, nil
 }

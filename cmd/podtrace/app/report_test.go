@@ -1,0 +1,54 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestReportWorkers checks that replaying and redacting the pods on several
+// workers writes the report one worker writes, byte for byte, and that
+// --no-redact still warns once.
+func TestReportWorkers(t *testing.T) {
+	bt := reportTrace(t, 60, 12)
+	defer func(f func() time.Time) { now = f }(now)
+	now = func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) }
+	run := func(procs int, args ...string) (string, string) {
+		t.Helper()
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		var out, errOut bytes.Buffer
+		args = append([]string{"podtrace", "report", "--db", bt.path}, args...)
+		if err := Run(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+		}
+		return out.String(), errOut.String()
+	}
+	for _, args := range [][]string{
+		{"--color", "never"},
+		{"--format", "markdown", "--redact", "QUEUE"},
+		{"--html"},
+		{"--color", "never", "--no-redact"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			want, wantErr := run(1, args...)
+			got, gotErr := run(4, args...)
+			if !strings.Contains(want, "worker-0000-") {
+				t.Fatalf("the report does not show pod worker-0000-...:\n%.2000s", want)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("report on 4 workers differs from 1 (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantErr, gotErr); diff != "" {
+				t.Errorf("standard error on 4 workers differs from 1 (-want +got):\n%s", diff)
+			}
+			if n := strings.Count(gotErr, "WARNING: --no-redact"); n != strings.Count(strings.Join(args, " "), "--no-redact") {
+				t.Errorf("standard error has %d --no-redact warnings, want one per --no-redact run:\n%s", n, gotErr)
+			}
+		})
+	}
+}
