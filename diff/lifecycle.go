@@ -3,6 +3,7 @@ package diff
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -524,14 +525,19 @@ func replayDependents(podUID string, related map[string][]store.Record) []Depend
 	for uid, recs := range related {
 		var d *Dependent
 		for _, rec := range recs {
-			var m metav1.PartialObjectMetadata
-			if err := json.Unmarshal(rec.Object, &m); err != nil {
-				continue
-			}
-			for _, o := range m.OwnerReferences {
-				if string(o.UID) == podUID && d == nil {
-					d = &Dependent{Kind: rec.Kind, Name: rec.Name, UID: uid, Since: rec.Observed,
-						Blocking: o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion}
+			// A record's Refs hold the UIDs of its owners: only a revision
+			// that names the pod is worth decoding (a Node's or a
+			// Namespace's hundreds of revisions never are).
+			if d == nil && slices.Contains(rec.Refs, podUID) {
+				var m metav1.PartialObjectMetadata
+				if err := json.Unmarshal(rec.Object, &m); err != nil {
+					continue
+				}
+				for _, o := range m.OwnerReferences {
+					if string(o.UID) == podUID && d == nil {
+						d = &Dependent{Kind: rec.Kind, Name: rec.Name, UID: uid, Since: rec.Observed,
+							Blocking: o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion}
+					}
 				}
 			}
 			if d != nil && (rec.Type == store.Deleted || rec.Type == store.DeletedUnknown) {

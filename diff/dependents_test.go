@@ -1,0 +1,45 @@
+package diff
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podtrace/podtrace/store"
+)
+
+func TestReplayDependents(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	yes := true
+	rec := func(kind, name, uid string, at int, typ store.EventType, owners ...string) store.Record {
+		m := metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind},
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: "x"}}
+		for _, o := range owners {
+			m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "p", UID: types.UID(o), BlockOwnerDeletion: &yes})
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store.Record{Observed: t0.Add(time.Duration(at) * time.Second), Type: typ, Kind: kind, Name: name, UID: uid, Refs: owners, Object: b}
+	}
+	related := map[string][]store.Record{
+		// A node: many revisions, none owned by the pod.
+		"node-1": {rec("Node", "n1", "node-1", 0, store.Initial), rec("Node", "n1", "node-1", 10, store.Updated), rec("Node", "n1", "node-1", 20, store.Updated)},
+		// Owned from its second revision; the owner reference is gone when
+		// it is deleted, and the deletion still counts.
+		"cm-1": {rec("ConfigMap", "cm", "cm-1", 1, store.Added), rec("ConfigMap", "cm", "cm-1", 2, store.Updated, "uid-p"), rec("ConfigMap", "cm", "cm-1", 30, store.Deleted)},
+		// Names the pod in Refs (as an Event would) without an owner reference.
+		"ev-1": {rec("Event", "e", "ev-1", 3, store.Added)},
+	}
+	related["ev-1"][0].Refs = []string{"uid-p"}
+	got := replayDependents("uid-p", related)
+	want := []Dependent{{Kind: "ConfigMap", Name: "cm", UID: "cm-1", Since: t0.Add(2 * time.Second), Deleted: t0.Add(30 * time.Second), Blocking: true}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("replayDependents (-want +got):\n%s", d)
+	}
+}
