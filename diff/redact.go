@@ -15,7 +15,8 @@ const Redacted = "[redacted]"
 // report: env values (valueFrom references stay), arguments and commands
 // that carry credentials, the last-applied-configuration annotation, and
 // whatever the user's patterns name. Structure stays: a redacted field is
-// still shown as changed, with its value replaced by Redacted.
+// still shown as changed, with its value replaced by Redacted. A Redactor
+// is not safe for concurrent use: it counts, and caches what it matched.
 type Redactor struct {
 	// Keys are env var names, annotation or label keys whose values are
 	// redacted, compared exactly.
@@ -24,7 +25,22 @@ type Redactor struct {
 	Patterns []*regexp.Regexp
 
 	counts map[string]int
+	// texts caches what text made of a string that went through a
+	// regular expression, with how many matches it counted: values repeat
+	// from revision to revision and pod to pod.
+	texts map[string]redactedText
 }
+
+// redactedText is text's result for one string: the string to show and
+// the matches counted by each rule.
+type redactedText struct {
+	out           string
+	credentials   int
+	patternsFound int
+}
+
+// maxTexts bounds the cache of text's results; it is emptied when full.
+const maxTexts = 4096
 
 // lastApplied is the annotation kubectl apply keeps the whole object in.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -161,7 +177,23 @@ func Summary(counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-var envValuePath = regexp.MustCompile(`\.env\[([^\]]+)\]\.value$`)
+// isEnvValuePath reports whether path is an env var's value,
+// spec.containers[app].env[NAME].value: whether it ends in
+// .env[NAME].value with a NAME of at least one byte and no ']'.
+func isEnvValuePath(path string) bool {
+	rest, ok := strings.CutSuffix(path, "].value")
+	if !ok {
+		return false
+	}
+	// NAME runs from after one of the '[' after the last ']' to the end.
+	last := strings.LastIndexByte(rest, ']')
+	for i := len(rest) - 2; i > last; i-- {
+		if rest[i] == '[' && strings.HasSuffix(rest[:i], ".env") {
+			return true
+		}
+	}
+	return false
+}
 
 func (r *Redactor) change(c *Change) {
 	for _, v := range []*string{&c.Old, &c.New} {
@@ -169,7 +201,7 @@ func (r *Redactor) change(c *Change) {
 			continue
 		}
 		switch {
-		case envValuePath.MatchString(c.Path):
+		case isEnvValuePath(c.Path):
 			*v = r.mark("env values")
 		case strings.HasSuffix(c.Path, "["+lastApplied+"]"):
 			*v = r.mark("last-applied-configuration annotations")
@@ -210,6 +242,9 @@ func (r *Redactor) mark(rule string) string {
 // against the credential rule and the user's patterns.
 func (r *Redactor) value(v, key string) string {
 	if strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
+		if r.plainJSON(v, key) {
+			return v
+		}
 		var x any
 		if json.Unmarshal([]byte(v), &x) == nil {
 			before := r.total()
@@ -226,6 +261,38 @@ func (r *Redactor) value(v, key string) string {
 		}
 	}
 	return r.text(v)
+}
+
+// plainJSON reports whether walking v, JSON or not, under key would
+// redact nothing, without decoding it: no user pattern, no env or
+// last-applied-configuration or user key in it, no word a credential
+// needs. JSON may spell any character \uXXXX and '/' as \/: v with either
+// escape is decoded to be sure, and so is any v when a user key holds a
+// byte JSON spells otherwise.
+func (r *Redactor) plainJSON(v, key string) bool {
+	if len(r.Patterns) > 0 || key == "env" ||
+		strings.Contains(v, `"env"`) || strings.Contains(v, lastApplied) ||
+		strings.Contains(v, `\u`) || strings.Contains(v, `\/`) ||
+		mayHoldCredential(v) {
+		return false
+	}
+	for k := range r.Keys {
+		if strings.Contains(v, k) || !literalInJSON(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// literalInJSON reports whether a JSON string holding s spells s as is,
+// but for a '/' as \/ or an escape \uXXXX.
+func literalInJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Redactor) walk(x any, key string) any {
@@ -272,7 +339,7 @@ func (r *Redactor) walk(x any, key string) any {
 
 func (r *Redactor) followsFlag(prev any) bool {
 	s, ok := prev.(string)
-	return ok && credentialFlag.MatchString(s)
+	return ok && strings.HasPrefix(s, "-") && mayHoldCredential(s) && credentialFlag.MatchString(s)
 }
 
 // contextKey is the name of the field a path ends in, without a list or map
@@ -287,15 +354,117 @@ func contextKey(path string) string {
 	return path[strings.LastIndex(path, ".")+1:]
 }
 
-// text redacts credentials and user patterns inside a string.
+// text redacts credentials and user patterns inside a string. Only a
+// string that may hold a credential, or any string when the user gave
+// patterns, goes through the regular expressions, and each distinct one
+// only once while it stays in the cache.
 func (r *Redactor) text(s string) string {
-	out := credential.ReplaceAllStringFunc(s, func(m string) string {
-		sub := credential.FindStringSubmatch(m)
-		r.counts["credentials in arguments and values"]++
-		return sub[1] + Redacted
-	})
-	for _, re := range r.Patterns {
-		out = re.ReplaceAllStringFunc(out, func(string) string { return r.mark("matches of --redact patterns") })
+	if len(r.Patterns) == 0 && !mayHoldCredential(s) {
+		return s
 	}
-	return out
+	t, ok := r.texts[s]
+	if !ok {
+		t = r.matchText(s)
+		if r.texts == nil || len(r.texts) >= maxTexts {
+			r.texts = make(map[string]redactedText)
+		}
+		r.texts[s] = t
+	}
+	if t.credentials > 0 {
+		r.counts["credentials in arguments and values"] += t.credentials
+	}
+	if t.patternsFound > 0 {
+		r.counts["matches of --redact patterns"] += t.patternsFound
+	}
+	return t.out
+}
+
+// matchText runs the credential rule and the user's patterns over s.
+func (r *Redactor) matchText(s string) redactedText {
+	var t redactedText
+	t.out = s
+	if mayHoldCredential(s) {
+		t.out = credential.ReplaceAllStringFunc(s, func(m string) string {
+			sub := credential.FindStringSubmatch(m)
+			t.credentials++
+			return sub[1] + Redacted
+		})
+	}
+	for _, re := range r.Patterns {
+		t.out = re.ReplaceAllStringFunc(t.out, func(string) string {
+			t.patternsFound++
+			return Redacted
+		})
+	}
+	return t
+}
+
+// mayHoldCredential reports whether s may match credential or
+// credentialFlag: whether it holds, in any case, one of the words those
+// rules need (password, passwd, secret, token, api key, credential, bearer,
+// basic). It answers true, to be safe, for a string with the Kelvin sign or
+// the long s, which (?i) folds to k and s.
+func mayHoldCredential(s string) bool {
+	folds := false // whether the Kelvin sign and the long s were looked for
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			if !folds && (strings.Contains(s[i:], "\u212a") || strings.Contains(s[i:], "\u017f")) {
+				return true
+			}
+			folds = true
+			continue
+		}
+		switch c | 0x20 {
+		case 'p':
+			if foldedAt(s, i, "passw") {
+				return true
+			}
+		case 's':
+			if foldedAt(s, i, "secret") {
+				return true
+			}
+		case 't':
+			if foldedAt(s, i, "token") {
+				return true
+			}
+		case 'a':
+			if foldedAt(s, i, "api") {
+				j := i + 3
+				if j < len(s) && (s[j] == '-' || s[j] == '_') {
+					j++
+				}
+				if foldedAt(s, j, "key") {
+					return true
+				}
+			}
+		case 'c':
+			if foldedAt(s, i, "credential") {
+				return true
+			}
+		case 'b':
+			if foldedAt(s, i, "bearer") || foldedAt(s, i, "basic") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// foldedAt reports whether s holds word, lower case ASCII, at i, in any
+// case.
+func foldedAt(s string, i int, word string) bool {
+	if len(s)-i < len(word) {
+		return false
+	}
+	for j := 0; j < len(word); j++ {
+		c := s[i+j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != word[j] {
+			return false
+		}
+	}
+	return true
 }

@@ -3,12 +3,16 @@ package diff
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -107,4 +111,597 @@ func TestRedactAuditAndEvents(t *testing.T) {
 			t.Errorf("redaction lost %q: %s", s, b)
 		}
 	}
+}
+
+// refRedactor is the Redactor as it was before its prefilters and its
+// cache: every string through the regular expressions, every JSON value
+// decoded. The tests below hold Redactor to it, byte for byte and count for
+// count.
+type refRedactor struct {
+	Keys     map[string]bool
+	Patterns []*regexp.Regexp
+	counts   map[string]int
+}
+
+func newRefRedactor(r *Redactor) *refRedactor {
+	return &refRedactor{Keys: r.Keys, Patterns: r.Patterns, counts: map[string]int{}}
+}
+
+// Redact rewrites the lifecycle's change values in place and returns how
+// many values each rule redacted.
+func (r *refRedactor) Redact(lc *Lifecycle) map[string]int {
+	r.counts = map[string]int{}
+	for i := range lc.Steps {
+		for j := range lc.Steps[i].Changes {
+			r.change(&lc.Steps[i].Changes[j])
+		}
+	}
+	if lc.Admission != nil {
+		for i := range lc.Admission.Changes {
+			r.change(&lc.Admission.Changes[i].Change)
+		}
+	}
+	for i := range lc.Events {
+		lc.Events[i].Message = r.text(lc.Events[i].Message)
+	}
+	if a := lc.Audit; a != nil {
+		for i := range a.Denied {
+			a.Denied[i].Message = r.text(a.Denied[i].Message)
+		}
+		for i := range a.Patches {
+			for j := range a.Patches[i].Ops {
+				r.patchOp(&a.Patches[i].Ops[j])
+			}
+		}
+	}
+	if len(r.counts) > 0 {
+		lc.Redacted = r.counts
+	}
+	return r.counts
+}
+
+// patchOp redacts the value of one JSONPatch operation of a webhook: an env
+// value by its path (/spec/containers/0/env/1/value), anything else as a
+// change value.
+func (r *refRedactor) patchOp(op *PatchOp) {
+	if len(op.Value) == 0 {
+		return
+	}
+	segs := strings.Split(op.Path, "/")
+	last := segs[len(segs)-1]
+	if last == "value" && len(segs) >= 3 && segs[len(segs)-3] == "env" {
+		op.Value = json.RawMessage(`"` + r.mark("env values") + `"`)
+		return
+	}
+	key := last
+	if _, err := fmt.Sscan(last, new(int)); err == nil && len(segs) >= 2 || last == "-" {
+		key = segs[len(segs)-2] // an element of a list: its list's name
+	}
+	var s string
+	if json.Unmarshal(op.Value, &s) == nil {
+		if red := r.text(s); red != s {
+			b, _ := json.Marshal(red)
+			op.Value = b
+		}
+		return
+	}
+	if red := r.value(string(op.Value), key); red != string(op.Value) {
+		op.Value = json.RawMessage(red)
+	}
+}
+
+// RedactObject redacts a recorded object's JSON the way Redact redacts
+// change values: env values, credentials in arguments and values, the
+// last-applied-configuration annotation, the user's keys and patterns. It
+// returns raw itself when nothing needed redacting, and counts what it did
+// in Counts.
+func (r *refRedactor) RedactObject(raw []byte) ([]byte, error) {
+	if r.counts == nil {
+		r.counts = map[string]int{}
+	}
+	var x any
+	if err := json.Unmarshal(raw, &x); err != nil {
+		return nil, fmt.Errorf("redact: %w", err)
+	}
+	before := r.total()
+	x = r.walk(x, "")
+	if r.total() == before {
+		return raw, nil
+	}
+	return json.Marshal(x)
+}
+
+var refEnvValuePath = regexp.MustCompile(`\.env\[([^\]]+)\]\.value$`)
+
+func (r *refRedactor) change(c *Change) {
+	for _, v := range []*string{&c.Old, &c.New} {
+		if *v == "" {
+			continue
+		}
+		switch {
+		case refEnvValuePath.MatchString(c.Path):
+			*v = r.mark("env values")
+		case strings.HasSuffix(c.Path, "["+lastApplied+"]"):
+			*v = r.mark("last-applied-configuration annotations")
+		case r.keyPath(c.Path):
+			*v = r.mark("values of --redact keys")
+		default:
+			*v = r.value(*v, contextKey(c.Path))
+		}
+	}
+}
+
+// keyPath reports whether the path ends at an env var, annotation or label
+// named by the user.
+func (r *refRedactor) keyPath(path string) bool {
+	if len(r.Keys) == 0 || !strings.HasSuffix(path, "]") {
+		return false
+	}
+	trimmed := strings.TrimSuffix(path, ".value")
+	i := strings.LastIndex(trimmed, "[")
+	return i >= 0 && r.Keys[strings.TrimSuffix(trimmed[i+1:], "]")]
+}
+
+func (r *refRedactor) total() int {
+	n := 0
+	for _, c := range r.counts {
+		n += c
+	}
+	return n
+}
+
+func (r *refRedactor) mark(rule string) string {
+	r.counts[rule]++
+	return Redacted
+}
+
+// value redacts inside one rendered value: JSON objects and lists are walked
+// (env values, last-applied annotations, user keys), strings are matched
+// against the credential rule and the user's patterns.
+func (r *refRedactor) value(v, key string) string {
+	if strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
+		var x any
+		if json.Unmarshal([]byte(v), &x) == nil {
+			before := r.total()
+			x = r.walk(x, key)
+			if r.total() == before {
+				return v // nothing redacted: keep the value as rendered
+			}
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			if enc.Encode(x) == nil {
+				return strings.TrimSuffix(b.String(), "\n")
+			}
+		}
+	}
+	return r.text(v)
+}
+
+func (r *refRedactor) walk(x any, key string) any {
+	switch t := x.(type) {
+	case map[string]any:
+		for k, v := range t {
+			switch {
+			case key == "env" && k == "value":
+				t[k] = r.mark("env values")
+			case k == lastApplied:
+				t[k] = r.mark("last-applied-configuration annotations")
+			case r.Keys[k] && (key == "annotations" || key == "labels"):
+				t[k] = r.mark("values of --redact keys")
+			case key == "env" && k == "name":
+			default:
+				t[k] = r.walk(v, k)
+			}
+		}
+		if key == "env" {
+			if name, ok := t["name"].(string); ok && r.Keys[name] {
+				if _, ok := t["value"]; ok && t["value"] != Redacted {
+					t["value"] = r.mark("values of --redact keys")
+				}
+			}
+		}
+		return t
+	case []any:
+		for i, v := range t {
+			// args: ["--password", "x"]: the flag's value is the next element.
+			if s, ok := v.(string); ok && i > 0 && r.followsFlag(t[i-1]) {
+				if s != Redacted {
+					t[i] = r.mark("credentials in arguments and values")
+				}
+				continue
+			}
+			t[i] = r.walk(v, key)
+		}
+		return t
+	case string:
+		return r.text(t)
+	}
+	return x
+}
+
+func (r *refRedactor) followsFlag(prev any) bool {
+	s, ok := prev.(string)
+	return ok && credentialFlag.MatchString(s)
+}
+
+// text redacts credentials and user patterns inside a string.
+func (r *refRedactor) text(s string) string {
+	out := credential.ReplaceAllStringFunc(s, func(m string) string {
+		sub := credential.FindStringSubmatch(m)
+		r.counts["credentials in arguments and values"]++
+		return sub[1] + Redacted
+	})
+	for _, re := range r.Patterns {
+		out = re.ReplaceAllStringFunc(out, func(string) string { return r.mark("matches of --redact patterns") })
+	}
+	return out
+}
+
+// realTexts are strings as pods, events and audit logs carry them.
+var realTexts = []string{
+	"", "Running", "[redacted]", "alpine:3.20", "containerd://0123abcd",
+	"--password=hunter2", "--password hunter2", "-token abc", "--db-token=abc123 --verbose",
+	"DB_PASSWORD: s3cret", "db_password : 's3 cret'", `api_key="k 1"`, "API-KEY=xyz,next", "apikey:k2",
+	"curl -H 'Authorization: Bearer eyJhbGciOi.x.y' https://svc", "Authorization: Basic dXNlcjpwYXNz",
+	"BEARER tok", "xbearer tok", "bearer\ttok", "basic\n\"q w\"",
+	"https://user:pass@db.example:5432/app?sslmode=disable&password=p4ss&token=t0k",
+	"postgres://app:secret@db/app", "secret", "SECRET=", "secret= ", "my.secret-token_name = v",
+	"--credentials /etc/creds.json", "credential:x", "CREDENTIALS=a,b", "passwd:x", "passw=x",
+	`{"password":"x","token":"y"}`, `{"env":[{"name":"A","value":"b"}]}`, `["--token","x"]`,
+	"Failed to pull image \"registry/app:1\": rpc error: code = Unknown desc = failed to authorize: failed to fetch oauth token: unexpected status: 401 Unauthorized",
+	"Back-off restarting failed container build in pod job_ci(uid-1)",
+	`admission webhook "finalizers.digester.example" denied the request: finalizer removal requires token=abcd`,
+	"Pod sandbox changed, it will be killed and re-created.",
+	"ſecret=x", "to\u212aen: y", "api\u212aey=z", "paſſword=w", "passwordé=v", "password=é日本",
+	"password=\xff\xfe", "\xffpassword=x", "SECRET\u00a0=x", "token\u2028=x",
+	"TOKEN=a TOKEN=b token:c", "--token", "--token\n", " --api-key  k", "a --secret s --b",
+	"--password=\"unterminated", "password='", "password=\"\"", "password=,", "password= \"a b\" c",
+}
+
+// textPieces make up generated strings: the words the rules look for in
+// several cases and spellings, separators, values and filler.
+var textPieces = []string{
+	"password", "PassWord", "PASSWD", "passw", "secret", "Secret", "token", "TOKEN", "toKen",
+	"api_key", "api-key", "apikey", "API_Key", "api", "key", "credential", "Credentials", "credentia",
+	"bearer", "Bearer", "basic", "BASIC", "ſ", "\u212a", "K", "k", "s",
+	"=", ":", " ", "  ", "\t", "\n", "\r", "\v", "\f", "-", "--", "_", ".", ",", "\"", "'", "/", "@", "?", "&", "\\",
+	"{", "}", "[", "]", "x", "hunter2", "abc123", "DB", "url", "https://", "é", "日本", "\xff", "\u00a0", "[redacted]",
+}
+
+// genText makes a string of up to 14 pieces.
+func genText(rng *rand.Rand) string {
+	var b strings.Builder
+	for range rng.IntN(15) {
+		b.WriteString(textPieces[rng.IntN(len(textPieces))])
+	}
+	return b.String()
+}
+
+// texts are realTexts and n generated strings.
+func texts(rng *rand.Rand, n int) []string {
+	out := append([]string(nil), realTexts...)
+	for range n {
+		out = append(out, genText(rng))
+	}
+	return out
+}
+
+var patternSets = [][]string{
+	nil,
+	{"billing/account", "CUSTOMER"},
+	{`acme-[0-9]+`, "CUSTOMER"},
+	{`(?i)SECRET`, `[0-9]{4}`, `redacted`},
+}
+
+func TestTextMatchesReference(t *testing.T) {
+	all := texts(rand.New(rand.NewPCG(1, 2)), 5000)
+	for _, patterns := range patternSets {
+		r, err := NewRedactor(patterns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.counts = map[string]int{}
+		ref := newRefRedactor(r)
+		changed := 0
+		for pass := range 2 { // the second pass reads the cache
+			for _, s := range all {
+				got, want := r.text(s), ref.text(s)
+				if got != want {
+					t.Fatalf("patterns %q, pass %d: text(%q) = %q, want %q", patterns, pass, s, got, want)
+				}
+				if want != s {
+					changed++
+				}
+			}
+		}
+		if d := cmp.Diff(ref.counts, r.counts); d != "" {
+			t.Errorf("patterns %q: counts (-want +got):\n%s", patterns, d)
+		}
+		if changed < len(all)/20 || changed > len(all)*2-len(all)/20 {
+			t.Errorf("patterns %q: %d of %d strings redacted: the corpus no longer tells redacted from kept", patterns, changed, 2*len(all))
+		}
+	}
+}
+
+func TestTextCacheBounded(t *testing.T) {
+	r, err := NewRedactor(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.counts = map[string]int{}
+	for i := range 3 * maxTexts {
+		if got, want := r.text(fmt.Sprintf("--token=%d", i)), "--token="+Redacted; got != want {
+			t.Fatalf("text = %q, want %q", got, want)
+		}
+	}
+	if len(r.texts) > maxTexts {
+		t.Errorf("the cache holds %d strings, more than %d", len(r.texts), maxTexts)
+	}
+	if got := r.counts["credentials in arguments and values"]; got != 3*maxTexts {
+		t.Errorf("counted %d credentials, want %d", got, 3*maxTexts)
+	}
+}
+
+func TestMayHoldCredential(t *testing.T) {
+	for _, s := range texts(rand.New(rand.NewPCG(3, 4)), 20000) {
+		if (credential.MatchString(s) || credentialFlag.MatchString(s)) && !mayHoldCredential(s) {
+			t.Errorf("mayHoldCredential(%q) = false, but the rules match it", s)
+		}
+	}
+	// (?i) folds the Kelvin sign into k and the long s into s.
+	for _, s := range []string{"ſecret=x", "to\u212aen: y", "api\u212aey=z", "paſſword=w", "--to\u212aen"} {
+		if !credential.MatchString(s) && !credentialFlag.MatchString(s) {
+			t.Errorf("the rules do not match %q: the test no longer tests folding", s)
+		}
+		if !mayHoldCredential(s) {
+			t.Errorf("mayHoldCredential(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"Running", "alpine:3.20", "kube-api-access-x", "basi", "tokn", "api key", "pass word"} {
+		if mayHoldCredential(s) {
+			t.Errorf("mayHoldCredential(%q) = true: the prefilter lets every string through", s)
+		}
+	}
+}
+
+func TestIsEnvValuePath(t *testing.T) {
+	paths := []string{
+		"spec.containers[app].env[A].value", "spec.containers[app].env[A]", "spec.containers[app].env[].value",
+		"env[A].value", ".env[A].value", "x.env[[A].value", "x.env[A]].value", "x.env[a[b].value", "x.env[a]b].value",
+		"x.env[A].value.value", "x.env[A].valuex", "x.ENV[A].value", "x.env[\n].value", "x.env[\xff].value", "x.env[é].value",
+		"spec.initContainers[i].env[DB_PASSWORD].value", "metadata.annotations[a.env[b].value]",
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	pieces := []string{".", "env", "e", "[", "]", "value", ".value", "A", "\n", "\xff", "é", ".env[", "].value"}
+	for range 50000 {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		paths = append(paths, b.String())
+	}
+	matched := 0
+	for _, p := range paths {
+		want := refEnvValuePath.MatchString(p)
+		if got := isEnvValuePath(p); got != want {
+			t.Errorf("isEnvValuePath(%q) = %v, want %v", p, got, want)
+		}
+		if want {
+			matched++
+		}
+	}
+	if matched < 10 {
+		t.Errorf("only %d paths are env values: the test no longer tests them", matched)
+	}
+}
+
+// plainTexts hold no word a credential needs.
+var plainTexts = []string{"", "Running", "alpine:3.20", "a/b", "<&>", "é", "x y", "--verbose", "[redacted]", "CUSTOMER", "acme-42", "1234"}
+
+// realJSON are rendered values with env values, last-applied
+// configurations, user keys and arguments, some spelled with escapes.
+var realJSON = []string{
+	`{"env":[{"name":"A","value":"b"}]}`, `{"name":"app","env":[{"name":"CUSTOMER","value":"acme"}]}`,
+	`{"\u0065nv":[{"name":"A","value":"b"}]}`, `[{"name":"A","value":"b"}]`,
+	`{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}}`,
+	`{"annotations":{"kubectl.kubernetes.io\/last-applied-configuration":"{}"}}`,
+	`{"labels":{"CUSTOMER":"acme"}}`, `{"labels":{"billing\/account":"4242"}}`, `{"annotations":{"billing/account":"4242"}}`,
+	`{"args":["--to\u006ben","x"]}`, `["--token","x"]`, `["--verbose","x"]`, `{"image":"alpine:3.20"}`, `["a","b"]`, `{}`, `[]`,
+}
+
+// genJSON makes a rendered value: objects with the keys the rules look
+// at, lists of arguments, strings from genText; escaped as encoding/json
+// does, or with '/' as \/ and letters as \uXXXX.
+func genJSON(rng *rand.Rand) string {
+	var gen func(depth int) any
+	keys := []string{"name", "value", "env", "args", "command", "annotations", "labels", lastApplied,
+		"billing/account", "CUSTOMER", "image", "valueFrom", "password", "team", "x"}
+	plain := rng.IntN(3) == 0 // no word a credential needs
+	gen = func(depth int) any {
+		switch n := rng.IntN(10); {
+		case depth > 3 || n < 3:
+			if plain {
+				return plainTexts[rng.IntN(len(plainTexts))]
+			}
+			if rng.IntN(4) == 0 {
+				return realTexts[rng.IntN(len(realTexts))]
+			}
+			return genText(rng)
+		case n < 6:
+			m := map[string]any{}
+			for range rng.IntN(4) {
+				m[keys[rng.IntN(len(keys))]] = gen(depth + 1)
+			}
+			return m
+		case n < 9:
+			var l []any
+			for range rng.IntN(5) {
+				if !plain && rng.IntN(3) == 0 {
+					l = append(l, []string{"--password", "-token", "--api-key", "--verbose", "x"}[rng.IntN(5)])
+				} else {
+					l = append(l, gen(depth+1))
+				}
+			}
+			return l
+		default:
+			return []any{1.5, true, nil}[rng.IntN(3)]
+		}
+	}
+	if rng.IntN(8) == 0 {
+		return realJSON[rng.IntN(len(realJSON))]
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(rng.IntN(2) == 0)
+	enc.Encode(gen(0))
+	s := strings.TrimSuffix(b.String(), "\n")
+	switch rng.IntN(6) {
+	case 0:
+		s = strings.ReplaceAll(s, "/", `\/`)
+	case 1:
+		s = strings.ReplaceAll(s, `"env"`, `"\u0065nv"`)
+	case 2:
+		s = strings.ReplaceAll(s, "token", `\u0074oken`)
+	case 3:
+		s = s[:rng.IntN(len(s)+1)] // not JSON
+	}
+	return s
+}
+
+var changePaths = []string{
+	"spec.containers[app]", "spec.containers[app].env", "spec.containers[app].env[DB_PASSWORD]",
+	"spec.containers[app].env[LOG].value", "spec.containers[app].args", "spec.containers[app].command",
+	"metadata.annotations", "metadata.annotations[" + lastApplied + "]", "metadata.annotations[billing/account]",
+	"metadata.labels", "metadata.labels[CUSTOMER]", "metadata.labels[app]", "status.message", "status.phase",
+	"spec.volumes[kube-api-access-x]", "status.containerStatuses[app].state",
+}
+
+// genLifecycle makes a lifecycle with n changes, events, admission changes
+// and audit patches; the same rng state makes the same lifecycle.
+func genLifecycle(rng *rand.Rand, n int) *Lifecycle {
+	val := func() string {
+		switch rng.IntN(4) {
+		case 0:
+			return ""
+		case 1:
+			return genText(rng)
+		default:
+			return genJSON(rng)
+		}
+	}
+	change := func() Change {
+		return Change{Path: changePaths[rng.IntN(len(changePaths))], Op: OpChange, Old: val(), New: val()}
+	}
+	lc := &Lifecycle{Admission: &Admission{}, Audit: &Audit{}}
+	for range n {
+		var s Step
+		for range 1 + rng.IntN(4) {
+			s.Changes = append(s.Changes, change())
+		}
+		lc.Steps = append(lc.Steps, s)
+		lc.Events = append(lc.Events, Event{Message: genText(rng)})
+		lc.Admission.Changes = append(lc.Admission.Changes, AdmissionChange{Change: change()})
+		lc.Audit.Denied = append(lc.Audit.Denied, DeniedRequests{Message: realTexts[rng.IntN(len(realTexts))]})
+		p := WebhookPatch{}
+		for range 1 + rng.IntN(3) {
+			path := []string{"/spec/containers/0/env/1/value", "/spec/containers/-", "/spec/containers/0/args/2",
+				"/metadata/annotations", "/metadata/labels/CUSTOMER", "/spec/containers/0/command/-"}[rng.IntN(6)]
+			v := genJSON(rng)
+			if !json.Valid([]byte(v)) {
+				v, _ := json.Marshal(v)
+				p.Ops = append(p.Ops, PatchOp{Op: "add", Path: path, Value: v})
+				continue
+			}
+			p.Ops = append(p.Ops, PatchOp{Op: "add", Path: path, Value: json.RawMessage(v)})
+		}
+		lc.Audit.Patches = append(lc.Audit.Patches, p)
+	}
+	return lc
+}
+
+func TestRedactMatchesReference(t *testing.T) {
+	for _, patterns := range patternSets {
+		r, err := NewRedactor(patterns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := newRefRedactor(r)
+		plain := 0
+		for seed := range uint64(10) {
+			lc := genLifecycle(rand.New(rand.NewPCG(seed, 7)), 40)
+			want := genLifecycle(rand.New(rand.NewPCG(seed, 7)), 40)
+			for _, s := range lc.Steps {
+				for _, c := range s.Changes {
+					for _, v := range []string{c.Old, c.New} {
+						if strings.HasPrefix(v, "{") && r.plainJSON(v, contextKey(c.Path)) {
+							plain++
+						}
+					}
+				}
+			}
+			wantCounts := ref.Redact(want)
+			gotCounts := r.Redact(lc) // one Redactor for all, as podtrace report has
+			if d := cmp.Diff(want, lc, cmpopts.IgnoreUnexported(Lifecycle{}, Change{})); d != "" {
+				t.Fatalf("patterns %q, seed %d: lifecycle (-want +got):\n%s", patterns, seed, d)
+			}
+			if d := cmp.Diff(wantCounts, gotCounts); d != "" {
+				t.Errorf("patterns %q, seed %d: counts (-want +got):\n%s", patterns, seed, d)
+			}
+			if len(wantCounts) < 2 {
+				t.Errorf("patterns %q, seed %d: only %v redacted: the lifecycle no longer tests the rules", patterns, seed, wantCounts)
+			}
+		}
+		if len(patterns) == 0 && plain < 20 {
+			t.Errorf("only %d JSON values skip decoding: the test no longer tests plainJSON", plain)
+		}
+	}
+}
+
+func TestRedactObjectMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	r, err := NewRedactor([]string{"CUSTOMER"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := newRefRedactor(r)
+	for range 2000 {
+		raw := []byte(genJSON(rng))
+		got, gotErr := r.RedactObject(raw)
+		want, wantErr := ref.RedactObject(raw)
+		if (gotErr == nil) != (wantErr == nil) || string(got) != string(want) {
+			t.Fatalf("RedactObject(%s) = %s, %v; want %s, %v", raw, got, gotErr, want, wantErr)
+		}
+	}
+	if d := cmp.Diff(ref.counts, r.Counts()); d != "" {
+		t.Errorf("counts (-want +got):\n%s", d)
+	}
+}
+
+// FuzzText holds text, the prefilter and isEnvValuePath to the regular
+// expressions they stand for: go test ./diff -run '^$' -fuzz FuzzText.
+func FuzzText(f *testing.F) {
+	for _, s := range realTexts {
+		f.Add(s)
+	}
+	r, err := NewRedactor(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r.counts = map[string]int{}
+		ref := newRefRedactor(r)
+		if got, want := r.text(s), ref.text(s); got != want {
+			t.Errorf("text(%q) = %q, want %q", s, got, want)
+		}
+		if d := cmp.Diff(ref.counts, r.counts); d != "" {
+			t.Errorf("text(%q) counts (-want +got):\n%s", s, d)
+		}
+		if got, want := isEnvValuePath(s), refEnvValuePath.MatchString(s); got != want {
+			t.Errorf("isEnvValuePath(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := r.followsFlag(s), credentialFlag.MatchString(s); got != want {
+			t.Errorf("followsFlag(%q) = %v, want %v", s, got, want)
+		}
+	})
 }
