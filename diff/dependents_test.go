@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -41,5 +42,37 @@ func TestReplayDependents(t *testing.T) {
 	want := []Dependent{{Kind: "ConfigMap", Name: "cm", UID: "cm-1", Since: t0.Add(2 * time.Second), Deleted: t0.Add(30 * time.Second), Blocking: true}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("replayDependents (-want +got):\n%s", d)
+	}
+}
+
+func TestDecodeEventMatchesFullDecode(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC))
+	events := []corev1.Event{
+		{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting", Count: 7, Source: corev1.EventSource{Component: "kubelet", Host: "node-1"},
+			FirstTimestamp: t0, LastTimestamp: metav1.NewTime(t0.Add(time.Minute)),
+			ObjectMeta: metav1.ObjectMeta{Name: "e1", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}}},
+		{Type: "Normal", Reason: "Scheduled", Message: "assigned", ReportingController: "default-scheduler", ReportingInstance: "s-1",
+			EventTime: metav1.NewMicroTime(t0.Add(time.Second)), Series: &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(t0.Add(time.Hour))}},
+		{},
+	}
+	for i, ev := range events {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var full corev1.Event
+		if err := json.Unmarshal(b, &full); err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeEvent(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := store.Record{Observed: t0.Add(2 * time.Hour)}
+		if eventTime(got, rec) != eventTime(&full, rec) || eventSource(got) != eventSource(&full) ||
+			got.Type != full.Type || got.Reason != full.Reason || got.Message != full.Message || got.Count != full.Count ||
+			!cmp.Equal(got.Series, full.Series) {
+			t.Errorf("event %d: decodeEvent %+v, full decode %+v", i, got, full)
+		}
 	}
 }

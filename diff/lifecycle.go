@@ -467,8 +467,8 @@ func replayEvents(recs []store.Record) []Event {
 		if rec.Type == store.Deleted || rec.Type == store.DeletedUnknown {
 			continue // events expire; that is not news about the pod
 		}
-		var ev corev1.Event
-		if err := json.Unmarshal(rec.Object, &ev); err != nil {
+		ev, err := decodeEvent(rec.Object)
+		if err != nil {
 			continue
 		}
 		count := ev.Count
@@ -481,17 +481,44 @@ func replayEvents(recs []store.Record) []Event {
 		counts[rec.UID] = count
 		// Events carry second-precision times; one seen while recording is
 		// placed when it was seen, so it sorts right among the revisions.
-		t := eventTime(&ev, rec)
+		t := eventTime(ev, rec)
 		if rec.Type != store.Initial && rec.Observed.After(t) {
 			t = rec.Observed
 		}
 		out = append(out, Event{
 			Seq: rec.Seq, Time: t, Type: ev.Type, Reason: ev.Reason,
-			Message: ev.Message, Source: eventSource(&ev), Count: count,
+			Message: ev.Message, Source: eventSource(ev), Count: count,
 		})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out
+}
+
+// eventFields are the fields of a core/v1 Event that replayEvents reads,
+// with the Event's JSON names: decoding them alone skips the metadata,
+// managedFields and involvedObject that make most of an Event's bytes.
+type eventFields struct {
+	Type                string              `json:"type"`
+	Reason              string              `json:"reason"`
+	Message             string              `json:"message"`
+	Count               int32               `json:"count"`
+	Series              *corev1.EventSeries `json:"series"`
+	Source              corev1.EventSource  `json:"source"`
+	ReportingController string              `json:"reportingComponent"`
+	FirstTimestamp      metav1.Time         `json:"firstTimestamp"`
+	LastTimestamp       metav1.Time         `json:"lastTimestamp"`
+	EventTime           metav1.MicroTime    `json:"eventTime"`
+}
+
+// decodeEvent decodes what replayEvents needs of an Event's JSON.
+func decodeEvent(b []byte) (*corev1.Event, error) {
+	var f eventFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, err
+	}
+	return &corev1.Event{Type: f.Type, Reason: f.Reason, Message: f.Message, Count: f.Count, Series: f.Series,
+		Source: f.Source, ReportingController: f.ReportingController,
+		FirstTimestamp: f.FirstTimestamp, LastTimestamp: f.LastTimestamp, EventTime: f.EventTime}, nil
 }
 
 func eventTime(ev *corev1.Event, rec store.Record) time.Time {
