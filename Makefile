@@ -51,6 +51,8 @@ example-trace: build cluster-binaries
 ## bench: the benchmarks behind BENCHMARKS.md.
 bench: build cluster-binaries
 	$(GO) test -run "^$$" -bench . -benchmem -count 3 ./store/ ./tracer/ ./diff/
+	$(GO) test -run "^$$" -bench . -benchtime 1x -count 3 ./report/
+	$(GO) test -run "^$$" -bench Command -benchtime 3x -count 3 -timeout 60m ./cmd/podtrace/app/
 
 ## bench-record: podtrace record beside a bare informer on a kwok workload (PODS=2000).
 bench-record: build cluster-binaries
