@@ -50,26 +50,7 @@ func TestDigesterCaseWithAuditLog(t *testing.T) {
 		t.Errorf("second import of the same log kept events again:\n%s", again)
 	}
 
-	explain := podtrace(t, "explain", job, "-n", ns, "--db", rec.db, "--color", "never")
-	t.Logf("explain:\n%s", explain)
-	for _, s := range []string{
-		"stuck-finalizer",
-		"system:serviceaccount:kube-system:generic-garbage-collector",
-		`admission webhook "` + digester.WebhookName + `" denied the request`,
-		"failed to create keychain",
-		digester.SecretName(job),
-		"confirmed",
-	} {
-		if !strings.Contains(explain, s) {
-			t.Errorf("explain lacks %q", s)
-		}
-	}
-	m := regexp.MustCompile(`(\d+) (?:update|patch) attempts? by system:serviceaccount:kube-system:generic-garbage-collector denied`).FindStringSubmatch(explain)
-	if m == nil {
-		t.Errorf("explain does not count the garbage collector's denied updates")
-	} else if n, _ := strconv.Atoi(m[1]); n < 2 {
-		t.Errorf("explain counts %d denied updates, want at least 2 (the garbage collector retries)", n)
-	}
+	checkAuditExplain(t, podtrace(t, "explain", job, "-n", ns, "--db", rec.db, "--color", "never"), job)
 
 	lc := lifecycle(t, rec.db, ns, job)
 	if lc.Audit == nil {
@@ -110,5 +91,31 @@ func TestDigesterCaseWithAuditLog(t *testing.T) {
 	diffText := podtrace(t, "diff", job, "-n", ns, "--db", rec.db, "--color", "never")
 	if !strings.Contains(diffText, "Audit") || !strings.Contains(diffText, "generic-garbage-collector") {
 		t.Errorf("diff has no Audit section naming the garbage collector:\n%s", diffText)
+	}
+}
+
+// checkAuditExplain checks what explain says of the digester case with the
+// audit log: the denial quoted, the webhook and the Secret named, the
+// garbage collector's denied updates counted, the finding confirmed.
+func checkAuditExplain(t *testing.T, explain, job string) {
+	t.Helper()
+	t.Logf("explain:\n%s", explain)
+	for _, s := range []string{
+		"stuck-finalizer",
+		"system:serviceaccount:kube-system:generic-garbage-collector",
+		`admission webhook "` + digester.WebhookName + `" denied the request`,
+		"failed to create keychain",
+		digester.SecretName(job),
+		"confirmed by the audit log",
+	} {
+		if !strings.Contains(explain, s) {
+			t.Errorf("explain lacks %q", s)
+		}
+	}
+	m := regexp.MustCompile(`(\d+) (?:update|patch) attempts? by system:serviceaccount:kube-system:generic-garbage-collector denied`).FindStringSubmatch(explain)
+	if m == nil {
+		t.Errorf("explain does not count the garbage collector's denied updates")
+	} else if n, _ := strconv.Atoi(m[1]); n < 2 {
+		t.Errorf("explain counts %d denied updates, want at least 2 (the garbage collector retries)", n)
 	}
 }

@@ -7,14 +7,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/podtrace/podtrace/examples/digester"
 	"github.com/podtrace/podtrace/test/cluster"
 )
 
@@ -69,25 +67,7 @@ func TestDigesterCaseRecordAuditLog(t *testing.T) {
 		t.Fatalf("the API server did not rotate its audit log; the test proves nothing about rotation")
 	}
 
-	explain := podtrace(t, "explain", job, "-n", ns, "--db", rec.db, "--color", "never")
-	t.Logf("explain:\n%s", explain)
-	for _, s := range []string{
-		"stuck-finalizer",
-		`admission webhook "` + digester.WebhookName + `" denied the request`,
-		"failed to create keychain",
-		digester.SecretName(job),
-		"confirmed by the audit log",
-	} {
-		if !strings.Contains(explain, s) {
-			t.Errorf("explain lacks %q", s)
-		}
-	}
-	dm := regexp.MustCompile(`(\d+) (?:update|patch) attempts? by system:serviceaccount:kube-system:generic-garbage-collector denied`).FindStringSubmatch(explain)
-	if dm == nil {
-		t.Errorf("explain does not count the garbage collector's denied updates")
-	} else if n, _ := strconv.Atoi(dm[1]); n < 2 {
-		t.Errorf("explain counts %d denied updates, want at least 2 (the garbage collector retries)", n)
-	}
+	checkAuditExplain(t, podtrace(t, "explain", job, "-n", ns, "--db", rec.db, "--color", "never"), job)
 	lc := lifecycle(t, rec.db, ns, job)
 	if lc.Admission == nil || lc.Admission.Source != "audit log" {
 		t.Errorf("admission not compared against the audit log: %+v", lc.Admission)
