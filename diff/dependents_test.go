@@ -76,3 +76,35 @@ func TestDecodeEventMatchesFullDecode(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeEventRawJSON(t *testing.T) {
+	// The split path and encoding/json agree on JSON written by hand too:
+	// case-variant and escaped keys, nulls, repeated keys, other members.
+	for _, b := range []string{
+		`{"type":"Warning","reason":"BackOff","count":3,"metadata":{"name":"x","managedFields":[{"manager":"kubelet"}]}}`,
+		`{"Type":"Warning","reason":"BackOff"}`,
+		`{"ty\u0070e":"Warning","reason":"BackOff"}`,
+		`{"type":"Normal","type":"Warning"}`,
+		`{"type":null,"series":null,"source":{"component":"kubelet","host":"n1"},"count":2}`,
+		`{"reportingComponent":"ctrl","eventTime":"2026-03-14T09:00:00.000000Z","series":{"count":4,"lastObservedTime":"2026-03-14T10:00:00.000000Z"}}`,
+		` { "reason" : "Spaced" , "lastTimestamp" : "2026-03-14T09:00:00Z" } `,
+	} {
+		var full eventFields
+		if err := json.Unmarshal([]byte(b), &full); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		got, err := decodeEvent([]byte(b))
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		want := &corev1.Event{Type: full.Type, Reason: full.Reason, Message: full.Message, Count: full.Count, Series: full.Series,
+			Source: full.Source, ReportingController: full.ReportingController,
+			FirstTimestamp: full.FirstTimestamp, LastTimestamp: full.LastTimestamp, EventTime: full.EventTime}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s (-encoding/json +decodeEvent):\n%s", b, d)
+		}
+	}
+	if _, err := decodeEvent([]byte(`{"type":`)); err == nil {
+		t.Errorf("truncated JSON decoded without an error")
+	}
+}

@@ -510,15 +510,70 @@ type eventFields struct {
 	EventTime           metav1.MicroTime    `json:"eventTime"`
 }
 
-// decodeEvent decodes what replayEvents needs of an Event's JSON.
+// eventKeys are the JSON names of eventFields.
+var eventKeys = []string{"type", "reason", "message", "count", "series", "source", "reportingComponent", "firstTimestamp", "lastTimestamp", "eventTime"}
+
+// decodeEvent decodes what replayEvents needs of an Event's JSON. It splits
+// the object first (decode.go) and decodes only those members, so the
+// metadata and managedFields are skipped, not parsed; JSON the split does
+// not take plainly goes through encoding/json whole.
 func decodeEvent(b []byte) (*corev1.Event, error) {
 	var f eventFields
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, err
+	if !decodeEventMembers(b, &f) {
+		f = eventFields{}
+		if err := json.Unmarshal(b, &f); err != nil {
+			return nil, err
+		}
 	}
 	return &corev1.Event{Type: f.Type, Reason: f.Reason, Message: f.Message, Count: f.Count, Series: f.Series,
 		Source: f.Source, ReportingController: f.ReportingController,
 		FirstTimestamp: f.FirstTimestamp, LastTimestamp: f.LastTimestamp, EventTime: f.EventTime}, nil
+}
+
+// decodeEventMembers fills f from the members of b named in eventKeys;
+// false if b does not split plainly, a member fails to decode, or a key
+// differs from one of eventKeys only in case (encoding/json would take it).
+func decodeEventMembers(b []byte, f *eventFields) bool {
+	obj, ok := splitObject(b)
+	if !ok {
+		return false
+	}
+	for _, m := range obj {
+		var dst any
+		switch string(m.key) {
+		case "type":
+			dst = &f.Type
+		case "reason":
+			dst = &f.Reason
+		case "message":
+			dst = &f.Message
+		case "count":
+			dst = &f.Count
+		case "series":
+			dst = &f.Series
+		case "source":
+			dst = &f.Source
+		case "reportingComponent":
+			dst = &f.ReportingController
+		case "firstTimestamp":
+			dst = &f.FirstTimestamp
+		case "lastTimestamp":
+			dst = &f.LastTimestamp
+		case "eventTime":
+			dst = &f.EventTime
+		default:
+			for _, k := range eventKeys {
+				if strings.EqualFold(k, string(m.key)) {
+					return false
+				}
+			}
+			continue
+		}
+		if json.Unmarshal(m.value, dst) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func eventTime(ev *corev1.Event, rec store.Record) time.Time {
