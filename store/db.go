@@ -32,7 +32,7 @@ const (
 	// reading a revision back from the file for the next one's delta:
 	// time, not bytes on disk. A recorder keeps it beside the informers'
 	// caches for as long as it runs, so it is small.
-	DefaultWriteCacheBytes = 16 << 20
+	DefaultWriteCacheBytes = 4 << 20
 
 	writerMmapBytes = 1 << 30
 )
