@@ -76,6 +76,13 @@ func NewRedactor(patterns []string) (*Redactor, error) {
 	return r, nil
 }
 
+// Clone returns a Redactor of the same rules with none of r's state: a
+// Redactor keeps counts and a cache while it redacts, so each goroutine
+// needs its own.
+func (r *Redactor) Clone() *Redactor {
+	return &Redactor{Keys: r.Keys, Patterns: r.Patterns}
+}
+
 // Redact rewrites the lifecycle's change values in place and returns how
 // many values each rule redacted.
 func (r *Redactor) Redact(lc *Lifecycle) map[string]int {

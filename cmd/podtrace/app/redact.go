@@ -44,11 +44,26 @@ func (r *redactFlags) Complete() error {
 // apply redacts lc, or warns once that redaction is off.
 func (r *redactFlags) apply(lc *diff.Lifecycle, s Streams) {
 	if r.off {
-		if !r.warned {
-			fmt.Fprintln(s.ErrOut, "podtrace: WARNING: --no-redact: the output shows env values, credentials and last-applied configuration as recorded; do not attach it to a ticket")
-			r.warned = true
-		}
+		r.warnOff(s)
 		return
 	}
 	r.redactor.Redact(lc)
+}
+
+// warnOff warns, once, that redaction is off.
+func (r *redactFlags) warnOff(s Streams) {
+	if r.off && !r.warned {
+		fmt.Fprintln(s.ErrOut, "podtrace: WARNING: --no-redact: the output shows env values, credentials and last-applied configuration as recorded; do not attach it to a ticket")
+		r.warned = true
+	}
+}
+
+// forWorker returns what redacts lifecycles on one goroutine, as apply
+// does, with a Redactor of its own; nil under --no-redact.
+func (r *redactFlags) forWorker() func(*diff.Lifecycle) {
+	if r.off {
+		return nil
+	}
+	red := r.redactor.Clone()
+	return func(lc *diff.Lifecycle) { red.Redact(lc) }
 }

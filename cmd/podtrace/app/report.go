@@ -68,14 +68,14 @@ func (o *reportOptions) Run() error {
 	if err != nil {
 		return err
 	}
-	tr, err := loadTrace(db, o.namespace, o.pod, o.workerRedactor)
+	tr, err := loadTrace(db, o.namespace, o.pod, o.redact.forWorker)
 	db.Close()
 	if err != nil {
 		return err
 	}
 	tr.File = o.db
-	if o.redact.off && len(tr.Pods) > 0 {
-		o.redact.apply(tr.Pods[0], o.streams) // redacts nothing: warns, once
+	if len(tr.Pods) > 0 {
+		o.redact.warnOff(o.streams)
 	}
 	tr.Unredacted = o.redact.off
 	if o.pod != "" && len(tr.Pods) == 0 {
@@ -126,27 +126,13 @@ func inNamespace(ns string) string {
 	return " in namespace " + ns
 }
 
-// workerRedactor returns what redacts the pods of one loadTrace worker, as
-// o.redact would, or nil under --no-redact. A diff.Redactor keeps state
-// while it redacts, so each worker gets its own, of the same patterns.
-func (o *reportOptions) workerRedactor() (func(*diff.Lifecycle), error) {
-	if o.redact.off {
-		return nil, nil
-	}
-	red, err := diff.NewRedactor(o.redact.patterns.Value())
-	if err != nil {
-		return nil, &UsageError{Err: err}
-	}
-	return func(lc *diff.Lifecycle) { red.Redact(lc) }, nil
-}
-
 // loadTrace replays every recorded pod (in namespace ns and named name, when
 // given) on GOMAXPROCS workers. Each worker gets its finishing step from
 // newFinish (when not nil) and applies it to every pod it replays. Each
 // worker holds one pod's input at a time; the lifecycles keep the store's
 // order until they are sorted, and the error is that of the first pod, in
 // that order, that failed.
-func loadTrace(db *store.DB, ns, name string, newFinish func() (func(*diff.Lifecycle), error)) (*report.Trace, error) {
+func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecycle)) (*report.Trace, error) {
 	tc, err := loadContext(db)
 	if err != nil {
 		return nil, err
@@ -160,9 +146,7 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() (func(*diff.Lifec
 	finish := make([]func(*diff.Lifecycle), workers)
 	if newFinish != nil {
 		for w := range finish {
-			if finish[w], err = newFinish(); err != nil {
-				return nil, err
-			}
+			finish[w] = newFinish()
 		}
 	}
 	var lcs []*diff.Lifecycle // nil when there is no pod, as before
