@@ -54,7 +54,9 @@ type Record struct {
 
 	// Object is the object as JSON, apiVersion and kind set, managedFields
 	// kept. For Secrets and other metadata-only kinds it holds the metadata
-	// alone; Secret data is never recorded.
+	// alone; Secret data is never recorded. A DeletedUnknown record may come
+	// without one: Write then stores the object's last recorded revision
+	// (and sets Object to it), or its identity if it has none.
 	Object json.RawMessage `json:"object"`
 }
 

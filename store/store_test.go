@@ -693,3 +693,53 @@ func TestWriteNumsCacheFollowsBudget(t *testing.T) {
 		t.Errorf("maxNums = %d with the default budget, want %d", got, DefaultWriteCacheBytes/128)
 	}
 }
+
+func TestDeletedUnknownWithoutObject(t *testing.T) {
+	// A deletion the recorder inferred from a relist may come without the
+	// object: the store keeps the object as last recorded, from the same
+	// batch, from its cache, or read back from the file.
+	tombstone := func(r Record) Record {
+		r.Type, r.Object, r.Refs = DeletedUnknown, nil, nil
+		return r
+	}
+	for _, tc := range []struct {
+		name       string
+		cacheBytes int
+		batch      int // records per Write
+	}{
+		{"same batch", 0, 10},
+		{"cached", 0, 1},
+		{"read back", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openDB(t, tracePath(t), Options{CacheBytes: tc.cacheBytes})
+			recs := onePod(3)
+			recs = append(recs, tombstone(recs[2]))
+			got := writeAll(t, db, recs, tc.batch)
+			want := slices.Clone(got)
+			want[3].Object = recs[2].Object
+			if string(got[3].Object) != string(recs[2].Object) {
+				t.Errorf("Write set the tombstone's object to %s, want the last revision's", got[3].Object)
+			}
+			checkHistories(t, db, want)
+		})
+	}
+
+	// An object the trace never saw: its identity alone.
+	db := openDB(t, tracePath(t), Options{})
+	r := tombstone(onePod(1)[0])
+	recs := []Record{r}
+	if err := db.Write(recs); err != nil {
+		t.Fatal(err)
+	}
+	wantJSON := `{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"` + r.Namespace + `","name":"` + r.Name + `","uid":"` + r.UID + `","resourceVersion":"` + r.ResourceVersion + `"}}`
+	if string(recs[0].Object) != wantJSON {
+		t.Errorf("object of an unseen tombstone:\n got %s\nwant %s", recs[0].Object, wantJSON)
+	}
+	checkHistories(t, db, recs)
+
+	// Other records still need their object.
+	if err := db.Write([]Record{{UID: "u", Kind: "Pod", Type: Deleted}}); err == nil || !strings.Contains(err.Error(), "has no object JSON") {
+		t.Errorf("a Deleted record without object: %v", err)
+	}
+}

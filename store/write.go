@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -202,7 +203,7 @@ func validate(r *Record) error {
 		return fmt.Errorf("%s %s/%s: UID %q is not usable as a key", r.Kind, r.Namespace, r.Name, r.UID)
 	case r.Kind == "":
 		return fmt.Errorf("object %s has no kind", r.UID)
-	case len(r.Object) == 0:
+	case len(r.Object) == 0 && r.Type != DeletedUnknown:
 		return fmt.Errorf("%s %s/%s (%s) has no object JSON", r.Kind, r.Namespace, r.Name, r.UID)
 	}
 	for _, ref := range r.Refs {
@@ -303,6 +304,9 @@ func (e *encoder) resolve(b *buckets, recs []Record) error {
 			e.chains[r.UID] = c
 			e.order = append(e.order, c)
 		}
+		if len(r.Object) == 0 {
+			r.Object = e.lastObject(c, recs, r)
+		}
 		c.jobs = append(c.jobs, i)
 		e.jobs[i] = job{
 			r: r, o: o, seq: seq,
@@ -332,6 +336,30 @@ func (e *encoder) resolve(b *buckets, recs []Record) error {
 		}
 	}
 	return nil
+}
+
+// lastObject is the object of a DeletedUnknown record that came without
+// one: the object as last recorded, earlier in the batch or in the file, or,
+// for an object the trace never saw, its identity alone.
+func (e *encoder) lastObject(c *chain, recs []Record, r *Record) json.RawMessage {
+	if len(c.jobs) > 0 {
+		return recs[c.jobs[len(c.jobs)-1]].Object
+	}
+	if c.base != nil {
+		return c.base.json
+	}
+	type identity struct {
+		Namespace       string `json:"namespace,omitempty"`
+		Name            string `json:"name"`
+		UID             string `json:"uid"`
+		ResourceVersion string `json:"resourceVersion,omitempty"`
+	}
+	data, _ := json.Marshal(struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Metadata   identity `json:"metadata"`
+	}{r.APIVersion, r.Kind, identity{r.Namespace, r.Name, r.UID, r.ResourceVersion}})
+	return data
 }
 
 // reload reads the last revision of o back from the file, for an object
