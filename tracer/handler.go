@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -24,9 +25,10 @@ func (t *Tracer) handler(k *kind) cache.ResourceEventHandler {
 			if isInInitialList {
 				typ = store.Initial
 			}
-			t.observe(k, typ, obj)
+			t.observe(k, typ, take(obj))
 		},
 		UpdateFunc: func(oldObj, newObj any) {
+			newObj = take(newObj)
 			o, err1 := meta.Accessor(oldObj)
 			n, err2 := meta.Accessor(newObj)
 			if err1 == nil && err2 == nil && o.GetResourceVersion() == n.GetResourceVersion() {
@@ -37,9 +39,11 @@ func (t *Tracer) handler(k *kind) cache.ResourceEventHandler {
 		DeleteFunc: func(obj any) {
 			typ := store.Deleted
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				// The cache's entry: the object as last recorded is in
+				// the trace, not here (see cached).
 				typ, obj = store.DeletedUnknown, tomb.Obj
 			}
-			t.observe(k, typ, obj)
+			t.observe(k, typ, take(obj))
 		},
 	}
 }
@@ -54,7 +58,9 @@ type held struct {
 	since    time.Time // wall clock, for expiry while held
 }
 
-// observe decides whether a revision is kept and sends its record.
+// observe decides whether a revision is kept and sends its record. obj is
+// the object, or, for a deletion the informer inferred from a relist, the
+// cache's entry for it (a *cached holding no object).
 func (t *Tracer) observe(k *kind, typ store.EventType, obj any) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -103,18 +109,23 @@ func (t *Tracer) observe(k *kind, typ store.EventType, obj any) {
 			t.send(h)
 			return
 		}
-		ev, ok := obj.(*corev1.Event)
-		if !ok {
+		var about types.UID
+		var aboutPod bool
+		switch o := obj.(type) {
+		case *corev1.Event:
+			about, aboutPod = o.InvolvedObject.UID, o.InvolvedObject.Kind == "Pod"
+		case *cached:
+			about = o.about // a tombstone: recorded before, or never
+		default:
 			return
 		}
-		about := ev.InvolvedObject.UID
 		t.mu.Lock()
 		if _, ok := t.known[about]; ok {
 			t.mu.Unlock()
 			t.send(h)
 			return
 		}
-		if ev.InvolvedObject.Kind == "Pod" && about != "" {
+		if aboutPod && about != "" {
 			t.hold(about, h)
 		}
 		t.mu.Unlock()
@@ -223,6 +234,8 @@ func (t *Tracer) send(h held) {
 
 // record builds the store.Record of one revision. The object's TypeMeta was
 // set by the informer's transform, so the JSON names its apiVersion and kind.
+// A tombstone's cache entry gives a record with no object: the store keeps
+// the object's last recorded revision as its final state.
 //
 // The JSON comes from segmentio/encoding, not encoding/json: the same bytes
 // (TestJSONMatchesEncodingJSON) in half the time, and encoding each revision
@@ -232,9 +245,11 @@ func (t *Tracer) record(h held) (store.Record, error) {
 	if err != nil {
 		return store.Record{}, fmt.Errorf("record %s: %w", h.k.resource(), err)
 	}
-	data, err := json.Marshal(h.obj)
-	if err != nil {
-		return store.Record{}, fmt.Errorf("encode %s %s/%s: %w", h.k.gvk.Kind, m.GetNamespace(), m.GetName(), err)
+	var data []byte
+	if o, ok := h.obj.(runtime.Object); ok {
+		if data, err = json.Marshal(o); err != nil {
+			return store.Record{}, fmt.Errorf("encode %s %s/%s: %w", h.k.gvk.Kind, m.GetNamespace(), m.GetName(), err)
+		}
 	}
 	var refs []string
 	if ev, ok := h.obj.(*corev1.Event); ok && ev.InvolvedObject.UID != "" {

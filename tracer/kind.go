@@ -56,6 +56,22 @@ func (k *kind) resource() string {
 	return k.gvr.Resource + "." + k.gvr.Group
 }
 
+// transform returns the informers' transform: setKind's, then the object
+// is wrapped in the cache entry the handler takes it from (see cached).
+func (k *kind) transform() cache.TransformFunc {
+	set := k.setKind()
+	return func(obj any) (any, error) {
+		if c, ok := obj.(*cached); ok {
+			return c, nil // already transformed
+		}
+		obj, err := set(obj)
+		if o, ok := obj.(runtime.Object); ok && err == nil {
+			return wrap(o), nil
+		}
+		return obj, err
+	}
+}
+
 // setKind returns a transform that sets the object's apiVersion and kind:
 // typed informers decode objects with an empty TypeMeta, and metadata
 // informers return PartialObjectMetadata. Transforms run before the object

@@ -87,6 +87,8 @@ type Tracer struct {
 	shutdownGrace time.Duration
 	stats         counters
 	watchErr      watchErrors
+	// informers are the running informers, for tests.
+	informers []cache.SharedIndexInformer
 
 	mu sync.Mutex
 	// known holds the UIDs of every recorded object when a pod selector is
@@ -213,7 +215,7 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 				ns = ""
 			}
 			inf := k.informer(t, ns)
-			if err := inf.SetTransform(k.setKind()); err != nil {
+			if err := inf.SetTransform(k.transform()); err != nil {
 				return nil, fmt.Errorf("watch %s: %w", k.resource(), err)
 			}
 			if err := inf.SetWatchErrorHandlerWithContext(t.watchErr.handler(t, k)); err != nil {
@@ -224,6 +226,7 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 				return nil, fmt.Errorf("watch %s: %w", k.resource(), err)
 			}
 			synced = append(synced, reg.HasSyncedChecker())
+			t.informers = append(t.informers, inf)
 			informers.Go(func() { inf.RunWithContext(runCtx) })
 		}
 		return synced, nil

@@ -809,3 +809,83 @@ func TestWriterTakesWhatIsQueuedWhenAbandoned(t *testing.T) {
 		t.Errorf("written %d records, want the 3 queued", got)
 	}
 }
+
+func TestCachesHoldNoObjects(t *testing.T) {
+	// The informers' caches keep each object's identity, not the object:
+	// the trace has the revisions.
+	c, m := clients(t, nil, namespace("default"), pod("p0", "1", nil))
+	r := start(t, Options{Client: c, Metadata: m})
+	ctx := context.Background()
+	pods := c.CoreV1().Pods("default")
+	p1 := pod("p1", "10", nil)
+	if _, err := pods.Create(ctx, p1, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p1.ResourceVersion = "11"
+	if _, err := pods.Update(ctx, p1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Events("default").Create(ctx, event("p1.1", "p1", "Pod"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "Updated p1", hasRow(r.sink, "Updated Pod default/p1 rv=11"))
+	waitFor(t, "the event", hasRow(r.sink, "Added Event default/p1.1 rv=1"))
+
+	entries := map[string]string{}
+	for _, inf := range r.informers {
+		for _, e := range inf.GetStore().List() {
+			ce, ok := e.(*cached)
+			if !ok {
+				t.Fatalf("cache entry %T, want *cached", e)
+			}
+			if ce.obj != nil {
+				t.Errorf("cache entry %s/%s still holds its object", ce.Namespace, ce.Name)
+			}
+			entries[ce.Namespace+"/"+ce.Name] = string(ce.UID) + " rv=" + ce.ResourceVersion + " about=" + string(ce.about)
+		}
+	}
+	want := map[string]string{
+		"/default":     "ns-default rv=1 about=",
+		"default/p0":   "uid-p0 rv=1 about=",
+		"default/p1":   "uid-p1 rv=11 about=",
+		"default/p1.1": "uid-p1.1 rv=1 about=uid-p1",
+	}
+	if diff := cmp.Diff(want, entries); diff != "" {
+		t.Errorf("cache entries (-want +got):\n%s", diff)
+	}
+}
+
+func TestTombstoneOfCacheEntry(t *testing.T) {
+	// A deletion inferred from a relist hands over the cache's entry: the
+	// record names the object and leaves its last state to the store.
+	for _, selector := range []string{"", "app=a"} {
+		tr := directTracer(t, selector)
+		pods, events := tr.kind("pods"), tr.kind("events")
+		pe, _ := pods.transform()(pod("a", "7", map[string]string{"app": "a"}))
+		ee, _ := events.transform()(event("a.1", "a", "Pod"))
+		tr.handler(pods).OnAdd(pe, false)
+		tr.handler(events).OnAdd(ee, false)
+		// An event about a pod never recorded: dropped with a selector.
+		other, _ := events.transform()(event("b.1", "b", "Pod"))
+		tr.handler(events).OnAdd(other, false)
+		drainRecords(tr)
+
+		tr.handler(events).OnDelete(cacheTombstone("default/a.1", ee))
+		tr.handler(pods).OnDelete(cacheTombstone("default/a", pe))
+		tr.handler(events).OnDelete(cacheTombstone("default/b.1", other))
+		var got []string
+		for _, r := range drainRecords(tr) {
+			got = append(got, row(r)+" object="+string(r.Object))
+		}
+		want := []string{
+			"DeletedFinalStateUnknown Event default/a.1 rv=1 object=",
+			"DeletedFinalStateUnknown Pod default/a rv=7 object=",
+		}
+		if selector == "" {
+			want = append(want, "DeletedFinalStateUnknown Event default/b.1 rv=1 object=")
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("selector %q: records (-want +got):\n%s", selector, diff)
+		}
+	}
+}
