@@ -1,14 +1,19 @@
 package tracer
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
+
+	segjson "github.com/segmentio/encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/podtrace/podtrace/store"
 )
 
 // benchPod is a pod of the usual size: two containers, status, managedFields.
@@ -69,6 +74,83 @@ func BenchmarkDecodePod(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// recordedPods returns the pod revisions of examples/trace (a recording of
+// the digester case on the local control plane), decoded: real timestamps,
+// managedFields of several managers, statuses of running containers.
+func recordedPods(b testing.TB) []*corev1.Pod {
+	db, err := store.Open("../examples/trace/digester.db", store.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var pods []*corev1.Pod
+	err = db.Scan(func(r store.Record) error {
+		if r.Kind != "Pod" {
+			return nil
+		}
+		p := &corev1.Pod{}
+		if err := json.Unmarshal(r.Object, p); err != nil {
+			return err
+		}
+		pods = append(pods, p)
+		return nil
+	})
+	if err != nil || len(pods) == 0 {
+		b.Fatalf("%d pods: %v", len(pods), err)
+	}
+	return pods
+}
+
+// BenchmarkRecordRecordedPods is BenchmarkRecordPod over recorded pods.
+func BenchmarkRecordRecordedPods(b *testing.B) {
+	tr := &Tracer{clock: fixedClock{}}
+	k := kinds()[0]
+	pods := recordedPods(b)
+	var bytes int
+	b.ReportAllocs()
+	for b.Loop() {
+		bytes = 0
+		for _, p := range pods {
+			rec, err := tr.record(held{k: k, typ: "Updated", obj: informed(k, p)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			bytes += len(rec.Object)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(pods)), "ns/revision")
+	b.ReportMetric(float64(bytes)/float64(len(pods)), "B/revision")
+}
+
+// BenchmarkEncode compares encode with the plain encoder it splices around,
+// on the pods of examples/trace, side by side.
+func BenchmarkEncode(b *testing.B) {
+	k := kinds()[0]
+	var pods []runtime.Object
+	for _, p := range recordedPods(b) {
+		pods = append(pods, informed(k, p))
+	}
+	for _, bc := range []struct {
+		name string
+		enc  func(runtime.Object) ([]byte, error)
+	}{
+		{"segmentio", func(o runtime.Object) ([]byte, error) { return segjson.Marshal(o) }},
+		{"encode", encode},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, p := range pods {
+					if _, err := bc.enc(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(pods)), "ns/revision")
 		})
 	}
 }
