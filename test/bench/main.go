@@ -44,6 +44,7 @@ type options struct {
 	out      string
 	timeout  time.Duration
 	profile  string
+	compare  string
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "_output/bench", "directory for the trace, logs and results.txt")
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
 	flag.StringVar(&o.profile, "profile", "", "a pprof profile of podtrace record to write to OUT/podtrace.PROFILE.pprof (cpu, heap, allocs...)")
+	flag.StringVar(&o.compare, "compare", "", "another podtrace binary (an earlier version) to run beside the first, for a before/after in one run")
 	flag.Parse()
 	if o.pods < 100 || o.pods > 20000 {
 		fmt.Fprintln(os.Stderr, "bench: -pods must be between 100 and 20000")
@@ -302,11 +304,34 @@ func run(o options) (err error) {
 		return err
 	}
 	defer rec.kill()
+	procs := []*proc{base, rec}
+	var cmp *proc
+	compareTrace := filepath.Join(o.out, "trace-compare.db")
+	if o.compare != "" {
+		for _, f := range []string{compareTrace, compareTrace + ".lock"} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		var args []string
+		if o.profile != "" {
+			args = append(args, "--profile", o.profile, "--profile-output", filepath.Join(o.out, "podtrace-compare."+o.profile+".pprof"))
+		}
+		args = append(args, "record", "--kubeconfig", c.Kubeconfig, "-o", compareTrace)
+		cmp, err = start("podtrace-compare", o.out, append([]string{o.compare}, args...)...)
+		if err != nil {
+			return err
+		}
+		defer cmp.kill()
+		procs = append(procs, cmp)
+	}
 	if err := base.waitLog(ctx, "informers synced"); err != nil {
 		return err
 	}
-	if err := rec.waitLog(ctx, "initial lists synced"); err != nil {
-		return err
+	for _, p := range procs[1:] {
+		if err := p.waitLog(ctx, "initial lists synced"); err != nil {
+			return err
+		}
 	}
 	logf("baseline (pid %d) and podtrace record (pid %d) synced", base.cmd.Process.Pid, rec.cmd.Process.Pid)
 
@@ -330,7 +355,7 @@ func run(o options) (err error) {
 		mu       sync.Mutex
 		wg       sync.WaitGroup
 	)
-	for _, p := range []*proc{base, rec} {
+	for _, p := range procs {
 		wg.Go(func() {
 			if err := p.stop(2 * time.Minute); err != nil {
 				mu.Lock()
@@ -376,6 +401,17 @@ func run(o options) (err error) {
 		base.cpuAtSignal.Seconds(), base.cpu.Seconds(), float64(base.maxRSSKiB)/1024, float64(base.watchRSSKiB)/1024, base.watchRSSAt.Sub(began).Round(time.Second), counts.Total, podNotes, evNotes)
 	w("| podtrace record | %.2f | %.2f | %.1f | %.1f (%s) | %d (pods %d, events %d) |\n",
 		rec.cpuAtSignal.Seconds(), rec.cpu.Seconds(), float64(rec.maxRSSKiB)/1024, float64(rec.watchRSSKiB)/1024, rec.watchRSSAt.Sub(began).Round(time.Second), ts.records, ts.podRecords, ts.eventRecords)
+	var compared string
+	if cmp != nil {
+		cs, err := traceStats(compareTrace)
+		if err != nil {
+			return err
+		}
+		w("| %s (-compare) | %.2f | %.2f | %.1f | %.1f (%s) | %d (pods %d, events %d) |\n",
+			o.compare, cmp.cpuAtSignal.Seconds(), cmp.cpu.Seconds(), float64(cmp.maxRSSKiB)/1024, float64(cmp.watchRSSKiB)/1024, cmp.watchRSSAt.Sub(began).Round(time.Second), cs.records, cs.podRecords, cs.eventRecords)
+		compared = fmt.Sprintf("compared binary %s: CPU %.2fx the baseline's at exit, peak RSS %.1f MiB, trace %.1f%% of its JSON\n",
+			o.compare, cmp.cpu.Seconds()/base.cpu.Seconds(), float64(cmp.maxRSSKiB)/1024, 100*float64(cs.size)/float64(cs.jsonBytes))
+	}
 	w("(the time after a sampled peak is from the start of the run)\n")
 	w("\npodtrace summary: %s\n", summary)
 	cpuRatio := rec.cpu.Seconds() / base.cpu.Seconds()
@@ -385,6 +421,7 @@ func run(o options) (err error) {
 	w("peak RSS: podtrace %.1f MiB vs budget 1.2 x %.1f + 30 = %.1f MiB (%.2fx baseline): %s\n",
 		float64(rec.maxRSSKiB)/1024, float64(base.maxRSSKiB)/1024, rssBudget,
 		float64(rec.maxRSSKiB)/float64(base.maxRSSKiB), verdict(float64(rec.maxRSSKiB)/1024 <= rssBudget))
+	w("%s", compared)
 	w("trace: %d bytes on disk, %d revisions: %.1f B/revision; JSON as recorded (managedFields kept) %d bytes, %.0f B/revision (pods %.0f B/revision): on disk = %.1f%% of JSON (target <= 10%%): %s\n",
 		ts.size, ts.records, float64(ts.size)/float64(ts.records), ts.jsonBytes, float64(ts.jsonBytes)/float64(ts.records),
 		float64(ts.podJSONBytes)/float64(max(ts.podRecords, 1)), 100*float64(ts.size)/float64(ts.jsonBytes),
