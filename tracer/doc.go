@@ -33,7 +33,22 @@
 // relist duplicate), DELETEs Deleted, and cache.DeletedFinalStateUnknown
 // tombstones DeletedUnknown. Object is the object as JSON with apiVersion and
 // kind set and managedFields kept; Refs holds the ownerReference UIDs and, for
-// events, the involvedObject UID first.
+// events, the involvedObject UID first. A DeletedUnknown record has no
+// object: the store keeps the object's last recorded revision as its final
+// state.
+//
+// # What the recorder keeps in memory
+//
+// Not the cluster: the informers' caches hold a small entry per object
+// (namespace, name, UID, resourceVersion), not the objects a shared informer
+// keeps. The transform wraps each decoded object; the handler takes the
+// object out, records it, and lets it go (see cached). The trace, not the
+// recorder, is the copy of the cluster's history.
+//
+// The JSON of each revision is the largest cost of recording beside the
+// informers' own: encode writes managedFields by hand (their FieldsV1 and
+// times are json.Marshalers whose output encoders parse again) and the rest
+// with segmentio/encoding, the bytes encoding/json writes.
 //
 // # Order of work
 //
