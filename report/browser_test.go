@@ -800,16 +800,10 @@ func TestHTMLInBrowserLarge(t *testing.T) {
 	if m.After <= m.Rows {
 		t.Errorf("showing more rows left %d rows, had %d", m.After, m.Rows)
 	}
-	// Generous bounds: the machine may be busy; the log has the figures.
-	for what, ms := range map[string]float64{"loading": m.Loaded, "opening a pod": m.Open, "filtering": m.Filter, "showing more rows": m.Scroll} {
-		limit := 1500.0
-		if what == "loading" {
-			limit = 10000
-		}
-		if ms > limit {
-			t.Errorf("%s took %.0f ms, want under %.0f", what, ms, limit)
-		}
-	}
+	// No bound on the times: on a shared machine a timed check fails for
+	// the machine's load, not the page's. What keeps the page fast is
+	// checked above (rows rendered lazily, no revision at load); the log
+	// has the figures.
 	if p := c.problems((&url.URL{Scheme: "file", Path: file}).String()); len(p) > 0 {
 		t.Errorf("the page made requests or errors:\n%s", strings.Join(p, "\n"))
 	}
