@@ -1,13 +1,15 @@
 package diff
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -50,21 +52,40 @@ type fieldPath []string
 // ComparePods returns the changes from old to new, in path order. A nil old
 // pod compares against an empty one.
 func ComparePods(old, new *corev1.Pod) []Change {
+	var w walker
+	w.comparePods(old, new)
+	return w.changes
+}
+
+// comparePods sets w.changes to the changes from old to new, in path
+// order.
+func (w *walker) comparePods(old, new *corev1.Pod) {
 	if old == nil {
 		old = &corev1.Pod{}
 	}
 	if new == nil {
 		new = &corev1.Pod{}
 	}
-	var w walker
+	w.changes = w.changes[:0]
 	w.compare(reflect.ValueOf(old).Elem(), reflect.ValueOf(new).Elem())
-	sort.SliceStable(w.changes, func(i, j int) bool { return w.changes[i].Path < w.changes[j].Path })
-	return w.changes
+	slices.SortStableFunc(w.changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+}
+
+// nextChanges is ComparePods for a walker that compares one revision after
+// another: it keeps its buffers, and returns a copy of its changes.
+func (w *walker) nextChanges(old, new *corev1.Pod) []Change {
+	w.comparePods(old, new)
+	if len(w.changes) == 0 {
+		return nil
+	}
+	out := slices.Clone(w.changes)
+	clear(w.changes)
+	return out
 }
 
 // podOptions are the go-cmp options that compare objects the way the API
-// server merges them. The walker follows the same rules (walk.go) and hands
-// go-cmp the ordered lists that differ.
+// server merges them. The walker follows the same rules (walk.go), and
+// compares ordered lists along an edit script of its own (ordered.go).
 var podOptions = cmp.Options{
 	cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ManagedFields", "ResourceVersion"),
 	cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 }),
@@ -173,12 +194,46 @@ func toKeyed(in any) keyedList {
 // elementKeys returns the key of each element of a list compared by key or
 // as a set, with the element's index.
 func elementKeys(v reflect.Value) map[string]int {
-	out := make(map[string]int, v.Len())
-	if v.Len() == 0 {
-		return out
+	keys := appendElementKeys(nil, v)
+	out := make(map[string]int, len(keys))
+	for _, k := range keys {
+		out[k.key] = k.i
+	}
+	return out
+}
+
+// keyIndex is the key of a list element, with its index.
+type keyIndex struct {
+	key string
+	i   int
+}
+
+// appendElementKeys appends to buf the key of each element of list v, in
+// the order of the elements. Elements whose key is missing keep their
+// index as key; duplicate keys get a #n suffix, so nothing is lost.
+func appendElementKeys(buf []keyIndex, v reflect.Value) []keyIndex {
+	n := v.Len()
+	if n == 0 {
+		return buf
+	}
+	start := len(buf)
+	var seen map[string]bool // for long lists; short ones are searched
+	if n > 16 {
+		seen = make(map[string]bool, n)
+	}
+	dup := func(k string) bool {
+		if seen != nil {
+			return seen[k]
+		}
+		for _, e := range buf[start:] {
+			if e.key == k {
+				return true
+			}
+		}
+		return false
 	}
 	field := keyFieldIndex(v.Type().Elem())
-	for i := 0; i < v.Len(); i++ {
+	for i := 0; i < n; i++ {
 		e := v.Index(i)
 		var k string
 		switch {
@@ -193,12 +248,24 @@ func elementKeys(v reflect.Value) map[string]int {
 		if k == "" {
 			k = strconv.Itoa(i)
 		}
-		if _, dup := out[k]; dup {
+		if dup(k) {
 			k = fmt.Sprintf("%s#%d", k, i)
+			if dup(k) {
+				// As a map would: the later element takes the key.
+				for j := start; j < len(buf); j++ {
+					if buf[j].key == k {
+						buf = append(buf[:j], buf[j+1:]...)
+						break
+					}
+				}
+			}
 		}
-		out[k] = i
+		if seen != nil {
+			seen[k] = true
+		}
+		buf = append(buf, keyIndex{k, i})
 	}
-	return out
+	return buf
 }
 
 var keyFields sync.Map // element type -> index of its merge key field, or -1
@@ -480,13 +547,44 @@ func formatValue(v reflect.Value) string {
 	if !v.CanInterface() {
 		return fmt.Sprint(v)
 	}
+	if v.Type() == metaTimeType && v.CanAddr() {
+		// What encoding/json writes: the output of MarshalJSON, which
+		// has no space to compact.
+		return formatMetaTime(v.Addr().Interface().(*metav1.Time))
+	}
 	// Values are data for people, not for a web page: keep < > & as they
 	// are (every renderer escapes for its own medium).
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v.Interface()); err != nil {
+	e := encoders.Get().(*valueEncoder)
+	defer encoders.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(v.Interface()); err != nil {
 		return fmt.Sprint(v.Interface())
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return string(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")))
+}
+
+// valueEncoder is a JSON encoder of values that keeps < > & as they are.
+type valueEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &valueEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+var metaTimeType = reflect.TypeFor[metav1.Time]()
+
+// formatMetaTime is the JSON of t, as its MarshalJSON writes it.
+func formatMetaTime(t *metav1.Time) string {
+	if t.IsZero() {
+		return "null"
+	}
+	var a [40]byte
+	b := append(a[:0], '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339)
+	return string(append(b, '"'))
 }

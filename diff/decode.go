@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podtrace/podtrace/store"
 )
@@ -33,7 +37,7 @@ const decodeLevels = 4
 
 func (d *decoder) decode(rec store.Record) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	obj, err := decodeValue(reflect.ValueOf(pod).Elem(), rec.Object, d.prev, d.prevObj, decodeLevels)
+	obj, err := decodeValue(reflect.ValueOf(pod).Elem(), rec.Object, nil, d.prev, d.prevObj, decodeLevels)
 	if err != nil {
 		// Start over in one piece, for encoding/json's own verdict.
 		pod, obj = &corev1.Pod{}, nil
@@ -49,7 +53,13 @@ func (d *decoder) decode(rec store.Record) (*corev1.Pod, error) {
 type member struct {
 	key   []byte // nil for a list element
 	value []byte
-	sub   object // value split, when it was decoded piece by piece
+	// sub is value split, when it was decoded piece by piece. Before it
+	// is decoded, a member may hold its split already: the splitter splits
+	// a changed member as the previous revision's member was.
+	sub object
+	// same says that value is the bytes of the previous revision's
+	// member of that key (element at that index) that split compared.
+	same bool
 }
 
 // object is a JSON object split into its members, or a list into its
@@ -88,22 +98,36 @@ func (o object) find(key []byte, i int) *member {
 // lists element by element: a member or element whose bytes are in prevObj
 // is copied from prev, the value prevObj was decoded into. It returns raw
 // split for the next revision, or nil when raw was decoded whole.
-func decodeValue(dst reflect.Value, raw []byte, prev reflect.Value, prevObj object, levels int) (object, error) {
+//
+// pre, when not nil, is raw split already (against prevObj).
+func decodeValue(dst reflect.Value, raw []byte, pre object, prev reflect.Value, prevObj object, levels int) (object, error) {
+	dt := decodeTypeOf(dst.Type())
 	if levels > 0 {
 		switch dst.Kind() {
 		case reflect.Struct:
-			if fields := jsonFields(dst.Type()); fields != nil {
-				if obj, ok := splitObject(raw); ok {
+			if fields := dt.fields; fields != nil {
+				obj, ok := pre, pre != nil && len(raw) > 0 && raw[0] == '{'
+				if !ok {
+					obj, ok = splitObjectAgainst(raw, prevObj)
+				}
+				if ok {
 					return decodeStruct(dst, raw, fields, obj, prev, prevObj, levels)
 				}
 			}
 		case reflect.Slice:
-			if !decodesItself(dst.Type()) {
-				if elems, ok := splitArray(raw); ok && len(elems) > 0 {
+			if !dt.self {
+				elems, ok := pre, pre != nil && len(raw) > 0 && raw[0] == '['
+				if !ok {
+					elems, ok = splitArrayAgainst(raw, prevObj)
+				}
+				if ok && len(elems) > 0 {
 					return elems, decodeSlice(dst, elems, prev, prevObj, levels)
 				}
 			}
 		}
+	}
+	if decodeLeaf(dst, dt, raw) {
+		return nil, nil
 	}
 	return nil, json.Unmarshal(raw, dst.Addr().Interface())
 }
@@ -122,7 +146,7 @@ func decodeStruct(dst reflect.Value, raw []byte, fields map[string][]int, obj ob
 		index := fields[string(m.key)]
 		f := dst.FieldByIndex(index)
 		pm := prevObj.find(m.key, i)
-		if pm != nil && bytes.Equal(pm.value, m.value) {
+		if pm != nil && (m.same || bytes.Equal(pm.value, m.value)) {
 			f.Set(prev.FieldByIndex(index))
 			m.sub = pm.sub
 			continue
@@ -132,7 +156,7 @@ func decodeStruct(dst reflect.Value, raw []byte, fields map[string][]int, obj ob
 		if pm != nil {
 			pv, po = prev.FieldByIndex(index), pm.sub
 		}
-		sub, err := decodeValue(f, m.value, pv, po, levels-1)
+		sub, err := decodeValue(f, m.value, m.sub, pv, po, levels-1)
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +171,13 @@ func decodeSlice(dst reflect.Value, elems object, prev reflect.Value, prevElems 
 	dst.Set(reflect.MakeSlice(dst.Type(), len(elems), len(elems)))
 	for i := range elems {
 		e := &elems[i]
-		if j := prevElems.index(e.value, i); j >= 0 {
+		j := -1
+		if e.same {
+			j = i
+		} else {
+			j = prevElems.index(e.value, i)
+		}
+		if j >= 0 {
 			dst.Index(i).Set(prev.Index(j))
 			e.sub = prevElems[j].sub
 			continue
@@ -157,7 +187,7 @@ func decodeSlice(dst reflect.Value, elems object, prev reflect.Value, prevElems 
 		if i < len(prevElems) {
 			pv, po = prev.Index(i), prevElems[i].sub
 		}
-		sub, err := decodeValue(dst.Index(i), e.value, pv, po, levels-1)
+		sub, err := decodeValue(dst.Index(i), e.value, e.sub, pv, po, levels-1)
 		if err != nil {
 			return err
 		}
@@ -166,21 +196,40 @@ func decodeSlice(dst reflect.Value, elems object, prev reflect.Value, prevElems 
 	return nil
 }
 
-var selfDecoding sync.Map // reflect.Type -> bool
+// decodeType is what the decoder needs to know of a type.
+type decodeType struct {
+	// self: encoding/json hands its values to their own UnmarshalJSON or
+	// UnmarshalText.
+	self bool
+	// unmarshaler: to their UnmarshalJSON.
+	unmarshaler bool
+	// fields is jsonFields' answer, for a struct.
+	fields map[string][]int
+}
+
+var decodeTypes sync.Map // reflect.Type -> *decodeType
+
+// decodeTypeOf returns what the decoder needs to know of type t.
+func decodeTypeOf(t reflect.Type) *decodeType {
+	if v, ok := decodeTypes.Load(t); ok {
+		return v.(*decodeType)
+	}
+	p := reflect.PointerTo(t)
+	dt := &decodeType{unmarshaler: p.Implements(unmarshalerType)}
+	dt.self = dt.unmarshaler || p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
+	if t.Kind() == reflect.Struct && !dt.self {
+		dt.fields = map[string][]int{}
+		if !addJSONFields(t, nil, dt.fields) {
+			dt.fields = nil
+		}
+	}
+	v, _ := decodeTypes.LoadOrStore(t, dt)
+	return v.(*decodeType)
+}
 
 // decodesItself reports whether encoding/json hands values of type t to
 // their own UnmarshalJSON or UnmarshalText.
-func decodesItself(t reflect.Type) bool {
-	if v, ok := selfDecoding.Load(t); ok {
-		return v.(bool)
-	}
-	p := reflect.PointerTo(t)
-	yes := p.Implements(reflect.TypeFor[json.Unmarshaler]()) || p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
-	selfDecoding.Store(t, yes)
-	return yes
-}
-
-var jsonFieldCache sync.Map // reflect.Type -> map[string][]int
+func decodesItself(t reflect.Type) bool { return decodeTypeOf(t).self }
 
 // jsonFields maps the JSON names of struct type t's fields to their index,
 // or returns nil when encoding/json should decode t whole: t decodes
@@ -188,17 +237,7 @@ var jsonFieldCache sync.Map // reflect.Type -> map[string][]int
 // follow. Names are matched exactly; encoding/json would
 // also match them case-insensitively, so decodeStruct leaves objects with
 // other names to it.
-func jsonFields(t reflect.Type) map[string][]int {
-	if v, ok := jsonFieldCache.Load(t); ok {
-		return v.(map[string][]int)
-	}
-	fields := map[string][]int{}
-	if decodesItself(t) || !addJSONFields(t, nil, fields) {
-		fields = nil
-	}
-	jsonFieldCache.Store(t, fields)
-	return fields
-}
+func jsonFields(t reflect.Type) map[string][]int { return decodeTypeOf(t).fields }
 
 // addJSONFields adds the fields of struct t, at index in the outer struct,
 // to fields, and reports whether it could.
@@ -239,83 +278,149 @@ func addJSONFields(t reflect.Type, index []int, fields map[string][]int) bool {
 // (a changed member is validated when it is decoded; an unchanged one was,
 // in an earlier revision). It reports false for what it does not handle
 // simply: not an object, escaped or repeated keys, bytes after the object.
-func splitObject(b []byte) (object, bool) {
+func splitObject(b []byte) (object, bool) { return splitObjectAgainst(b, nil) }
+
+// splitObjectAgainst is splitObject for an object whose previous revision
+// was split into prev. A member whose bytes start as the previous
+// revision's member of that key did, with an object, a list or a string,
+// and are the same, is taken as a whole without scanning it (a scan would
+// end where those bytes end) and marked same. A member that changed and was
+// split in the previous revision is split the same way, into its sub, and
+// scanned only there.
+func splitObjectAgainst(b []byte, prev object) (object, bool) {
 	i := skipSpace(b, 0)
-	if i == len(b) || b[i] != '{' {
-		return nil, false
+	obj, end, ok := splitObjectAt(b, i, prev)
+	return obj, ok && skipSpace(b, end) == len(b)
+}
+
+// splitArrayAgainst is splitArray for a list whose previous revision was
+// split into prev: an element is compared with, or split as, the previous
+// revision's element at its index, as in splitObjectAgainst.
+func splitArrayAgainst(b []byte, prev object) (object, bool) {
+	i := skipSpace(b, 0)
+	elems, end, ok := splitArrayAt(b, i, prev)
+	return elems, ok && skipSpace(b, end) == len(b)
+}
+
+// splitObjectAt splits the object at b[i:] against prev, and returns where
+// it ends.
+func splitObjectAt(b []byte, i int, prev object) (object, int, bool) {
+	if i >= len(b) || b[i] != '{' {
+		return nil, 0, false
 	}
 	i = skipSpace(b, i+1)
-	obj := make(object, 0, 8)
+	obj := make(object, 0, max(8, len(prev)))
 	if i < len(b) && b[i] == '}' {
-		return obj, skipSpace(b, i+1) == len(b)
+		return obj, i + 1, true
 	}
 	for {
 		if i == len(b) || b[i] != '"' {
-			return nil, false
+			return nil, 0, false
 		}
 		end := bytes.IndexByte(b[i+1:], '"')
 		if end < 0 {
-			return nil, false
+			return nil, 0, false
 		}
 		key := b[i+1 : i+1+end]
 		if bytes.IndexByte(key, '\\') >= 0 || obj.find(key, len(obj)) != nil {
-			return nil, false
+			return nil, 0, false
 		}
 		i = skipSpace(b, i+end+2)
 		if i == len(b) || b[i] != ':' {
-			return nil, false
+			return nil, 0, false
 		}
 		i = skipSpace(b, i+1)
-		end, ok := skipValue(b, i)
+		m, ok := splitMember(b, i, prev.find(key, len(obj)))
 		if !ok {
-			return nil, false
+			return nil, 0, false
 		}
-		obj = append(obj, member{key: key, value: b[i:end]})
-		i = skipSpace(b, end)
+		m.key = key
+		obj = append(obj, m)
+		i = skipSpace(b, i+len(m.value))
 		if i == len(b) {
-			return nil, false
+			return nil, 0, false
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case '}':
-			return obj, skipSpace(b, i+1) == len(b)
+			return obj, i + 1, true
 		default:
-			return nil, false
+			return nil, 0, false
 		}
 	}
 }
 
-// splitArray splits a JSON array into its elements without decoding them.
-func splitArray(b []byte) (object, bool) {
-	i := skipSpace(b, 0)
-	if i == len(b) || b[i] != '[' {
-		return nil, false
+// splitArrayAt splits the list at b[i:] against prev, and returns where it
+// ends.
+func splitArrayAt(b []byte, i int, prev object) (object, int, bool) {
+	if i >= len(b) || b[i] != '[' {
+		return nil, 0, false
 	}
 	i = skipSpace(b, i+1)
-	elems := object{}
+	var elems object
+	if len(prev) > 0 {
+		elems = make(object, 0, len(prev))
+	} else {
+		elems = object{}
+	}
 	if i < len(b) && b[i] == ']' {
-		return elems, skipSpace(b, i+1) == len(b)
+		return elems, i + 1, true
 	}
 	for {
-		end, ok := skipValue(b, i)
-		if !ok {
-			return nil, false
+		var pm *member
+		if n := len(elems); n < len(prev) {
+			pm = &prev[n]
 		}
-		elems = append(elems, member{value: b[i:end]})
-		i = skipSpace(b, end)
+		m, ok := splitMember(b, i, pm)
+		if !ok {
+			return nil, 0, false
+		}
+		elems = append(elems, m)
+		i = skipSpace(b, i+len(m.value))
 		if i == len(b) {
-			return nil, false
+			return nil, 0, false
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case ']':
-			return elems, skipSpace(b, i+1) == len(b)
+			return elems, i + 1, true
 		default:
-			return nil, false
+			return nil, 0, false
 		}
 	}
+}
+
+// splitMember finds the value at b[i:], a member or element whose previous
+// revision is pm (or nil): the same bytes, split as pm was, or scanned.
+func splitMember(b []byte, i int, pm *member) (member, bool) {
+	if pm != nil && len(pm.value) >= 2 && len(b)-i >= len(pm.value) {
+		switch pm.value[0] {
+		case '{', '[', '"':
+			if bytes.Equal(b[i:i+len(pm.value)], pm.value) {
+				return member{value: b[i : i+len(pm.value)], same: true}, true
+			}
+		}
+		if pm.sub != nil && i < len(b) && b[i] == pm.value[0] {
+			var sub object
+			var end int
+			var ok bool
+			if b[i] == '{' {
+				sub, end, ok = splitObjectAt(b, i, pm.sub)
+			} else {
+				sub, end, ok = splitArrayAt(b, i, pm.sub)
+			}
+			if ok {
+				return member{value: b[i:end], sub: sub}, true
+			}
+		}
+	}
+	end, ok := skipValue(b, i)
+	if !ok {
+		return member{}, false
+	}
+	return member{value: b[i:end]}, true
 }
 
 // skipValue returns the end of the JSON value at b[i:].
@@ -377,4 +482,136 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+var (
+	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	numberType      = reflect.TypeFor[json.Number]()
+)
+
+// decodeLeaf decodes into dst, a zero value, the JSON values that need no
+// encoding/json to decode as it would: null; true and false; integers;
+// strings without escapes, in valid UTF-8; these behind a pointer; and
+// such a string or integer given whole to a type's UnmarshalJSON, as
+// encoding/json gives it. It reports false, having changed nothing, for
+// anything else.
+func decodeLeaf(dst reflect.Value, dt *decodeType, raw []byte) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	t := dst.Type()
+	kind := t.Kind()
+	if kind == reflect.Pointer {
+		if string(raw) == "null" {
+			return true // encoding/json sets a pointer to nil without looking further
+		}
+		if dt.self {
+			return false
+		}
+		e := reflect.New(t.Elem())
+		if !decodeLeaf(e.Elem(), decodeTypeOf(t.Elem()), raw) {
+			return false
+		}
+		dst.Set(e)
+		return true
+	}
+	if dt.self {
+		if t == metaTimeType {
+			return decodeMetaTime(dst, raw)
+		}
+		if !dt.unmarshaler || (!simpleString(raw) && !jsonInt(raw)) {
+			return false
+		}
+		return dst.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(raw) == nil
+	}
+	if string(raw) == "null" {
+		switch kind {
+		case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64,
+			reflect.Slice, reflect.Map, reflect.Struct, reflect.Interface:
+			return true // null leaves a value as it is: zero
+		}
+		return false
+	}
+	switch kind {
+	case reflect.String:
+		if t == numberType || !simpleString(raw) {
+			return false
+		}
+		dst.SetString(string(raw[1 : len(raw)-1]))
+		return true
+	case reflect.Bool:
+		switch string(raw) {
+		case "true":
+			dst.SetBool(true)
+			return true
+		case "false":
+			return true
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if !jsonInt(raw) {
+			return false
+		}
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil || dst.OverflowInt(n) {
+			return false
+		}
+		dst.SetInt(n)
+		return true
+	}
+	return false
+}
+
+// simpleString reports whether raw is a JSON string without escapes, in
+// valid UTF-8.
+func simpleString(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	ascii := true
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+		if c >= 0x80 {
+			ascii = false
+		}
+	}
+	return ascii || utf8.Valid(raw)
+}
+
+// jsonInt reports whether raw is a JSON number written as an integer:
+// -?(0|[1-9][0-9]*).
+func jsonInt(raw []byte) bool {
+	i := 0
+	if i < len(raw) && raw[i] == '-' {
+		i++
+	}
+	if i == len(raw) {
+		return false
+	}
+	if raw[i] == '0' {
+		return i+1 == len(raw)
+	}
+	for ; i < len(raw); i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeMetaTime decodes a string into dst, a metav1.Time, as its
+// UnmarshalJSON does (an RFC 3339 time, in the local zone) without
+// unquoting it through encoding/json.
+func decodeMetaTime(dst reflect.Value, raw []byte) bool {
+	if !simpleString(raw) {
+		return false
+	}
+	pt, err := time.Parse(time.RFC3339, string(raw[1:len(raw)-1]))
+	if err != nil {
+		return false
+	}
+	dst.Set(reflect.ValueOf(metav1.Time{Time: pt.Local()}))
+	return true
 }

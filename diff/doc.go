@@ -25,10 +25,18 @@
 // a revision whose JSON is byte for byte that of the revision before (a
 // section such as spec, a field such as status.phase, an element of a list
 // such as one container status) are not decoded again but shared with it.
+// Each revision is split against the previous one's split: a part whose
+// bytes are the same is recognised by comparing them, not scanned, and a
+// part that changed is split as it was before, so only the bytes that
+// changed are scanned, once. Changed scalars, plain strings and times are
+// decoded without encoding/json.
 // A walker of its own then compares two revisions by go-cmp's rules without
-// go-cmp's cost per node, skips the parts they share, and hands go-cmp only
-// the ordered lists that differ, for its edit script. The tests hold both to
-// go-cmp over the whole pod and to json.Unmarshal.
+// go-cmp's cost per node, skips the parts they share (shared memory, and
+// structs whose bytes are equal, as the copied ones are). Ordered lists that
+// differ are compared along an edit script of its own (ordered.go): go-cmp's
+// is random by design, and a report must come out the same every time. The
+// tests hold the walker to go-cmp over the whole pod (outside ordered
+// lists), and the decoder to json.Unmarshal.
 //
 // # Who changed it
 //

@@ -463,29 +463,39 @@ func containerTrouble(lc *Lifecycle, in Input) []Finding {
 	crash := map[string]*seen{}
 	oom := map[string]*seen{}
 	var order []string
-	note := func(m map[string]*seen, key string, step Step, text string) {
+	// again counts one more sighting of key, if it was seen before.
+	again := func(m map[string]*seen, key string) bool {
 		if s, ok := m[key]; ok {
 			s.count++
-			return
+			return true
 		}
+		return false
+	}
+	note := func(m map[string]*seen, key string, step Step, text string) {
 		m[key] = &seen{ev: Evidence{Seq: step.Seq, Time: step.Time, Text: text}, count: 1}
 		order = append(order, key)
 	}
 	for i, pod := range lc.pods {
 		step := lc.Steps[i]
-		statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
-		for _, s := range statuses {
-			if w := s.State.Waiting; w != nil {
-				switch w.Reason {
-				case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
-					note(pull, s.Name, step, fmt.Sprintf("container %s waiting: %s: %s (image %s)", s.Name, w.Reason, w.Message, s.Image))
-				case "CrashLoopBackOff":
-					note(crash, s.Name, step, fmt.Sprintf("container %s waiting: CrashLoopBackOff, %d restarts: %s", s.Name, s.RestartCount, w.Message))
+		for _, list := range [2][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+			for i := range list {
+				s := &list[i]
+				if w := s.State.Waiting; w != nil {
+					switch w.Reason {
+					case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+						if !again(pull, s.Name) {
+							note(pull, s.Name, step, fmt.Sprintf("container %s waiting: %s: %s (image %s)", s.Name, w.Reason, w.Message, s.Image))
+						}
+					case "CrashLoopBackOff":
+						if !again(crash, s.Name) {
+							note(crash, s.Name, step, fmt.Sprintf("container %s waiting: CrashLoopBackOff, %d restarts: %s", s.Name, s.RestartCount, w.Message))
+						}
+					}
 				}
-			}
-			for _, t := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
-				if t != nil && t.Reason == "OOMKilled" {
-					note(oom, s.Name, step, fmt.Sprintf("container %s OOMKilled (exit %d) at %s", s.Name, t.ExitCode, t.FinishedAt.UTC().Format(time.RFC3339)))
+				for _, t := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
+					if t != nil && t.Reason == "OOMKilled" && !again(oom, s.Name) {
+						note(oom, s.Name, step, fmt.Sprintf("container %s OOMKilled (exit %d) at %s", s.Name, t.ExitCode, t.FinishedAt.UTC().Format(time.RFC3339)))
+					}
 				}
 			}
 		}

@@ -1,8 +1,10 @@
 package diff
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -133,9 +135,11 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 		return nil, fmt.Errorf("no revisions to replay")
 	}
 	first := in.Pod[0]
-	lc := &Lifecycle{Namespace: first.Namespace, Name: first.Name, UID: first.UID}
+	lc := &Lifecycle{Namespace: first.Namespace, Name: first.Name, UID: first.UID,
+		Steps: make([]Step, 0, len(in.Pod)), pods: make([]*corev1.Pod, 0, len(in.Pod))}
 	var prev *corev1.Pod
 	var dec decoder
+	var w walker
 	sets := fieldSets{}
 	for _, rec := range in.Pod {
 		pod, err := dec.decode(rec)
@@ -147,13 +151,13 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 		case store.Deleted, store.DeletedUnknown:
 			// The last state: what changed since the revision before it is
 			// still worth showing (a final status update can ride along).
-			step.Changes = ComparePods(prev, pod)
+			step.Changes = w.nextChanges(prev, pod)
 			step.Actors = sets.attribute(step.Changes, managed(prev), pod.ManagedFields)
 			if len(step.Changes) == 0 {
 				step.Actors = []Actor{APIServer}
 			}
 		default:
-			step.Changes = ComparePods(prev, pod)
+			step.Changes = w.nextChanges(prev, pod)
 			step.Actors = sets.attribute(step.Changes, managed(prev), pod.ManagedFields)
 			if prev == nil && rec.Type != store.Initial {
 				step.Actors = creators(pod)
@@ -463,11 +467,12 @@ func Propagation(p *corev1.Pod) string {
 func replayEvents(recs []store.Record) []Event {
 	var out []Event
 	counts := map[string]int32{}
+	var dec eventDecoder
 	for _, rec := range recs {
 		if rec.Type == store.Deleted || rec.Type == store.DeletedUnknown {
 			continue // events expire; that is not news about the pod
 		}
-		ev, err := decodeEvent(rec.Object)
+		ev, err := dec.decode(rec.UID, rec.Object)
 		if err != nil {
 			continue
 		}
@@ -518,11 +523,45 @@ var eventKeys = []string{"type", "reason", "message", "count", "series", "source
 // metadata and managedFields are skipped, not parsed; JSON the split does
 // not take plainly goes through encoding/json whole.
 func decodeEvent(b []byte) (*corev1.Event, error) {
-	var f eventFields
-	if !decodeEventMembers(b, &f) {
-		f = eventFields{}
-		if err := json.Unmarshal(b, &f); err != nil {
+	var d eventDecoder
+	return d.decode("", b)
+}
+
+// eventDecoder is decodeEvent for the revisions of Events in order: an
+// Event's revision is split against its previous one (decode.go), and
+// the members whose bytes did not change are not decoded again.
+type eventDecoder struct {
+	prev map[string]*eventRevision // by UID
+}
+
+// eventRevision is an Event's revision, split, and what was decoded of it.
+type eventRevision struct {
+	obj object
+	f   eventFields
+}
+
+func (d *eventDecoder) decode(uid string, b []byte) (*corev1.Event, error) {
+	var prev *eventRevision
+	if uid != "" {
+		prev = d.prev[uid]
+	}
+	cur := &eventRevision{}
+	f := &cur.f
+	if !cur.decodeMembers(b, prev) {
+		cur = nil
+		f = &eventFields{}
+		if err := json.Unmarshal(b, f); err != nil {
 			return nil, err
+		}
+	}
+	if uid != "" {
+		if d.prev == nil {
+			d.prev = map[string]*eventRevision{}
+		}
+		if cur != nil {
+			d.prev[uid] = cur
+		} else {
+			delete(d.prev, uid)
 		}
 	}
 	return &corev1.Event{Type: f.Type, Reason: f.Reason, Message: f.Message, Count: f.Count, Series: f.Series,
@@ -530,43 +569,66 @@ func decodeEvent(b []byte) (*corev1.Event, error) {
 		FirstTimestamp: f.FirstTimestamp, LastTimestamp: f.LastTimestamp, EventTime: f.EventTime}, nil
 }
 
-// decodeEventMembers fills f from the members of b named in eventKeys;
-// false if b does not split plainly, a member fails to decode, or a key
-// differs from one of eventKeys only in case (encoding/json would take it).
-func decodeEventMembers(b []byte, f *eventFields) bool {
-	obj, ok := splitObject(b)
+// field returns a pointer to the field of f whose JSON name is key, or nil.
+func (f *eventFields) field(key []byte) any {
+	switch string(key) {
+	case "type":
+		return &f.Type
+	case "reason":
+		return &f.Reason
+	case "message":
+		return &f.Message
+	case "count":
+		return &f.Count
+	case "series":
+		return &f.Series
+	case "source":
+		return &f.Source
+	case "reportingComponent":
+		return &f.ReportingController
+	case "firstTimestamp":
+		return &f.FirstTimestamp
+	case "lastTimestamp":
+		return &f.LastTimestamp
+	case "eventTime":
+		return &f.EventTime
+	}
+	return nil
+}
+
+// decodeMembers fills r.f from the members of b named in eventKeys, and
+// keeps b split in r.obj; false if b does not split plainly, a member
+// fails to decode, or a key differs from one of eventKeys only in case
+// (encoding/json would take it). A member whose bytes are those of the
+// previous revision prev (or nil) is copied from it.
+func (r *eventRevision) decodeMembers(b []byte, prev *eventRevision) bool {
+	var prevObj object
+	if prev != nil {
+		prevObj = prev.obj
+	}
+	obj, ok := splitObjectAgainst(b, prevObj)
 	if !ok {
 		return false
 	}
-	for _, m := range obj {
-		var dst any
-		switch string(m.key) {
-		case "type":
-			dst = &f.Type
-		case "reason":
-			dst = &f.Reason
-		case "message":
-			dst = &f.Message
-		case "count":
-			dst = &f.Count
-		case "series":
-			dst = &f.Series
-		case "source":
-			dst = &f.Source
-		case "reportingComponent":
-			dst = &f.ReportingController
-		case "firstTimestamp":
-			dst = &f.FirstTimestamp
-		case "lastTimestamp":
-			dst = &f.LastTimestamp
-		case "eventTime":
-			dst = &f.EventTime
-		default:
+	r.obj = obj
+	for i, m := range obj {
+		dst := r.f.field(m.key)
+		if dst == nil {
 			for _, k := range eventKeys {
 				if strings.EqualFold(k, string(m.key)) {
 					return false
 				}
 			}
+			continue
+		}
+		v := reflect.ValueOf(dst).Elem()
+		if prev != nil {
+			if pm := prevObj.find(m.key, i); pm != nil && (m.same || bytes.Equal(pm.value, m.value)) {
+				v.Set(reflect.ValueOf(prev.f.field(m.key)).Elem())
+				continue
+			}
+		}
+		if decodeLeaf(v, decodeTypeOf(v.Type()), m.value) {
 			continue
 		}
 		if json.Unmarshal(m.value, dst) != nil {

@@ -3,10 +3,12 @@ package diff
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,21 +19,40 @@ import (
 // go-cmp would, and collects their differences as Changes. It walks the
 // typed values itself, without evaluating options at each node, and skips
 // the parts two revisions share in memory (see decoder). Ordered lists that
-// differ go to go-cmp, whose edit script says which elements were added or
-// removed.
+// differ are compared along a deterministic edit script (see ordered.go).
 type walker struct {
 	steps   []walkStep
 	changes []Change
+	// path is the path of the steps in JSON field names, built as they
+	// are pushed; each step remembers where it began.
+	path []byte
+	// fields is the path in managedFields notation, one string per step;
+	// a list element's or map entry's is made when a change first needs it.
+	fields []string
+	// pathArena and fieldArena hold the paths of the changes reported:
+	// what is in them is never written again.
+	pathArena  []byte
+	fieldArena []string
+	// elemFields caches elementField's strings over the revisions that a
+	// walker compares in turn.
+	elemFields map[elemField]string
+}
+
+// elemField is the key of walker.elemFields.
+type elemField struct {
+	lk   listKind
+	name string
 }
 
 // walkStep is one step of the walker's path: a struct field, or the key of
 // a map entry or of a list element.
 type walkStep struct {
 	name  string        // a field's JSON name, or an element's key
-	field string        // f:name, the field in managedFields notation
 	key   reflect.Value // a map entry's key
 	elem  bool          // name is the key of a list element
+	index bool          // name is the index of an ordered list element
 	list  listKind      // the element's list
+	start int           // where the step begins in walker.path
 }
 
 // structField is what the walker needs of a struct field.
@@ -80,14 +101,50 @@ func fieldsOf(t reflect.Type) []structField {
 	return fields
 }
 
-func (w *walker) push(s walkStep) {
-	if w.steps == nil {
-		w.steps = make([]walkStep, 0, 16)
+// pushField pushes a struct field with JSON name name (f:name in
+// managedFields notation).
+func (w *walker) pushField(name, field string) {
+	w.steps = append(w.steps, walkStep{name: name, start: len(w.path)})
+	if len(w.path) > 0 {
+		w.path = append(w.path, '.')
 	}
-	w.steps = append(w.steps, s)
+	w.path = append(w.path, name...)
+	w.fields = append(w.fields, field)
 }
 
-func (w *walker) pop() { w.steps = w.steps[:len(w.steps)-1] }
+// pushElem pushes the element of list lk whose key is name.
+func (w *walker) pushElem(lk listKind, name string) {
+	w.steps = append(w.steps, walkStep{name: name, elem: true, list: lk, start: len(w.path)})
+	w.path = append(w.path, '[')
+	w.path = append(w.path, name...)
+	w.path = append(w.path, ']')
+	w.fields = append(w.fields, "")
+}
+
+// pushKey pushes the map entry of key k.
+func (w *walker) pushKey(k reflect.Value) {
+	w.steps = append(w.steps, walkStep{key: k, start: len(w.path)})
+	w.path = append(w.path, '[')
+	w.path = append(w.path, mapKeyString(k)...)
+	w.path = append(w.path, ']')
+	w.fields = append(w.fields, "")
+}
+
+func (w *walker) pop() {
+	n := len(w.steps) - 1
+	w.path = w.path[:w.steps[n].start]
+	w.steps[n] = walkStep{}
+	w.steps = w.steps[:n]
+	w.fields = w.fields[:n]
+}
+
+// mapKeyString is a map key as a path shows it.
+func mapKeyString(k reflect.Value) string {
+	if k.Kind() == reflect.String && k.Type().NumMethod() == 0 {
+		return k.String()
+	}
+	return fmt.Sprint(k.Interface())
+}
 
 // compare compares two valid values of the same type, in the order go-cmp
 // applies its rules: podOptions, then an Equal method, then the kind.
@@ -128,6 +185,8 @@ func (w *walker) compare(x, y reflect.Value) {
 		w.compareStruct(t, x, y)
 	case reflect.Map:
 		w.compareMap(x, y)
+	case reflect.Slice, reflect.Array:
+		w.compareOrdered(x, y)
 	case reflect.Pointer:
 		if x.IsNil() || y.IsNil() {
 			eq = false
@@ -144,7 +203,7 @@ func (w *walker) compare(x, y reflect.Value) {
 			w.compare(x.Elem(), y.Elem())
 		}
 	default:
-		// Ordered lists, and kinds pods do not have.
+		// Kinds pods do not have.
 		w.delegate(x, y)
 	}
 	if !eq {
@@ -167,8 +226,62 @@ func same(x, y reflect.Value) bool {
 		return x.Bool() == y.Bool() && x.Type().NumMethod() == 0
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return x.Int() == y.Int() && x.Type().NumMethod() == 0
+	case reflect.Struct:
+		return sameMemory(x, y)
 	}
 	return false
+}
+
+// sameMemory reports whether two structs of a type without floats are the
+// same bytes: the same scalars, and pointers, strings, slices and maps to
+// the same memory, which the walker takes as equal (see same). The
+// decoder copies what did not change from the revision before, so
+// unchanged structs (a pod's spec, a container's status) are.
+func sameMemory(x, y reflect.Value) bool {
+	if !x.CanAddr() || !y.CanAddr() {
+		return false
+	}
+	t := x.Type()
+	if !bitwiseComparable(t) {
+		return false
+	}
+	n := int(t.Size())
+	if n == 0 {
+		return true
+	}
+	px, py := unsafe.Pointer(x.UnsafeAddr()), unsafe.Pointer(y.UnsafeAddr())
+	return px == py || unsafe.String((*byte)(px), n) == unsafe.String((*byte)(py), n)
+}
+
+var bitwise sync.Map // reflect.Type -> bool
+
+// bitwiseComparable reports whether equal bytes make two values of struct
+// or array type t equal for the walker and go-cmp: t holds no float (NaN
+// differs from itself) and no interface directly (only through pointers,
+// slices and maps, where the walker takes the same memory as equal).
+func bitwiseComparable(t reflect.Type) bool {
+	if v, ok := bitwise.Load(t); ok {
+		return v.(bool)
+	}
+	var ok func(t reflect.Type) bool
+	ok = func(t reflect.Type) bool {
+		switch t.Kind() {
+		case reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.Interface:
+			return false
+		case reflect.Array:
+			return ok(t.Elem())
+		case reflect.Struct:
+			for i := 0; i < t.NumField(); i++ {
+				if !ok(t.Field(i).Type) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	yes := ok(t)
+	bitwise.Store(t, yes)
+	return yes
 }
 
 func (w *walker) compareStruct(t reflect.Type, x, y reflect.Value) {
@@ -183,7 +296,7 @@ func (w *walker) compareStruct(t reflect.Type, x, y reflect.Value) {
 			continue
 		}
 		if f.name != "" {
-			w.push(walkStep{name: f.name, field: f.field})
+			w.pushField(f.name, f.field)
 		}
 		if f.keyed {
 			w.compareKeyed(f.list, fx, fy)
@@ -213,7 +326,7 @@ func (w *walker) compareMap(x, y reflect.Value) {
 			continue
 		}
 		vx, vy := x.MapIndex(k), y.MapIndex(k)
-		w.push(walkStep{key: k})
+		w.pushKey(k)
 		if vx.IsValid() && vy.IsValid() {
 			w.compare(vx, vy)
 		} else {
@@ -226,31 +339,52 @@ func (w *walker) compareMap(x, y reflect.Value) {
 // compareKeyed compares two lists compared by key or as a set (see toKeyed)
 // element by element, in key order.
 func (w *walker) compareKeyed(lk listKind, x, y reflect.Value) {
-	kx, ky := elementKeys(x), elementKeys(y)
-	keys := make([]string, 0, len(kx)+len(ky))
-	for k := range kx {
-		keys = append(keys, k)
-	}
-	for k := range ky {
-		if _, ok := kx[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		ix, inX := kx[k]
-		iy, inY := ky[k]
-		w.push(walkStep{name: k, elem: true, list: lk})
+	var bx, by [8]keyIndex
+	kx, ky := sortedElementKeys(x, bx[:0]), sortedElementKeys(y, by[:0])
+	i, j := 0, 0
+	for i < len(kx) || j < len(ky) {
+		var k string
+		ix, iy := -1, -1
 		switch {
-		case inX && inY:
+		case j == len(ky) || i < len(kx) && kx[i].key < ky[j].key:
+			k, ix = kx[i].key, kx[i].i
+			i++
+		case i == len(kx) || ky[j].key < kx[i].key:
+			k, iy = ky[j].key, ky[j].i
+			j++
+		default:
+			k, ix, iy = kx[i].key, kx[i].i, ky[j].i
+			i++
+			j++
+		}
+		w.pushElem(lk, k)
+		switch {
+		case ix >= 0 && iy >= 0:
 			w.compare(x.Index(ix), y.Index(iy))
-		case inX:
+		case ix >= 0:
 			w.reportElem(lk, boxed(x.Index(ix)), reflect.Value{})
 		default:
 			w.reportElem(lk, reflect.Value{}, boxed(y.Index(iy)))
 		}
 		w.pop()
 	}
+}
+
+// sortedElementKeys returns elementKeys(v) as a list sorted by key, appended to
+// buf.
+func sortedElementKeys(v reflect.Value, buf []keyIndex) []keyIndex {
+	keys := appendElementKeys(buf, v)
+	if len(keys) > 16 {
+		slices.SortFunc(keys, func(a, b keyIndex) int { return strings.Compare(a.key, b.key) })
+		return keys
+	}
+	// Insertion sort: lists are short, and keys unique.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j].key < keys[j-1].key; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
 }
 
 // boxed wraps v in an interface, as a keyedList holds it, so that an element
@@ -261,22 +395,23 @@ func boxed(v reflect.Value) reflect.Value {
 	return b
 }
 
-// delegate hands two values to go-cmp.
+// delegate hands two values to go-cmp: structs with unexported fields, maps
+// whose keys are not strings, and kinds pods do not have.
 func (w *walker) delegate(x, y reflect.Value) {
-	path, fields := w.path()
+	path, fields := w.pathOf()
 	r := reporter{prefix: path, prefixFields: fields}
 	cmp.Equal(x.Interface(), y.Interface(), podOptions, cmp.Reporter(&r))
 	w.changes = append(w.changes, r.changes...)
 }
 
 func (w *walker) report(x, y reflect.Value) {
-	path, fields := w.path()
+	path, fields := w.pathOf()
 	w.changes = append(w.changes, newChange(path, fields, x, y))
 }
 
 // reportElem reports a list element added or removed whole.
 func (w *walker) reportElem(lk listKind, x, y reflect.Value) {
-	path, fields := w.path()
+	path, fields := w.pathOf()
 	c := newChange(path, fields, x, y)
 	if lk.set {
 		// A set element carries its value in the path: say it once.
@@ -285,30 +420,52 @@ func (w *walker) reportElem(lk listKind, x, y reflect.Value) {
 	w.changes = append(w.changes, c)
 }
 
-// path renders the walker's path in JSON field names, and in managedFields
-// notation for attribution.
-func (w *walker) path() (string, fieldPath) {
-	var b strings.Builder
-	b.Grow(64)
-	fp := make(fieldPath, 0, len(w.steps))
-	for _, s := range w.steps {
-		switch {
+// pathOf renders the walker's path in JSON field names, and in
+// managedFields notation for attribution.
+func (w *walker) pathOf() (string, fieldPath) {
+	for i := range w.steps {
+		if w.fields[i] != "" {
+			continue
+		}
+		switch s := &w.steps[i]; {
 		case s.elem:
-			b.WriteString("[" + s.name + "]")
-			fp = append(fp, elementField(s.list, s.name))
+			w.fields[i] = w.elementField(s.list, s.name)
+		case s.index:
+			w.fields[i] = "i:" + s.name
 		case s.key.IsValid():
-			key := fmt.Sprint(s.key.Interface())
-			b.WriteString("[" + key + "]")
-			fp = append(fp, "f:"+key)
-		default:
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(s.name)
-			fp = append(fp, s.field)
+			w.fields[i] = "f:" + mapKeyString(s.key)
 		}
 	}
-	return b.String(), fp
+	// Paths are cut from arenas: a revision's changes are kept together.
+	if len(w.pathArena)+len(w.path) > cap(w.pathArena) {
+		w.pathArena = make([]byte, 0, max(1024, len(w.path)))
+	}
+	start := len(w.pathArena)
+	w.pathArena = append(w.pathArena, w.path...)
+	path := unsafe.String(unsafe.SliceData(w.pathArena[start:]), len(w.path)) // never written again
+	if len(w.fieldArena)+len(w.fields) > cap(w.fieldArena) {
+		w.fieldArena = make([]string, 0, max(64, len(w.fields)))
+	}
+	n := len(w.fieldArena)
+	w.fieldArena = append(w.fieldArena, w.fields...)
+	return path, fieldPath(w.fieldArena[n:len(w.fieldArena):len(w.fieldArena)])
+}
+
+// elementField is elementField, cached over the walker's revisions.
+func (w *walker) elementField(lk listKind, name string) string {
+	if w.elemFields == nil {
+		w.elemFields = make(map[elemField]string)
+	}
+	k := elemField{lk, name}
+	if f, ok := w.elemFields[k]; ok {
+		return f
+	}
+	f := elementField(lk, name)
+	if len(w.elemFields) >= 4096 {
+		clear(w.elemFields)
+	}
+	w.elemFields[k] = f
+	return f
 }
 
 var equalMethods sync.Map // reflect.Type -> reflect.Value: its Equal method, or invalid
