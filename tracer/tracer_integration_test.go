@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -271,5 +275,299 @@ func TestAPIServerGoesAway(t *testing.T) {
 	t.Logf("warnings: %q", warnings)
 	if !strings.Contains(warnings[0], "still retrying") {
 		t.Errorf("warning %q does not say the tracer keeps retrying", warnings[0])
+	}
+}
+
+// TestRelistDeletionIsRecorded deletes a pod while the tracer cannot see the
+// API server and checks that the deletion the informer infers from its relist
+// reaches the trace as a DeletedFinalStateUnknown record whose object is the
+// pod as last recorded.
+//
+// How the relist comes about, for real: the tracer dials through a gate. The
+// test shuts the gate (closing the tracer's connections; its new dials wait),
+// deletes the pod, so the deletion exists only in etcd and in the API
+// server's watch cache, and restarts the API server: the new one's watch
+// cache starts from etcd's current revision, after the deletion. When the
+// gate opens, the tracer's pod reflector resumes its watch from the
+// resourceVersion of the last event it saw, before the deletion; the new
+// watch cache has nothing that old and answers 410 Gone, so the reflector
+// lists again (as it does at once after a watch that broke within a second).
+// The pod is missing from the list, and the informer hands the handler a
+// cache.DeletedFinalStateUnknown tombstone holding its cache entry, which no
+// longer holds the object. The tracer's record has no object; the store
+// keeps the last recorded revision's.
+//
+// Without the restart the resumed watch is served from the old watch cache
+// and delivers the deletion as a watch event (tried: the pod's last record is
+// then Deleted); without the gate the tracer would see it before the
+// restart.
+func TestRelistDeletionIsRecorded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local control plane; skipped with -short")
+	}
+	c := cluster.New(t, cluster.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	client := c.Client()
+	const ns = "relist"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := store.Open(filepath.Join(t.TempDir(), "trace.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := &storeSink{db: db}
+	g := newGate()
+	defer g.open() // a failed test must not leave the tracer's dials waiting
+	cfg := c.RESTConfig()
+	cfg.Dial = g.dial
+	var mu sync.Mutex
+	var warnings []string
+	tr, err := tracer.New(tracer.Options{
+		RESTConfig: cfg, Namespace: ns, FlushInterval: 50 * time.Millisecond,
+		Warn: func(s string) { mu.Lock(); warnings = append(warnings, s); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(runCtx, out) }()
+	select {
+	case <-tr.Ready():
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	case <-ctx.Done():
+		t.Fatal("tracer not ready")
+	}
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "doomed", Namespace: ns},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}}},
+	}
+	pod, err = client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(pod.UID)
+	// Wait until kwok runs it and the tracer recorded that revision.
+	var running *corev1.Pod
+	for running == nil {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case p.Status.Phase == corev1.PodRunning:
+			running = p
+		case ctx.Err() != nil:
+			t.Fatalf("pod not running: %s", p.Status.Phase)
+		default:
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor(ctx, t, "the tracer to record the running pod", func() bool {
+		return slices.ContainsFunc(out.sentOf(uid), func(r store.Record) bool { return r.ResourceVersion == running.ResourceVersion })
+	})
+
+	// Out of the tracer's sight: delete the pod, restart the API server.
+	g.shut()
+	zero := int64(0)
+	if err := client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the pod to be gone", func() bool {
+		_, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	began := time.Now()
+	if err := c.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("API server restarted in %s", time.Since(began).Round(time.Millisecond))
+	began = time.Now()
+	g.open()
+	waitFor(ctx, t, "the tracer to record the pod's deletion", func() bool {
+		recs := out.sentOf(uid)
+		return isDeletion(recs[len(recs)-1].Type)
+	})
+	t.Logf("deletion recorded %s after the tracer's connections reopened", time.Since(began).Round(time.Millisecond))
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	// What the tracer sent: revisions (as many as it saw before the gate
+	// shut), then a tombstone without an object, naming the last of them.
+	sent := out.sentOf(uid)
+	t.Logf("records sent: %v", types(sent))
+	if len(sent) < 3 {
+		t.Fatalf("%d records of the pod, want at least created, running, deleted", len(sent))
+	}
+	tomb, lastSeen := sent[len(sent)-1], sent[len(sent)-2]
+	for _, r := range sent[:len(sent)-1] {
+		if isDeletion(r.Type) {
+			t.Errorf("a deletion before the last record: %v", types(sent))
+		}
+	}
+	if tomb.Type != store.DeletedUnknown {
+		t.Fatalf("the pod's deletion was recorded as %s, want %s (a watch event, not a relist?)", tomb.Type, store.DeletedUnknown)
+	}
+	if len(tomb.Object) != 0 {
+		t.Errorf("the tombstone's record came with an object (%d bytes), want none (the cache keeps identities)", len(tomb.Object))
+	}
+	if tomb.ResourceVersion != lastSeen.ResourceVersion || tomb.Name != pod.Name || tomb.Namespace != ns {
+		t.Errorf("tombstone %s/%s rv=%s, want %s/%s rv=%s (the last revision recorded)",
+			tomb.Namespace, tomb.Name, tomb.ResourceVersion, ns, pod.Name, lastSeen.ResourceVersion)
+	}
+
+	// What the trace holds: the last revision's object as the final state.
+	hist, err := db.History(uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != len(sent) {
+		t.Fatalf("%d revisions in the trace, %d sent: %v", len(hist), len(sent), types(hist))
+	}
+	last, prev := hist[len(hist)-1], hist[len(hist)-2]
+	if last.Type != store.DeletedUnknown || prev.Type == store.DeletedUnknown || prev.Type == store.Deleted {
+		t.Fatalf("last two revisions %s, %s; want a revision, then %s", prev.Type, last.Type, store.DeletedUnknown)
+	}
+	if prev.ResourceVersion != lastSeen.ResourceVersion {
+		t.Errorf("the revision before the tombstone has rv=%s, want the last seen %s", prev.ResourceVersion, lastSeen.ResourceVersion)
+	}
+	if !bytes.Equal(last.Object, prev.Object) {
+		t.Errorf("the tombstone's stored object is not the previous revision's:\n got %s\nwant %s", last.Object, prev.Object)
+	}
+	var final corev1.Pod
+	if err := json.Unmarshal(last.Object, &final); err != nil {
+		t.Fatalf("tombstone's object: %v", err)
+	}
+	if final.UID != pod.UID || final.Spec.NodeName == "" || len(final.Spec.Containers) != 1 || final.Status.Phase == "" {
+		t.Errorf("the tombstone's object is not the whole pod as last recorded: %s", last.Object)
+	}
+	mu.Lock()
+	t.Logf("warnings: %q", warnings)
+	mu.Unlock()
+}
+
+// storeSink writes the tracer's records to a trace, and keeps a copy of
+// each as the tracer sent it (Write fills in a tombstone's object).
+type storeSink struct {
+	db   *store.DB
+	mu   sync.Mutex
+	sent []store.Record
+}
+
+func (s *storeSink) Write(b []store.Record) error {
+	s.mu.Lock()
+	s.sent = append(s.sent, b...)
+	s.mu.Unlock()
+	return s.db.Write(b)
+}
+
+// sentOf returns the records sent about the object with uid.
+func (s *storeSink) sentOf(uid string) []store.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var recs []store.Record
+	for _, r := range s.sent {
+		if r.UID == uid {
+			recs = append(recs, r)
+		}
+	}
+	return recs
+}
+
+func isDeletion(typ store.EventType) bool {
+	return typ == store.Deleted || typ == store.DeletedUnknown
+}
+
+func types(recs []store.Record) []string {
+	var s []string
+	for _, r := range recs {
+		s = append(s, fmt.Sprintf("%s rv=%s", r.Type, r.ResourceVersion))
+	}
+	return s
+}
+
+// waitFor polls ok every 50ms until it reports true, and fails t when ctx
+// ends first.
+func waitFor(ctx context.Context, t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for !ok() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// gate dials connections and can cut them: shut closes the connections it
+// made and makes new dials wait until open.
+type gate struct {
+	mu     sync.Mutex
+	opened chan struct{} // closed while the gate is open
+	conns  []net.Conn
+}
+
+func newGate() *gate {
+	g := &gate{opened: make(chan struct{})}
+	close(g.opened)
+	return g
+}
+
+func (g *gate) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	for {
+		g.mu.Lock()
+		opened := g.opened
+		g.mu.Unlock()
+		select {
+		case <-opened:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		g.mu.Lock()
+		if g.opened == opened { // not shut meanwhile
+			g.conns = append(g.conns, conn)
+			g.mu.Unlock()
+			return conn, nil
+		}
+		g.mu.Unlock()
+		conn.Close()
+	}
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.opened:
+	default:
+		return // shut already
+	}
+	g.opened = make(chan struct{})
+	for _, c := range g.conns {
+		c.Close()
+	}
+	g.conns = nil
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.opened:
+	default:
+		close(g.opened)
 	}
 }

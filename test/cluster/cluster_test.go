@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -332,6 +333,79 @@ func TestNodeLoss(t *testing.T) {
 	}
 	if got := nodeCondition(n, corev1.NodeReady); got != corev1.ConditionTrue {
 		t.Errorf("node %s Ready=%s, want True", c.Nodes[0], got)
+	}
+}
+
+// TestRestartAPIServer restarts the API server twice, once running and once
+// after it died, and checks that the cluster carries on with its data and
+// that Stop stops the new process.
+func TestRestartAPIServer(t *testing.T) {
+	integration(t)
+	c := cluster.New(t, cluster.Options{})
+	client := c.Client()
+	ctx := t.Context()
+	createPod(t, client, pod("before", nil, nil))
+	waitPod(t, client, "before", "Running and Ready", podReady)
+	names := slices.Sorted(maps.Keys(c.Pids()))
+
+	restart := func(how string) {
+		t.Helper()
+		old := c.Pid(cluster.KubeAPIServer)
+		if old == 0 {
+			t.Fatalf("%s: no kube-apiserver pid", how)
+		}
+		if err := c.RestartAPIServer(ctx); err != nil {
+			t.Fatalf("%s: RestartAPIServer: %v", how, err)
+		}
+		pid := c.Pid(cluster.KubeAPIServer)
+		if pid == 0 || pid == old {
+			t.Errorf("%s: kube-apiserver pid %d after restart, was %d", how, pid, old)
+		}
+		if err := syscall.Kill(old, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("%s: the old kube-apiserver (pid %d) still exists: kill(0) = %v", how, old, err)
+		}
+		if got := slices.Sorted(maps.Keys(c.Pids())); !slices.Equal(got, names) {
+			t.Errorf("%s: running components %v, want %v", how, got, names)
+		}
+		if _, err := client.CoreV1().Pods("default").Get(ctx, "before", metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: the pod created before the restart: %v", how, err)
+		}
+	}
+	restart("running")
+	// The controllers, scheduler and kwok reconnected.
+	createPod(t, client, pod("after", nil, nil))
+	waitPod(t, client, "after", "Running and Ready", podReady)
+
+	if err := syscall.Kill(c.Pid(cluster.KubeAPIServer), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	restart("killed")
+
+	log, err := os.ReadFile(c.LogFile(cluster.KubeAPIServer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []string
+	for line := range strings.Lines(string(log)) {
+		if strings.HasPrefix(line, "+ ") {
+			cmds = append(cmds, line)
+		}
+	}
+	if len(cmds) != 3 || cmds[1] != cmds[0] || cmds[2] != cmds[0] {
+		t.Errorf("kube-apiserver command lines in its log, want the same 3 times:\n%s", strings.Join(cmds, ""))
+	}
+
+	pids := c.Pids()
+	if err := c.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	for name, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("%s (pid %d) still exists after Stop: kill(0) = %v", name, pid, err)
+		}
+	}
+	if err := c.RestartAPIServer(ctx); err == nil || !strings.Contains(err.Error(), "stopped") {
+		t.Errorf("RestartAPIServer after Stop: %v, want an error saying the cluster is stopped", err)
 	}
 }
 
