@@ -52,8 +52,30 @@ func (f ObjectFilter) match(o *Object) bool {
 // more than 9 bytes (parseObject decides); ok implies that parseObject(v)
 // succeeds.
 func (f ObjectFilter) matchValue(v []byte) (match, ok bool) {
-	if len(v) < 2 || v[0] != valueFormat {
+	id, ok := skimObject(v)
+	if !ok {
 		return false, false
+	}
+	return f.matchIdentity(&id), true
+}
+
+// objectIdentity is what a filter reads of an objects value, in place.
+type objectIdentity struct{ uid, kind, namespace, name []byte }
+
+func (f ObjectFilter) matchIdentity(id *objectIdentity) bool {
+	return (f.Kind == "" || f.Kind == string(id.kind)) &&
+		(f.Namespace == "" || f.Namespace == string(id.namespace)) &&
+		(f.Name == "" || f.Name == string(id.name)) &&
+		(f.UID == "" || f.UID == string(id.uid))
+}
+
+// skimObject reads the identity of the object whose objects value is v, in
+// place. ok is false when v is malformed (parseObject says how) or has a
+// varint of more than 9 bytes (parseObject decides); ok implies that
+// parseObject(v) succeeds.
+func skimObject(v []byte) (id objectIdentity, ok bool) {
+	if len(v) < 2 || v[0] != valueFormat {
+		return id, false
 	}
 	i := 2 // format, flags
 	// next skips a varint and returns its value if it fits in 63 bits.
@@ -83,29 +105,26 @@ func (f ObjectFilter) matchValue(v []byte) (match, ok bool) {
 	namespace, ok4 := str()
 	name, ok5 := str()
 	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
-		return false, false
+		return id, false
 	}
 	for range 5 { // FirstSeq, LastSeq, FirstObserved, LastObserved, Revisions
 		if _, ok := next(); !ok {
-			return false, false
+			return id, false
 		}
 	}
 	refs, ok := next()
 	if !ok || refs > uint64(len(v)-i) {
-		return false, false
+		return id, false
 	}
 	for range refs {
 		if _, ok := str(); !ok {
-			return false, false
+			return id, false
 		}
 	}
 	if i != len(v) {
-		return false, false
+		return id, false
 	}
-	return (f.Kind == "" || f.Kind == string(kind)) &&
-		(f.Namespace == "" || f.Namespace == string(namespace)) &&
-		(f.Name == "" || f.Name == string(name)) &&
-		(f.UID == "" || f.UID == string(uid)), true
+	return objectIdentity{uid: uid, kind: kind, namespace: namespace, name: name}, true
 }
 
 const objectDeleted = 0x01

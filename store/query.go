@@ -252,6 +252,65 @@ func (db *DB) Objects(filter ObjectFilter) ([]Object, error) {
 	return out, nil
 }
 
+// ObjectsOf returns, for each filter, what Objects returns for it, reading
+// the object summaries once for all of them: a command that needs several
+// kinds of objects (the pods of a name, the webhook configurations, the
+// namespaces and nodes) pays for one scan.
+func (db *DB) ObjectsOf(filters ...ObjectFilter) ([][]Object, error) {
+	out := make([][]Object, len(filters))
+	scan := false
+	for _, f := range filters {
+		scan = scan || f.UID == ""
+	}
+	err := db.view(func(tx *bolt.Tx) error {
+		for i, f := range filters {
+			if f.UID == "" {
+				continue
+			}
+			o, err := objectByUID(tx, f.UID)
+			if err != nil {
+				return err
+			}
+			if o != nil && f.match(o) {
+				out[i] = append(out[i], *o)
+			}
+		}
+		if !scan {
+			return nil
+		}
+		return tx.Bucket(bucketObjects).ForEach(func(k, v []byte) error {
+			if len(k) != 4 {
+				return fmt.Errorf("%w: object key %x", errValue, k)
+			}
+			id, ok := skimObject(v)
+			var o *Object
+			for i, f := range filters {
+				if f.UID != "" || ok && !f.matchIdentity(&id) {
+					continue
+				}
+				if o == nil {
+					p, err := parseObject(binary.BigEndian.Uint32(k), v)
+					if err != nil {
+						return err
+					}
+					o = &p
+				}
+				if f.match(o) {
+					out[i] = append(out[i], *o)
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, db.readError("list objects", err)
+	}
+	for _, objs := range out {
+		sortObjects(objs)
+	}
+	return out, nil
+}
+
 // Referring returns the summaries of the objects whose records referred to
 // uid (its Events, its dependents), in the order they were first seen.
 func (db *DB) Referring(uid string) ([]Object, error) {
