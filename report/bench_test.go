@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,6 +157,7 @@ func BenchmarkHTML(b *testing.B) {
 		revs += len(p.Steps)
 	}
 	var size int
+	start := cpuTime()
 	for b.Loop() {
 		var cw countWriter
 		if err := HTML(&cw, bigTrace, HTMLOptions{}); err != nil {
@@ -163,6 +165,7 @@ func BenchmarkHTML(b *testing.B) {
 		}
 		size = cw.n
 	}
+	b.ReportMetric(float64((cpuTime()-start).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 	data, err := htmlData{bigTrace}.MarshalJSON()
 	if err != nil {
 		b.Fatal(err)
@@ -193,6 +196,15 @@ func BenchmarkMarkdown(b *testing.B) {
 	b.ReportMetric(float64(size), "bytes")
 }
 
+// cpuTime is the CPU time the process has used, in user and system mode
+// (all threads, the garbage collector's too): steadier than the clock on a
+// shared machine.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 type countWriter struct{ n int }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p), nil }
@@ -200,3 +212,24 @@ func (c *countWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p
 var _ io.Writer = (*countWriter)(nil)
 
 var benchPods = 1000
+
+// BenchmarkDiffText renders `podtrace diff` of a pod of 1,000 revisions
+// (and its events), in colour and without.
+func BenchmarkDiffText(b *testing.B) {
+	lc := crashLoopStory(b, &clock{now: fixtureStart}, 7, 1000)
+	for _, color := range []bool{false, true} {
+		b.Run(fmt.Sprintf("color=%v", color), func(b *testing.B) {
+			var size int
+			start := cpuTime()
+			for b.Loop() {
+				var cw countWriter
+				if err := Diff(&cw, lc, TextOptions{Color: color}); err != nil {
+					b.Fatal(err)
+				}
+				size = cw.n
+			}
+			b.ReportMetric(float64((cpuTime()-start).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(size), "bytes")
+		})
+	}
+}

@@ -54,12 +54,16 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; sc
 // whose details (timeline, findings, revisions, events, dependents) open on
 // click or from a link to #pod=NAMESPACE/NAME/UID.
 func HTML(w io.Writer, tr *Trace, opts HTMLOptions) error {
-	data, err := htmlData{tr}.MarshalJSON()
-	if err != nil {
+	// The data goes to the sink as it is encoded, a pod at a time, and is
+	// deflated from there on once it is past plainDataUpTo: the page never
+	// holds the whole JSON, tens of megabytes for a large trace.
+	sink := &dataSink{}
+	if err := (htmlData{tr}).encode(sink); err != nil {
 		return fmt.Errorf("encode the report's data: %w", err)
 	}
 	p := newHTMLPage(tr, opts)
-	if p.Data, err = embedData(data); err != nil {
+	var err error
+	if p.Data, err = sink.close(); err != nil {
 		return fmt.Errorf("compress the report's data: %w", err)
 	}
 	return htmlTemplate.Execute(w, p)
@@ -89,29 +93,59 @@ const deflatedFormat = "podtrace-report-deflate/1"
 // element: encoding/json escapes <, > and & in every string of the data,
 // and the basE91 alphabet has no '<'.
 func embedData(data []byte) (template.JS, error) {
-	if bytes.IndexByte(data, '<') >= 0 {
-		// Not from htmlData's encoder, which escapes them; inside a JSON
-		// string, the only place one can be, \u003c means the same.
-		data = bytes.ReplaceAll(data, []byte("<"), []byte(`\u003c`))
+	var s dataSink
+	s.write(data)
+	return s.close()
+}
+
+// dataSink makes the content of the page's data element as embedData
+// does, from the data written to it in pieces: it keeps the data plain up
+// to plainDataUpTo bytes, and deflates it from the piece that goes past.
+type dataSink struct {
+	plain []byte
+	z     bytes.Buffer
+	zw    *flate.Writer
+	err   error
+}
+
+func (s *dataSink) write(p []byte) {
+	if s.err != nil || len(p) == 0 {
+		return
 	}
-	if len(data) <= plainDataUpTo {
-		return template.JS(data), nil
+	if bytes.IndexByte(p, '<') >= 0 {
+		p = bytes.ReplaceAll(p, []byte("<"), []byte(`\u003c`)) // as embedData does
 	}
-	var z bytes.Buffer
-	z.Grow(len(data) / 4)
-	zw, err := flate.NewWriter(&z, deflateLevel)
-	if err != nil {
+	if s.zw == nil {
+		if len(s.plain)+len(p) <= plainDataUpTo {
+			s.plain = append(s.plain, p...)
+			return
+		}
+		s.z.Grow(1 << 20)
+		if s.zw, s.err = flate.NewWriter(&s.z, deflateLevel); s.err != nil {
+			return
+		}
+		if _, s.err = s.zw.Write(s.plain); s.err != nil {
+			return
+		}
+		s.plain = nil
+	}
+	_, s.err = s.zw.Write(p)
+}
+
+// close returns what embedData returns for the whole data.
+func (s *dataSink) close() (template.JS, error) {
+	if s.err != nil {
+		return "", s.err
+	}
+	if s.zw == nil {
+		return template.JS(s.plain), nil
+	}
+	if err := s.zw.Close(); err != nil {
 		return "", err
 	}
-	if _, err := zw.Write(data); err != nil {
-		return "", err
-	}
-	if err := zw.Close(); err != nil {
-		return "", err
-	}
-	out := make([]byte, 0, 64+z.Len()*5/4)
+	out := make([]byte, 0, 64+s.z.Len()*5/4)
 	out = append(out, `{"format":"`+deflatedFormat+`","deflated":"`...)
-	out = base91(out, z.Bytes())
+	out = base91(out, s.z.Bytes())
 	out = append(out, `"}`...)
 	return template.JS(out), nil
 }

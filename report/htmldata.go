@@ -68,8 +68,35 @@ type htmlData struct{ tr *Trace }
 
 // MarshalJSON implements json.Marshaler.
 func (d htmlData) MarshalJSON() ([]byte, error) {
-	e := &dataEncoder{ids: map[string]int32{}, actor: map[actorKey]int{}, webhook: map[string]int{},
-		stepOrder: make([][]int32, len(d.tr.Pods))}
+	e := newDataEncoder(d.tr, nil)
+	e.encode(d.tr)
+	return e.b, e.err
+}
+
+// encode writes the JSON of d to sink, in pieces.
+func (d htmlData) encode(sink *dataSink) error {
+	e := newDataEncoder(d.tr, sink)
+	e.encode(d.tr)
+	if e.err != nil {
+		return e.err
+	}
+	sink.write(e.b)
+	return sink.err
+}
+
+func newDataEncoder(tr *Trace, sink *dataSink) *dataEncoder {
+	// Room for the strings of a typical trace, whose every step changes
+	// a few fields to fresh values.
+	steps := 0
+	for _, p := range tr.Pods {
+		steps += len(p.Steps)
+	}
+	return &dataEncoder{ids: make(map[string]int32, 64+steps*4), actor: map[actorKey]int{}, webhook: map[string]int{},
+		stepOrder: make([][]int32, len(tr.Pods)), sink: sink}
+}
+
+func (e *dataEncoder) encode(tr *Trace) {
+	d := htmlData{tr}
 	e.base = dataBase(d.tr).UnixMilli()
 	// The first pass interns the strings and records which string each
 	// reference was; the second writes, numbering the strings by use, most
@@ -106,7 +133,6 @@ func (d htmlData) MarshalJSON() ([]byte, error) {
 	e.raw("]")
 	e.pods(d.tr)
 	e.raw("}")
-	return e.b, e.err
 }
 
 // dataBase is the time the page's times count from: the start of the
@@ -124,13 +150,14 @@ func dataBase(tr *Trace) time.Time {
 type dataEncoder struct {
 	counting bool
 	b        []byte
+	sink     *dataSink // where b goes a pod at a time; nil: b holds all
 	err      error
 	base     int64 // Unix ms
 
 	ids    map[string]int32 // string -> id, in order of first use
 	strs   []string         // by id
 	uses   []int32          // by id
-	tokens []int32          // the id of every reference, in order
+	tokens tokenList        // the id of every reference, in order
 	next   int              // the next token to write
 	rank   []int32          // id -> index in the top-level table, or in its pod's
 	ranked []string
@@ -152,8 +179,41 @@ type dataEncoder struct {
 	webhook  map[string]int // JSON -> index
 	webhooks []string
 
-	last map[string]string // path -> the value the pod's last change of it set
+	// By the id of a path: the value the pod's last change of it set,
+	// valid where lastGen holds gen, which each pod's steps advance.
+	last    []string
+	lastGen []int32
+	gen     int32
 }
+
+// tokenList is a list of ids kept in chunks, so that it grows without
+// copying.
+type tokenList struct {
+	chunks [][]int32
+	n      int
+}
+
+const tokenChunk = 1 << 16
+
+func (l *tokenList) append(id int32) {
+	if l.n%tokenChunk == 0 && l.n/tokenChunk == len(l.chunks) {
+		l.chunks = append(l.chunks, make([]int32, 0, tokenChunk))
+	}
+	c := &l.chunks[l.n/tokenChunk]
+	*c = append(*c, id)
+	l.n++
+}
+
+// drop removes the last n ids.
+func (l *tokenList) drop(n int) {
+	for range n {
+		l.n--
+		c := &l.chunks[l.n/tokenChunk]
+		*c = (*c)[:len(*c)-1]
+	}
+}
+
+func (l *tokenList) at(i int) int32 { return l.chunks[i/tokenChunk][i%tokenChunk] }
 
 type actorKey struct{ manager, who int32 }
 
@@ -216,7 +276,7 @@ func (e *dataEncoder) int(n int64) {
 // second it returns the id the same reference had.
 func (e *dataEncoder) intern(s string) int32 {
 	if !e.counting {
-		id := e.tokens[e.next]
+		id := e.tokens.at(e.next)
 		e.next++
 		return id
 	}
@@ -237,7 +297,7 @@ func (e *dataEncoder) intern(s string) int32 {
 		e.stepOrder[e.cur] = append(e.stepOrder[e.cur], id)
 	}
 	e.uses[id]++
-	e.tokens = append(e.tokens, id)
+	e.tokens.append(id)
 	return id
 }
 
@@ -263,12 +323,18 @@ func (e *dataEncoder) str(s string) {
 // sharedIndex returns the index of s in the top-level table, where it is
 // put whoever uses it.
 func (e *dataEncoder) sharedIndex(s string) int32 {
-	id := e.intern(s)
+	_, r := e.sharedID(s)
+	return r
+}
+
+// sharedID is sharedIndex that also returns the id of s.
+func (e *dataEncoder) sharedID(s string) (id, index int32) {
+	id = e.intern(s)
 	if e.counting {
 		e.shared[id] = true
-		return id
+		return id, id
 	}
-	return e.rank[id]
+	return id, e.rank[id]
 }
 
 // json writes v as ordinary JSON.
@@ -322,12 +388,12 @@ func plainNumber(rv string) (int64, bool) {
 // table is built in the first pass; its strings are interned then, once.
 func (e *dataEncoder) actorIndex(a diff.Actor) int {
 	if !e.counting {
-		id := e.tokens[e.next]
+		id := e.tokens.at(e.next)
 		e.next++
 		return int(id)
 	}
 	k := actorKey{e.sharedIndex(a.Manager), e.sharedIndex(a.Who)}
-	e.tokens = e.tokens[:len(e.tokens)-2] // the table holds the strings, not this reference
+	e.tokens.drop(2) // the table holds the strings, not this reference
 	i, ok := e.actor[k]
 	if !ok {
 		i = len(e.actors)
@@ -337,7 +403,7 @@ func (e *dataEncoder) actorIndex(a diff.Actor) int {
 		e.uses[k.manager]--
 		e.uses[k.who]--
 	}
-	e.tokens = append(e.tokens, int32(i))
+	e.tokens.append(int32(i))
 	return i
 }
 
@@ -345,7 +411,7 @@ func (e *dataEncoder) actorIndex(a diff.Actor) int {
 // the first pass.
 func (e *dataEncoder) webhookIndex(w diff.Webhook) int {
 	if !e.counting {
-		id := e.tokens[e.next]
+		id := e.tokens.at(e.next)
 		e.next++
 		return int(id)
 	}
@@ -359,7 +425,7 @@ func (e *dataEncoder) webhookIndex(w diff.Webhook) int {
 		e.webhook[string(b)] = i
 		e.webhooks = append(e.webhooks, string(b))
 	}
-	e.tokens = append(e.tokens, int32(i))
+	e.tokens.append(int32(i))
 	return i
 }
 
@@ -374,15 +440,36 @@ func (e *dataEncoder) webhookList(ws []diff.Webhook) {
 
 var opCodes = map[diff.Op]int64{diff.OpAdd: 0, diff.OpRemove: 1, diff.OpChange: 2}
 
+// opCode is opCodes[op], without hashing op.
+func opCode(op diff.Op) int64 {
+	switch op {
+	case diff.OpAdd:
+		return 0
+	case diff.OpRemove:
+		return 1
+	case diff.OpChange:
+		return 2
+	}
+	return opCodes[op]
+}
+
 func (e *dataEncoder) pods(tr *Trace) {
 	e.raw(`,"pods":[`)
 	for i, p := range tr.Pods {
 		e.sep(i)
 		e.cur = int32(i)
 		e.pod(p)
+		if e.sink != nil && len(e.b) >= sinkChunk {
+			e.sink.write(e.b)
+			e.b = e.b[:0]
+		}
 	}
 	e.raw("]")
 }
+
+// sinkChunk is about how much the encoder writes before handing it to its
+// sink.
+const sinkChunk = 64 << 10
 
 func (e *dataEncoder) pod(p *diff.Lifecycle) {
 	e.raw(`{"strings":`)
@@ -627,10 +714,7 @@ func (e *dataEncoder) audit(a *diff.Audit) {
 }
 
 func (e *dataEncoder) steps(steps []diff.Step) {
-	if e.last == nil {
-		e.last = map[string]string{}
-	}
-	clear(e.last)
+	e.gen++
 	var seq uint64
 	ms := e.base
 	var rv int64
@@ -688,14 +772,24 @@ func (e *dataEncoder) steps(steps []diff.Step) {
 // value the reader knows and the manager it can tell.
 func (e *dataEncoder) change(c diff.Change, manager string) {
 	e.raw("[")
-	e.int(int64(e.sharedIndex(c.Path))*3 + opCodes[c.Op])
+	path, index := e.sharedID(c.Path)
+	e.int(int64(index)*3 + opCode(c.Op))
 	e.raw(",")
 	value := c.New
 	if c.Op == diff.OpRemove {
 		value = c.Old
 	}
 	e.str(value)
-	knownOld := c.Op != diff.OpChange || e.last[c.Path] == c.Old
+	if int(path) >= len(e.last) {
+		n := max(int(path)+1, 2*len(e.last))
+		e.last = append(e.last, make([]string, n-len(e.last))...)
+		e.lastGen = append(e.lastGen, make([]int32, n-len(e.lastGen))...)
+	}
+	last := ""
+	if e.lastGen[path] == e.gen {
+		last = e.last[path]
+	}
+	knownOld := c.Op != diff.OpChange || last == c.Old
 	if !knownOld || c.Manager != manager {
 		e.raw(",")
 		e.str(c.Manager)
@@ -705,9 +799,10 @@ func (e *dataEncoder) change(c diff.Change, manager string) {
 		e.str(c.Old)
 	}
 	e.raw("]")
+	e.lastGen[path] = e.gen
 	if c.Op == diff.OpRemove {
-		e.last[c.Path] = ""
+		e.last[path] = ""
 	} else {
-		e.last[c.Path] = c.New
+		e.last[path] = c.New
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,37 @@ type textWriter struct {
 	w    io.Writer
 	opts TextOptions
 	err  error
+	line []byte // the line being built, for the writers that build one
+}
+
+// writeLine writes the line built in b (t.line's storage), as one printf
+// would, and keeps the storage.
+func (t *textWriter) writeLine(b []byte) {
+	t.line = b[:0]
+	if t.err != nil {
+		return
+	}
+	_, t.err = t.w.Write(b)
+}
+
+// appendPaint appends what paint returns.
+func (t *textWriter) appendPaint(b []byte, color, s string) []byte {
+	if !t.opts.Color || s == "" {
+		return append(b, s...)
+	}
+	return append(append(append(b, color...), s...), cReset...)
+}
+
+// appendClock appends what clock returns.
+func (t *textWriter) appendClock(b []byte, ts time.Time) []byte {
+	if ts.IsZero() {
+		return append(b, "            "...)
+	}
+	loc := t.opts.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	return ts.In(loc).AppendFormat(b, "15:04:05.000")
 }
 
 func (t *textWriter) printf(format string, args ...any) {
@@ -227,16 +259,35 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 	ev := 0
 	flushEvents := func(until time.Time, all bool) {
 		for ; ev < len(lc.Events) && (all || !lc.Events[ev].Time.After(until)); ev++ {
-			e := lc.Events[ev]
+			e := &lc.Events[ev]
 			color := cDim
 			if e.Type == "Warning" {
 				color = cYellow
 			}
-			count := ""
-			if e.Count > 1 {
-				count = fmt.Sprintf(" (x%d)", e.Count)
+			// "  CLOCK  event TYPE REASON (xCOUNT): MESSAGE [SOURCE]"
+			b := append(t.line, "  "...)
+			b = t.appendClock(b, e.Time)
+			b = append(b, "  "...)
+			if t.opts.Color {
+				b = append(b, color...)
 			}
-			t.printf("  %s  %s %s%s: %s %s\n", t.clock(e.Time), t.paint(color, "event "+e.Type), e.Reason, count, e.Message, t.paint(cDim, "["+e.Source+"]"))
+			b = append(append(b, "event "...), e.Type...)
+			if t.opts.Color {
+				b = append(b, cReset...)
+			}
+			b = append(append(b, ' '), e.Reason...)
+			if e.Count > 1 {
+				b = append(strconv.AppendInt(append(b, " (x"...), int64(e.Count), 10), ')')
+			}
+			b = append(append(append(b, ": "...), e.Message...), ' ')
+			if t.opts.Color {
+				b = append(b, cDim...)
+			}
+			b = append(append(append(b, '['), e.Source...), ']')
+			if t.opts.Color {
+				b = append(b, cReset...)
+			}
+			t.writeLine(append(b, '\n'))
 		}
 	}
 	for i, s := range lc.Steps {
@@ -248,11 +299,37 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 		case i == 0 && s.Type == "Initial":
 			what = "already present"
 		}
-		phases := ""
-		if len(s.Phases) > 0 {
-			phases = " " + t.paint(cGreen, "["+strings.Join(s.Phases, ", ")+"]")
+		// "  CLOCK  WHAT rv RV by ACTORS [PHASES]"
+		b := append(t.line, "  "...)
+		b = t.appendClock(b, s.Time)
+		b = append(b, "  "...)
+		b = append(t.appendPaint(b, cBold, what), ' ')
+		if t.opts.Color {
+			b = append(b, cDim...)
 		}
-		t.printf("  %s  %s %s by %s%s\n", t.clock(s.Time), t.paint(cBold, what), t.paint(cDim, "rv "+s.ResourceVersion), actors(s.Actors), phases)
+		b = append(append(b, "rv "...), s.ResourceVersion...)
+		if t.opts.Color {
+			b = append(b, cReset...)
+		}
+		b = appendActors(append(b, " by "...), s.Actors)
+		if len(s.Phases) > 0 {
+			b = append(b, ' ')
+			if t.opts.Color {
+				b = append(b, cGreen...)
+			}
+			b = append(b, '[')
+			for i, ph := range s.Phases {
+				if i > 0 {
+					b = append(b, ", "...)
+				}
+				b = append(b, ph...)
+			}
+			b = append(b, ']')
+			if t.opts.Color {
+				b = append(b, cReset...)
+			}
+		}
+		t.writeLine(append(b, '\n'))
 		hidden := 0
 		for _, c := range s.Changes {
 			if i == 0 && !t.opts.AllFields {
@@ -289,6 +366,20 @@ func containerImage(c diff.Change) diff.Change {
 	return c
 }
 
+// appendActors appends what actors returns.
+func appendActors(b []byte, as []diff.Actor) []byte {
+	if len(as) == 0 {
+		return append(b, "unknown"...)
+	}
+	for i, a := range as {
+		if i > 0 {
+			b = append(b, " and "...)
+		}
+		b = append(b, a.Who...)
+	}
+	return b
+}
+
 func actors(as []diff.Actor) string {
 	var parts []string
 	for _, a := range as {
@@ -309,27 +400,45 @@ func shorten(s string) string {
 	return s[:maxValue] + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
-func (t *textWriter) change(c diff.Change, showManager bool) {
-	who := ""
-	if showManager && c.Manager != "" {
-		who = t.paint(cDim, "  ("+c.Manager+")")
+// appendShortened appends what shorten returns.
+func appendShortened(b []byte, s string) []byte {
+	if len(s) <= maxValue {
+		return append(b, s...)
 	}
+	b = append(append(b, s[:maxValue]...), "... ("...)
+	return append(strconv.AppendInt(b, int64(len(s)), 10), " bytes)"...)
+}
+
+func (t *textWriter) change(c diff.Change, showManager bool) {
+	// "      + PATH  NEW (MANAGER)", "      - PATH  OLD (MANAGER)",
+	// "      ~ PATH  OLD -> NEW (MANAGER)"
+	b := append(t.line, "      "...)
 	switch c.Op {
 	case diff.OpAdd:
-		val := ""
+		b = append(append(t.appendPaint(b, cGreen, "+"), ' '), c.Path...)
 		if c.New != "" {
-			val = "  " + shorten(c.New)
+			b = appendShortened(append(b, "  "...), c.New)
 		}
-		t.printf("      %s %s%s%s\n", t.paint(cGreen, "+"), c.Path, val, who)
 	case diff.OpRemove:
-		val := ""
+		b = append(append(t.appendPaint(b, cRed, "-"), ' '), c.Path...)
 		if c.Old != "" {
-			val = "  " + shorten(c.Old)
+			b = appendShortened(append(b, "  "...), c.Old)
 		}
-		t.printf("      %s %s%s%s\n", t.paint(cRed, "-"), c.Path, val, who)
 	default:
-		t.printf("      %s %s  %s -> %s%s\n", t.paint(cYellow, "~"), c.Path, shorten(c.Old), shorten(c.New), who)
+		b = append(append(t.appendPaint(b, cYellow, "~"), ' '), c.Path...)
+		b = appendShortened(append(b, "  "...), c.Old)
+		b = appendShortened(append(b, " -> "...), c.New)
 	}
+	if showManager && c.Manager != "" {
+		if t.opts.Color {
+			b = append(b, cDim...)
+		}
+		b = append(append(append(b, "  ("...), c.Manager...), ')')
+		if t.opts.Color {
+			b = append(b, cReset...)
+		}
+	}
+	t.writeLine(append(b, '\n'))
 }
 
 func (t *textWriter) admission(lc *diff.Lifecycle) {
