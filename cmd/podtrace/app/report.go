@@ -133,14 +133,15 @@ func inNamespace(ns string) string {
 // order until they are sorted, and the error is that of the first pod, in
 // that order, that failed.
 func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecycle)) (*report.Trace, error) {
-	tc, err := loadContext(db)
+	ctx, found, err := scanTrace(db, store.ObjectFilter{Kind: "Pod", Namespace: ns, Name: name})
 	if err != nil {
 		return nil, err
 	}
-	pods, err := db.Objects(store.ObjectFilter{Kind: "Pod", Namespace: ns, Name: name})
+	tc, err := newContext(db, ctx)
 	if err != nil {
 		return nil, err
 	}
+	pods := found[0]
 	generated := now().UTC()
 	workers := min(runtime.GOMAXPROCS(0), len(pods))
 	finish := make([]func(*diff.Lifecycle), workers)
@@ -204,5 +205,7 @@ func loadPod(db *store.DB, tc *traceContext, p store.Object, finish func(*diff.L
 	if finish != nil {
 		finish(lc)
 	}
+	// A report holds every pod's lifecycle until it is written.
+	lc.DropRevisions()
 	return lc, nil
 }

@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/report"
+	"github.com/podtrace/podtrace/store"
 )
 
 // TestReportWorkers checks that replaying and redacting the pods on several
@@ -50,5 +54,54 @@ func TestReportWorkers(t *testing.T) {
 				t.Errorf("standard error has %d --no-redact warnings, want one per --no-redact run:\n%s", n, gotErr)
 			}
 		})
+	}
+}
+
+// TestWithoutRevisions checks that a lifecycle whose decoded revisions
+// were dropped, as a report keeps it, renders as before in every format.
+func TestWithoutRevisions(t *testing.T) {
+	bt := reportTrace(t, 20, 12)
+	db, err := openTrace(bt.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tc, err := loadContext(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := db.Objects(store.ObjectFilter{Kind: "Pod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full, slim []*diff.Lifecycle
+	for _, p := range pods[:6] {
+		in, err := loadInput(db, tc, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lcs [2]*diff.Lifecycle
+		for i := range lcs {
+			if lcs[i], err = diff.Replay(in, diff.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lcs[1].DropRevisions()
+		full, slim = append(full, lcs[0]), append(slim, lcs[1])
+	}
+	render := func(pods []*diff.Lifecycle) string {
+		var b bytes.Buffer
+		tr := &report.Trace{File: bt.path, Generated: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), Pods: pods}
+		for _, lc := range pods {
+			report.Diff(&b, lc, report.TextOptions{AllFields: true})
+			report.Explain(&b, lc, report.TextOptions{})
+		}
+		report.Text(&b, tr, report.TextOptions{})
+		report.Markdown(&b, tr, report.TextOptions{})
+		report.HTML(&b, tr, report.HTMLOptions{})
+		return b.String()
+	}
+	if d := cmp.Diff(render(full), render(slim)); d != "" {
+		t.Errorf("the lifecycles without their revisions render differently (-with +without):\n%s", d)
 	}
 }
