@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,7 @@ func reportCommand(streams Streams) *cli.Command {
 
 // Run loads and replays every pod asked for and writes the report.
 func (o *reportOptions) Run() error {
+	batchGC()
 	db, err := openTrace(o.db)
 	if err != nil {
 		return err
@@ -208,4 +210,16 @@ func loadPod(db *store.DB, tc *traceContext, p store.Object, finish func(*diff.L
 	// A report holds every pod's lifecycle until it is written.
 	lc.DropRevisions()
 	return lc, nil
+}
+
+// batchGC lets the heap of a report grow to three times its live data
+// (GOGC=200) instead of twice, unless the user set GOGC: a report replays
+// every revision into lifecycles it holds until it writes, and the
+// collector's marking was a fifth of its CPU. For 1,000 pods of 100
+// revisions: 10.1-10.7 -> 8.0-8.8 s of CPU, 600 -> 700-790 MB peak RSS.
+// record keeps Go's default: it runs for days within a memory budget.
+func batchGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(200)
+	}
 }
