@@ -411,11 +411,13 @@ func benchTracePath(tb testing.TB, name string) (string, bool) {
 	return filepath.Join(benchTraceDir, name), false
 }
 
-// writeBenchTrace writes a trace to path via a temporary file, so that an
-// interrupted build leaves no half trace to be reused.
+// writeBenchTrace writes a trace to path via a temporary file of this
+// process, so that an interrupted build leaves no half trace to be reused
+// and two benchmark runs sharing $PODTRACE_BENCH_DIR do not write one file
+// together (it happened: a trace of twice the records).
 func writeBenchTrace(tb testing.TB, path string, write func(g *traceGen)) {
 	tb.Helper()
-	tmp := path + ".tmp"
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	os.Remove(tmp)
 	start := time.Now()
 	g := newTraceGen(tb, tmp)
