@@ -556,6 +556,10 @@ func formatValue(v reflect.Value) string {
 	// are (every renderer escapes for its own medium).
 	e := encoders.Get().(*valueEncoder)
 	defer encoders.Put(e)
+	if b, ok := appendJSON(e.scratch[:0], v); ok {
+		e.scratch = b
+		return string(b)
+	}
 	e.buf.Reset()
 	if err := e.enc.Encode(v.Interface()); err != nil {
 		return fmt.Sprint(v.Interface())
@@ -567,6 +571,8 @@ func formatValue(v reflect.Value) string {
 type valueEncoder struct {
 	buf bytes.Buffer
 	enc *json.Encoder
+	// scratch is where appendJSON writes what it can.
+	scratch []byte
 }
 
 var encoders = sync.Pool{New: func() any {

@@ -28,22 +28,27 @@ import (
 type decoder struct {
 	prev    reflect.Value // the previous revision's corev1.Pod, or invalid
 	prevObj object        // the previous revision's JSON, split
+	split   splitter
+	strings interner
 }
 
 // decodeLevels is how many levels of the pod decode piece by piece: the
 // pod, its metadata, spec and status, their fields, and the elements of
 // their lists (a container status, a managedFields entry).
-const decodeLevels = 4
+const decodeLevels = 6
 
 func (d *decoder) decode(rec store.Record) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	obj, err := decodeValue(reflect.ValueOf(pod).Elem(), rec.Object, nil, d.prev, d.prevObj, decodeLevels)
+	obj, err := d.decodeValue(reflect.ValueOf(pod).Elem(), rec.Object, nil, d.prev, d.prevObj, decodeLevels)
 	if err != nil {
 		// Start over in one piece, for encoding/json's own verdict.
 		pod, obj = &corev1.Pod{}, nil
 		if err := json.Unmarshal(rec.Object, pod); err != nil {
 			return nil, fmt.Errorf("decode pod %s/%s revision %s (record %d): %w", rec.Namespace, rec.Name, rec.ResourceVersion, rec.Seq, err)
 		}
+	}
+	if d.split.blocks >= compactBlocks {
+		obj = d.split.compact(obj)
 	}
 	d.prev, d.prevObj = reflect.ValueOf(pod).Elem(), obj
 	return pod, nil
@@ -100,7 +105,7 @@ func (o object) find(key []byte, i int) *member {
 // split for the next revision, or nil when raw was decoded whole.
 //
 // pre, when not nil, is raw split already (against prevObj).
-func decodeValue(dst reflect.Value, raw []byte, pre object, prev reflect.Value, prevObj object, levels int) (object, error) {
+func (d *decoder) decodeValue(dst reflect.Value, raw []byte, pre object, prev reflect.Value, prevObj object, levels int) (object, error) {
 	dt := decodeTypeOf(dst.Type())
 	if levels > 0 {
 		switch dst.Kind() {
@@ -108,25 +113,43 @@ func decodeValue(dst reflect.Value, raw []byte, pre object, prev reflect.Value, 
 			if fields := dt.fields; fields != nil {
 				obj, ok := pre, pre != nil && len(raw) > 0 && raw[0] == '{'
 				if !ok {
-					obj, ok = splitObjectAgainst(raw, prevObj)
+					obj, ok = d.split.objectAgainst(raw, prevObj)
 				}
 				if ok {
-					return decodeStruct(dst, raw, fields, obj, prev, prevObj, levels)
+					return d.decodeStruct(dst, raw, fields, obj, prev, prevObj, levels)
 				}
+			}
+		case reflect.Pointer:
+			// A pointer to a struct decodes as that struct (a container's
+			// state.running, say), at the same level: it is no level of
+			// the JSON. null goes to decodeLeaf.
+			et := dst.Type().Elem()
+			if et.Kind() == reflect.Struct && decodeTypeOf(et).fields != nil && len(raw) > 0 && raw[0] == '{' {
+				e := reflect.New(et)
+				var pv reflect.Value
+				if prev.IsValid() && !prev.IsNil() {
+					pv = prev.Elem()
+				}
+				obj, err := d.decodeValue(e.Elem(), raw, pre, pv, prevObj, levels)
+				if err != nil {
+					return nil, err
+				}
+				dst.Set(e)
+				return obj, nil
 			}
 		case reflect.Slice:
 			if !dt.self {
 				elems, ok := pre, pre != nil && len(raw) > 0 && raw[0] == '['
 				if !ok {
-					elems, ok = splitArrayAgainst(raw, prevObj)
+					elems, ok = d.split.arrayAgainst(raw, prevObj)
 				}
 				if ok && len(elems) > 0 {
-					return elems, decodeSlice(dst, elems, prev, prevObj, levels)
+					return elems, d.decodeSlice(dst, elems, prev, prevObj, levels)
 				}
 			}
 		}
 	}
-	if decodeLeaf(dst, dt, raw) {
+	if d.strings.decodeLeaf(dst, dt, raw) {
 		return nil, nil
 	}
 	return nil, json.Unmarshal(raw, dst.Addr().Interface())
@@ -134,7 +157,7 @@ func decodeValue(dst reflect.Value, raw []byte, pre object, prev reflect.Value, 
 
 // decodeStruct decodes raw, split into obj, into struct dst member by
 // member.
-func decodeStruct(dst reflect.Value, raw []byte, fields map[string][]int, obj object, prev reflect.Value, prevObj object, levels int) (object, error) {
+func (d *decoder) decodeStruct(dst reflect.Value, raw []byte, fields map[string][]int, obj object, prev reflect.Value, prevObj object, levels int) (object, error) {
 	for _, m := range obj {
 		if _, known := fields[string(m.key)]; !known {
 			// Unknown, or matched by encoding/json case-insensitively.
@@ -156,7 +179,7 @@ func decodeStruct(dst reflect.Value, raw []byte, fields map[string][]int, obj ob
 		if pm != nil {
 			pv, po = prev.FieldByIndex(index), pm.sub
 		}
-		sub, err := decodeValue(f, m.value, m.sub, pv, po, levels-1)
+		sub, err := d.decodeValue(f, m.value, m.sub, pv, po, levels-1)
 		if err != nil {
 			return nil, err
 		}
@@ -167,8 +190,10 @@ func decodeStruct(dst reflect.Value, raw []byte, fields map[string][]int, obj ob
 
 // decodeSlice decodes the elements elems into dst, a nil slice. An element
 // that changed is decoded against the one that was at its place.
-func decodeSlice(dst reflect.Value, elems object, prev reflect.Value, prevElems object, levels int) error {
-	dst.Set(reflect.MakeSlice(dst.Type(), len(elems), len(elems)))
+func (d *decoder) decodeSlice(dst reflect.Value, elems object, prev reflect.Value, prevElems object, levels int) error {
+	// Grown in place: MakeSlice would allocate a header for its Value too.
+	dst.Grow(len(elems))
+	dst.SetLen(len(elems))
 	for i := range elems {
 		e := &elems[i]
 		j := -1
@@ -187,7 +212,7 @@ func decodeSlice(dst reflect.Value, elems object, prev reflect.Value, prevElems 
 		if i < len(prevElems) {
 			pv, po = prev.Index(i), prevElems[i].sub
 		}
-		sub, err := decodeValue(dst.Index(i), e.value, e.sub, pv, po, levels-1)
+		sub, err := d.decodeValue(dst.Index(i), e.value, e.sub, pv, po, levels-1)
 		if err != nil {
 			return err
 		}
@@ -274,127 +299,210 @@ func addJSONFields(t reflect.Type, index []int, fields map[string][]int) bool {
 	return true
 }
 
-// splitObject splits a JSON object into its members without decoding them
-// (a changed member is validated when it is decoded; an unchanged one was,
-// in an earlier revision). It reports false for what it does not handle
-// simply: not an object, escaped or repeated keys, bytes after the object.
-func splitObject(b []byte) (object, bool) { return splitObjectAgainst(b, nil) }
+// splitter splits JSON objects and lists. It builds each in a scratch
+// stack, and cuts the finished ones from blocks of members it allocates a
+// few at a time (members were one allocation per object): what it returned
+// is never written by it again.
+//
+// A block lives as long as any object cut from it: the objects of one
+// revision that the next one shares keep all of that revision's alive,
+// and those the ones they share, back to the first revision. The owner
+// compacts what it keeps (see compact) when blocks says it made enough to
+// matter.
+type splitter struct {
+	scratch []member // the members of the objects being split, innermost last
+	block   []member // where finished objects are cut from: len is what is taken
+	blocks  int      // how many blocks it made since the last compact
+}
 
-// splitObjectAgainst is splitObject for an object whose previous revision
-// was split into prev. A member whose bytes start as the previous
-// revision's member of that key did, with an object, a list or a string,
-// and are the same, is taken as a whole without scanning it (a scan would
-// end where those bytes end) and marked same. A member that changed and was
-// split in the previous revision is split the same way, into its sub, and
-// scanned only there.
-func splitObjectAgainst(b []byte, prev object) (object, bool) {
+// compactBlocks is how many blocks a splitter makes before its owner
+// compacts what it keeps of them.
+const compactBlocks = 8
+
+// splitBlock is how many members a splitter allocates at a time.
+const splitBlock = 128
+
+// emptyObject is an empty object or list, split: not nil.
+var emptyObject = object{}
+
+// finish returns the members from scratch[base:] as an object of their own,
+// and drops them from scratch.
+func (s *splitter) finish(base int) object {
+	n := len(s.scratch) - base
+	if n == 0 {
+		return emptyObject
+	}
+	if len(s.block)+n > cap(s.block) {
+		s.block = make([]member, 0, max(splitBlock, n))
+		s.blocks++
+	}
+	k := len(s.block)
+	s.block = s.block[:k+n]
+	obj := s.block[k : k+n : k+n]
+	copy(obj, s.scratch[base:])
+	s.scratch = s.scratch[:base]
+	return obj
+}
+
+// compact returns a copy of obj and of the objects it holds, all in one
+// allocation of their own, and starts a new block: once the copy replaces
+// obj (and whatever else the owner keeps is compacted likewise), the blocks
+// it was cut from are free. The copy is what obj is, to read and split
+// against.
+func (s *splitter) compact(obj object) object {
+	// Objects cut after the copy must not share a block with those before:
+	// the block would keep them, and all they hold, alive.
+	s.block, s.blocks = nil, 0
+	if obj == nil {
+		return nil
+	}
+	all := make([]member, 0, countMembers(obj))
+	return copyObject(&all, obj)
+}
+
+// countMembers counts the members of obj and of the objects it holds.
+func countMembers(obj object) int {
+	n := len(obj)
+	for i := range obj {
+		n += countMembers(obj[i].sub)
+	}
+	return n
+}
+
+// copyObject copies obj, and the objects it holds, into all.
+func copyObject(all *[]member, obj object) object {
+	if len(obj) == 0 {
+		return obj // nil, or emptyObject
+	}
+	k := len(*all)
+	*all = append(*all, obj...)
+	out := (*all)[k : k+len(obj) : k+len(obj)]
+	for i := range out {
+		out[i].sub = copyObject(all, out[i].sub)
+	}
+	return out
+}
+
+// objectAgainst splits a JSON object, whose previous revision was split
+// into prev, into its members without decoding them (a changed member is
+// validated when it is decoded; an unchanged one was, in an earlier
+// revision). It reports false for what it does not handle simply: not an
+// object, escaped or repeated keys, bytes after the object. A member whose bytes start as the previous revision's
+// member of that key did, with an object, a list or a string, and are the
+// same, is taken as a whole without scanning it (a scan would end where
+// those bytes end) and marked same. A member that changed and was split in
+// the previous revision is split the same way, into its sub, and scanned
+// only there.
+func (s *splitter) objectAgainst(b []byte, prev object) (object, bool) {
 	i := skipSpace(b, 0)
-	obj, end, ok := splitObjectAt(b, i, prev)
+	obj, end, ok := s.objectAt(b, i, prev)
 	return obj, ok && skipSpace(b, end) == len(b)
 }
 
-// splitArrayAgainst is splitArray for a list whose previous revision was
-// split into prev: an element is compared with, or split as, the previous
-// revision's element at its index, as in splitObjectAgainst.
-func splitArrayAgainst(b []byte, prev object) (object, bool) {
+// arrayAgainst splits a list whose previous revision was split into prev
+// into its elements: an element is compared with, or split as, the previous
+// revision's element at its index, as in objectAgainst.
+func (s *splitter) arrayAgainst(b []byte, prev object) (object, bool) {
 	i := skipSpace(b, 0)
-	elems, end, ok := splitArrayAt(b, i, prev)
+	elems, end, ok := s.arrayAt(b, i, prev)
 	return elems, ok && skipSpace(b, end) == len(b)
 }
 
-// splitObjectAt splits the object at b[i:] against prev, and returns where
-// it ends.
-func splitObjectAt(b []byte, i int, prev object) (object, int, bool) {
+// objectAt splits the object at b[i:] against prev, and returns where it
+// ends.
+func (s *splitter) objectAt(b []byte, i int, prev object) (object, int, bool) {
 	if i >= len(b) || b[i] != '{' {
 		return nil, 0, false
 	}
 	i = skipSpace(b, i+1)
-	obj := make(object, 0, max(8, len(prev)))
 	if i < len(b) && b[i] == '}' {
-		return obj, i + 1, true
+		return emptyObject, i + 1, true
+	}
+	base := len(s.scratch)
+	fail := func() (object, int, bool) {
+		s.scratch = s.scratch[:base]
+		return nil, 0, false
 	}
 	for {
 		if i == len(b) || b[i] != '"' {
-			return nil, 0, false
+			return fail()
 		}
 		end := bytes.IndexByte(b[i+1:], '"')
 		if end < 0 {
-			return nil, 0, false
+			return fail()
 		}
 		key := b[i+1 : i+1+end]
-		if bytes.IndexByte(key, '\\') >= 0 || obj.find(key, len(obj)) != nil {
-			return nil, 0, false
+		n := len(s.scratch) - base
+		if bytes.IndexByte(key, '\\') >= 0 || object(s.scratch[base:]).find(key, n) != nil {
+			return fail()
 		}
 		i = skipSpace(b, i+end+2)
 		if i == len(b) || b[i] != ':' {
-			return nil, 0, false
+			return fail()
 		}
 		i = skipSpace(b, i+1)
-		m, ok := splitMember(b, i, prev.find(key, len(obj)))
+		m, ok := s.member(b, i, prev.find(key, n))
 		if !ok {
-			return nil, 0, false
+			return fail()
 		}
 		m.key = key
-		obj = append(obj, m)
+		s.scratch = append(s.scratch, m)
 		i = skipSpace(b, i+len(m.value))
 		if i == len(b) {
-			return nil, 0, false
+			return fail()
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case '}':
-			return obj, i + 1, true
+			return s.finish(base), i + 1, true
 		default:
-			return nil, 0, false
+			return fail()
 		}
 	}
 }
 
-// splitArrayAt splits the list at b[i:] against prev, and returns where it
-// ends.
-func splitArrayAt(b []byte, i int, prev object) (object, int, bool) {
+// arrayAt splits the list at b[i:] against prev, and returns where it ends.
+func (s *splitter) arrayAt(b []byte, i int, prev object) (object, int, bool) {
 	if i >= len(b) || b[i] != '[' {
 		return nil, 0, false
 	}
 	i = skipSpace(b, i+1)
-	var elems object
-	if len(prev) > 0 {
-		elems = make(object, 0, len(prev))
-	} else {
-		elems = object{}
-	}
 	if i < len(b) && b[i] == ']' {
-		return elems, i + 1, true
+		return emptyObject, i + 1, true
 	}
+	base := len(s.scratch)
 	for {
 		var pm *member
-		if n := len(elems); n < len(prev) {
+		if n := len(s.scratch) - base; n < len(prev) {
 			pm = &prev[n]
 		}
-		m, ok := splitMember(b, i, pm)
+		m, ok := s.member(b, i, pm)
 		if !ok {
+			s.scratch = s.scratch[:base]
 			return nil, 0, false
 		}
-		elems = append(elems, m)
+		s.scratch = append(s.scratch, m)
 		i = skipSpace(b, i+len(m.value))
 		if i == len(b) {
+			s.scratch = s.scratch[:base]
 			return nil, 0, false
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case ']':
-			return elems, i + 1, true
+			return s.finish(base), i + 1, true
 		default:
+			s.scratch = s.scratch[:base]
 			return nil, 0, false
 		}
 	}
 }
 
-// splitMember finds the value at b[i:], a member or element whose previous
+// member finds the value at b[i:], a member or element whose previous
 // revision is pm (or nil): the same bytes, split as pm was, or scanned.
-func splitMember(b []byte, i int, pm *member) (member, bool) {
+func (s *splitter) member(b []byte, i int, pm *member) (member, bool) {
 	if pm != nil && len(pm.value) >= 2 && len(b)-i >= len(pm.value) {
 		switch pm.value[0] {
 		case '{', '[', '"':
@@ -407,9 +515,9 @@ func splitMember(b []byte, i int, pm *member) (member, bool) {
 			var end int
 			var ok bool
 			if b[i] == '{' {
-				sub, end, ok = splitObjectAt(b, i, pm.sub)
+				sub, end, ok = s.objectAt(b, i, pm.sub)
 			} else {
-				sub, end, ok = splitArrayAt(b, i, pm.sub)
+				sub, end, ok = s.arrayAt(b, i, pm.sub)
 			}
 			if ok {
 				return member{value: b[i:end], sub: sub}, true
@@ -496,6 +604,39 @@ var (
 // encoding/json gives it. It reports false, having changed nothing, for
 // anything else.
 func decodeLeaf(dst reflect.Value, dt *decodeType, raw []byte) bool {
+	var in *interner
+	return in.decodeLeaf(dst, dt, raw)
+}
+
+// interner keeps the short strings a decoder decoded, to give the same
+// string again when it comes again (a condition's "True", a waiting
+// reason) instead of allocating it anew. A nil interner keeps none.
+type interner struct {
+	m map[string]string
+}
+
+// internMax is the length of the longest string an interner keeps: longer
+// ones (IDs, messages) rarely come again.
+const internMax = 32
+
+// str returns b as a string.
+func (in *interner) str(b []byte) string {
+	if in == nil || len(b) > internMax {
+		return string(b)
+	}
+	if s, ok := in.m[string(b)]; ok {
+		return s
+	}
+	if in.m == nil || len(in.m) >= 1024 {
+		in.m = make(map[string]string)
+	}
+	s := string(b)
+	in.m[s] = s
+	return s
+}
+
+// decodeLeaf is decodeLeaf, with the strings it decodes kept in in.
+func (in *interner) decodeLeaf(dst reflect.Value, dt *decodeType, raw []byte) bool {
 	if len(raw) == 0 {
 		return false
 	}
@@ -509,7 +650,7 @@ func decodeLeaf(dst reflect.Value, dt *decodeType, raw []byte) bool {
 			return false
 		}
 		e := reflect.New(t.Elem())
-		if !decodeLeaf(e.Elem(), decodeTypeOf(t.Elem()), raw) {
+		if !in.decodeLeaf(e.Elem(), decodeTypeOf(t.Elem()), raw) {
 			return false
 		}
 		dst.Set(e)
@@ -538,7 +679,7 @@ func decodeLeaf(dst reflect.Value, dt *decodeType, raw []byte) bool {
 		if t == numberType || !simpleString(raw) {
 			return false
 		}
-		dst.SetString(string(raw[1 : len(raw)-1]))
+		dst.SetString(in.str(raw[1 : len(raw)-1]))
 		return true
 	case reflect.Bool:
 		switch string(raw) {
@@ -612,6 +753,12 @@ func decodeMetaTime(dst reflect.Value, raw []byte) bool {
 	if err != nil {
 		return false
 	}
-	dst.Set(reflect.ValueOf(metav1.Time{Time: pt.Local()}))
+	t := metav1.Time{Time: pt.Local()}
+	if !dst.CanAddr() {
+		dst.Set(reflect.ValueOf(t))
+		return true
+	}
+	// Set through a pointer: reflect.ValueOf would box the value.
+	*dst.Addr().Interface().(*metav1.Time) = t
 	return true
 }
