@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -547,11 +546,6 @@ func formatValue(v reflect.Value) string {
 	if !v.CanInterface() {
 		return fmt.Sprint(v)
 	}
-	if v.Type() == metaTimeType && v.CanAddr() {
-		// What encoding/json writes: the output of MarshalJSON, which
-		// has no space to compact.
-		return formatMetaTime(v.Addr().Interface().(*metav1.Time))
-	}
 	// Values are data for people, not for a web page: keep < > & as they
 	// are (every renderer escapes for its own medium).
 	e := encoders.Get().(*valueEncoder)
@@ -583,14 +577,3 @@ var encoders = sync.Pool{New: func() any {
 }}
 
 var metaTimeType = reflect.TypeFor[metav1.Time]()
-
-// formatMetaTime is the JSON of t, as its MarshalJSON writes it.
-func formatMetaTime(t *metav1.Time) string {
-	if t.IsZero() {
-		return "null"
-	}
-	var a [40]byte
-	b := append(a[:0], '"')
-	b = t.UTC().AppendFormat(b, time.RFC3339)
-	return string(append(b, '"'))
-}

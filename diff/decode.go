@@ -192,8 +192,11 @@ func (d *decoder) decodeStruct(dst reflect.Value, raw []byte, fields map[string]
 // that changed is decoded against the one that was at its place.
 func (d *decoder) decodeSlice(dst reflect.Value, elems object, prev reflect.Value, prevElems object, levels int) error {
 	// Grown in place: MakeSlice would allocate a header for its Value too.
+	// Capacity is cut to the length: revisions share their lists, and an
+	// append to one must not write into another's.
 	dst.Grow(len(elems))
 	dst.SetLen(len(elems))
+	dst.SetCap(len(elems))
 	for i := range elems {
 		e := &elems[i]
 		j := -1
@@ -228,7 +231,12 @@ type decodeType struct {
 	self bool
 	// unmarshaler: to their UnmarshalJSON.
 	unmarshaler bool
-	// fields is jsonFields' answer, for a struct.
+	// fields maps the JSON names of a struct's fields to their index, or
+	// is nil when encoding/json should decode the struct whole: it decodes
+	// itself, or has fields whose names or options this simple mapping
+	// does not follow. Names are matched exactly; encoding/json would also
+	// match them case-insensitively, so decodeStruct leaves objects with
+	// other names to it.
 	fields map[string][]int
 }
 
@@ -251,18 +259,6 @@ func decodeTypeOf(t reflect.Type) *decodeType {
 	v, _ := decodeTypes.LoadOrStore(t, dt)
 	return v.(*decodeType)
 }
-
-// decodesItself reports whether encoding/json hands values of type t to
-// their own UnmarshalJSON or UnmarshalText.
-func decodesItself(t reflect.Type) bool { return decodeTypeOf(t).self }
-
-// jsonFields maps the JSON names of struct type t's fields to their index,
-// or returns nil when encoding/json should decode t whole: t decodes
-// itself, or has fields whose names or options this simple mapping does not
-// follow. Names are matched exactly; encoding/json would
-// also match them case-insensitively, so decodeStruct leaves objects with
-// other names to it.
-func jsonFields(t reflect.Type) map[string][]int { return decodeTypeOf(t).fields }
 
 // addJSONFields adds the fields of struct t, at index in the outer struct,
 // to fields, and reports whether it could.
