@@ -46,19 +46,6 @@ func (f ObjectFilter) match(o *Object) bool {
 		(f.UID == "" || f.UID == o.UID)
 }
 
-// matchValue reports whether the object whose objects value is v matches f,
-// reading v in place: a scan allocates only for the objects it returns. ok
-// is false when v is malformed (parseObject says how) or has a varint of
-// more than 9 bytes (parseObject decides); ok implies that parseObject(v)
-// succeeds.
-func (f ObjectFilter) matchValue(v []byte) (match, ok bool) {
-	id, ok := skimObject(v)
-	if !ok {
-		return false, false
-	}
-	return f.matchIdentity(&id), true
-}
-
 // objectIdentity is what a filter reads of an objects value, in place.
 type objectIdentity struct{ uid, kind, namespace, name []byte }
 

@@ -298,3 +298,13 @@ func TestMatchValue(t *testing.T) {
 		check("value with a trailing byte", append(bytes.Clone(v), 0))
 	}
 }
+
+// matchValue is how a scan matches a filter on an objects value in place:
+// skimObject, then matchIdentity. ok is false when skimObject cannot read v.
+func (f ObjectFilter) matchValue(v []byte) (match, ok bool) {
+	id, ok := skimObject(v)
+	if !ok {
+		return false, false
+	}
+	return f.matchIdentity(&id), true
+}

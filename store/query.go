@@ -214,42 +214,11 @@ func (db *DB) History(uid string) ([]Record, error) {
 // Objects returns the summaries of the objects that match filter, ordered by
 // kind, namespace, name and first sighting.
 func (db *DB) Objects(filter ObjectFilter) ([]Object, error) {
-	var out []Object
-	err := db.view(func(tx *bolt.Tx) error {
-		if filter.UID != "" {
-			o, err := objectByUID(tx, filter.UID)
-			if o != nil && err == nil && filter.match(o) {
-				out = append(out, *o)
-			}
-			return err
-		}
-		// A filter is matched on the value in place: parsing allocates,
-		// and most objects are not the ones asked for.
-		skim := filter != ObjectFilter{}
-		return tx.Bucket(bucketObjects).ForEach(func(k, v []byte) error {
-			if len(k) != 4 {
-				return fmt.Errorf("%w: object key %x", errValue, k)
-			}
-			if skim {
-				if match, ok := filter.matchValue(v); ok && !match {
-					return nil
-				}
-			}
-			o, err := parseObject(binary.BigEndian.Uint32(k), v)
-			if err != nil {
-				return err
-			}
-			if filter.match(&o) {
-				out = append(out, o)
-			}
-			return nil
-		})
-	})
+	out, err := db.ObjectsOf(filter)
 	if err != nil {
-		return nil, db.readError("list objects", err)
+		return nil, err
 	}
-	sortObjects(out)
-	return out, nil
+	return out[0], nil
 }
 
 // ObjectsOf returns, for each filter, what Objects returns for it, reading
