@@ -134,12 +134,15 @@ func writeJSON(s Streams, v any) error {
 // buffered runs write with a buffer in front of the standard output: the
 // renderers write a line at a time, and a diff of a thousand revisions has
 // tens of thousands of lines, each a system call on a terminal or a pipe.
+// What was written before an error still reaches the output, as it did
+// unbuffered.
 func buffered(s Streams, write func(io.Writer) error) error {
 	bw := bufio.NewWriterSize(s.Out, 64<<10)
-	if err := write(bw); err != nil {
-		return err
+	err := write(bw)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
 	}
-	return bw.Flush()
+	return err
 }
 
 func diffCommand(streams Streams) *cli.Command {

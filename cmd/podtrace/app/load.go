@@ -140,7 +140,13 @@ type traceContext struct {
 
 // contextFilters select the objects of a trace that any pod's replay may
 // need: webhookKinds, namespaces and nodes.
-var contextFilters = []store.ObjectFilter{{Kind: webhookKinds[0]}, {Kind: webhookKinds[1]}, {Kind: "Namespace"}, {Kind: "Node"}}
+var contextFilters = func() []store.ObjectFilter {
+	var fs []store.ObjectFilter
+	for _, k := range webhookKinds {
+		fs = append(fs, store.ObjectFilter{Kind: k})
+	}
+	return append(fs, store.ObjectFilter{Kind: "Namespace"}, store.ObjectFilter{Kind: "Node"})
+}()
 
 // scanTrace lists the objects of the trace context (contextFilters) and
 // those that want selects, one list for each, in one pass over the

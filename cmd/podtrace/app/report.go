@@ -65,7 +65,7 @@ func reportCommand(streams Streams) *cli.Command {
 
 // Run loads and replays every pod asked for and writes the report.
 func (o *reportOptions) Run() error {
-	batchGC()
+	defer batchGC()()
 	db, err := openTrace(o.db)
 	if err != nil {
 		return err
@@ -217,9 +217,13 @@ func loadPod(db *store.DB, tc *traceContext, p store.Object, finish func(*diff.L
 // every revision into lifecycles it holds until it writes, and the
 // collector's marking was a fifth of its CPU. For 1,000 pods of 100
 // revisions: 10.1-10.7 -> 8.0-8.8 s of CPU, 600 -> 700-790 MB peak RSS.
-// record keeps Go's default: it runs for days within a memory budget.
-func batchGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
+// record keeps Go's default: it runs for days within a memory budget. It
+// returns the function that puts the previous setting back (for callers of
+// Run in a longer-lived process: tests, embedders).
+func batchGC() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
 	}
+	old := debug.SetGCPercent(200)
+	return func() { debug.SetGCPercent(old) }
 }
