@@ -81,19 +81,10 @@ func (t *textWriter) paint(color, s string) string {
 	if !t.opts.Color || s == "" {
 		return s
 	}
-	return color + s + cReset
+	return string(t.appendPaint(nil, color, s))
 }
 
-func (t *textWriter) clock(ts time.Time) string {
-	if ts.IsZero() {
-		return strings.Repeat(" ", 12)
-	}
-	loc := t.opts.Location
-	if loc == nil {
-		loc = time.UTC
-	}
-	return ts.In(loc).Format("15:04:05.000")
-}
+func (t *textWriter) clock(ts time.Time) string { return string(t.appendClock(nil, ts)) }
 
 func (t *textWriter) stamp(ts time.Time) string {
 	loc := t.opts.Location
@@ -380,16 +371,7 @@ func appendActors(b []byte, as []diff.Actor) []byte {
 	return b
 }
 
-func actors(as []diff.Actor) string {
-	var parts []string
-	for _, a := range as {
-		parts = append(parts, a.Who)
-	}
-	if len(parts) == 0 {
-		return "unknown"
-	}
-	return strings.Join(parts, " and ")
-}
+func actors(as []diff.Actor) string { return string(appendActors(nil, as)) }
 
 const maxValue = 120
 
@@ -397,7 +379,7 @@ func shorten(s string) string {
 	if len(s) <= maxValue {
 		return s
 	}
-	return s[:maxValue] + fmt.Sprintf("... (%d bytes)", len(s))
+	return string(appendShortened(nil, s))
 }
 
 // appendShortened appends what shorten returns.
