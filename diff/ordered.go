@@ -451,9 +451,5 @@ func (w *walker) compareOrdered(x, y reflect.Value) {
 // managedFields notation).
 func (w *walker) pushIndex(i int) {
 	name := strconv.Itoa(i)
-	w.steps = append(w.steps, walkStep{name: name, index: true, start: len(w.path)})
-	w.path = append(w.path, '[')
-	w.path = append(w.path, name...)
-	w.path = append(w.path, ']')
-	w.fields = append(w.fields, "")
+	w.pushBracket(walkStep{name: name, index: true}, name)
 }

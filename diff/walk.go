@@ -114,18 +114,21 @@ func (w *walker) pushField(name, field string) {
 
 // pushElem pushes the element of list lk whose key is name.
 func (w *walker) pushElem(lk listKind, name string) {
-	w.steps = append(w.steps, walkStep{name: name, elem: true, list: lk, start: len(w.path)})
-	w.path = append(w.path, '[')
-	w.path = append(w.path, name...)
-	w.path = append(w.path, ']')
-	w.fields = append(w.fields, "")
+	w.pushBracket(walkStep{name: name, elem: true, list: lk}, name)
 }
 
 // pushKey pushes the map entry of key k.
 func (w *walker) pushKey(k reflect.Value) {
-	w.steps = append(w.steps, walkStep{key: k, start: len(w.path)})
+	w.pushBracket(walkStep{key: k}, mapKeyString(k))
+}
+
+// pushBracket pushes step, named "[name]" in the path; its managedFields
+// name is made by pathOf, when a change needs it.
+func (w *walker) pushBracket(step walkStep, name string) {
+	step.start = len(w.path)
+	w.steps = append(w.steps, step)
 	w.path = append(w.path, '[')
-	w.path = append(w.path, mapKeyString(k)...)
+	w.path = append(w.path, name...)
 	w.path = append(w.path, ']')
 	w.fields = append(w.fields, "")
 }

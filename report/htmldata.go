@@ -438,19 +438,16 @@ func (e *dataEncoder) webhookList(ws []diff.Webhook) {
 	e.raw("]")
 }
 
-var opCodes = map[diff.Op]int64{diff.OpAdd: 0, diff.OpRemove: 1, diff.OpChange: 2}
-
-// opCode is opCodes[op], without hashing op.
+// opCode is the page's number for op: 0 add (and anything unknown), 1
+// remove, 2 change.
 func opCode(op diff.Op) int64 {
 	switch op {
-	case diff.OpAdd:
-		return 0
 	case diff.OpRemove:
 		return 1
 	case diff.OpChange:
 		return 2
 	}
-	return opCodes[op]
+	return 0
 }
 
 func (e *dataEncoder) pods(tr *Trace) {
@@ -606,7 +603,7 @@ func (e *dataEncoder) pod(p *diff.Lifecycle) {
 			e.raw("[")
 			e.str(c.Path)
 			e.raw(",")
-			e.int(opCodes[c.Op])
+			e.int(opCode(c.Op))
 			e.raw(",")
 			e.str(c.Old)
 			e.raw(",")
