@@ -51,9 +51,15 @@ import (
 // again, not both modified.
 
 // maxScriptCells and maxStructCells bound the table of the search (step 4).
+// maxWorkCells bounds the tables of one comparison of two lists together:
+// deciding whether two elements are similar compares the ordered lists
+// inside them along scripts of their own, so nested lists (node selector
+// terms, their expressions, their values) would multiply the bounds. Once
+// it is spent, the middles left are paired as step 4 pairs them.
 const (
 	maxScriptCells = 1 << 16
 	maxStructCells = 1 << 12
+	maxWorkCells   = 1 << 20
 )
 
 var stringsType = reflect.TypeFor[[]string]()
@@ -71,6 +77,13 @@ const (
 // orderedScript returns the edit script from ordered list x to y (see
 // above).
 func orderedScript(x, y reflect.Value) []editOp {
+	work := maxWorkCells
+	return scriptWithin(x, y, &work)
+}
+
+// scriptWithin is orderedScript within what is left of a comparison's
+// work (see maxWorkCells).
+func scriptWithin(x, y reflect.Value, work *int) []editOp {
 	nx, ny := x.Len(), y.Len()
 	es := make([]editOp, 0, max(nx, ny)+2)
 	eq := elemEqual(x, y)
@@ -85,7 +98,7 @@ func orderedScript(x, y reflect.Value) []editOp {
 	for range p {
 		es = append(es, opSame)
 	}
-	es = middleScript(es, x, y, eq, p, nx-s, p, ny-s)
+	es = middleScript(es, x, y, eq, p, nx-s, p, ny-s, work)
 	for range s {
 		es = append(es, opSame)
 	}
@@ -113,19 +126,20 @@ const (
 
 // middleScript appends the script from x[xa:xb] to y[ya:yb], which neither
 // start nor end with equal elements, to es (steps 3 and 4).
-func middleScript(es []editOp, x, y reflect.Value, eq func(i, j int) bool, xa, xb, ya, yb int) []editOp {
+func middleScript(es []editOp, x, y reflect.Value, eq func(i, j int) bool, xa, xb, ya, yb int, work *int) []editOp {
 	n, m := xb-xa, yb-ya
 	leaf := isLeaf(x.Type().Elem())
-	if n == 0 || m == 0 || n*m > maxScriptCells || !leaf && n*m > maxStructCells {
-		return gapScript(es, x, y, eq, xa, xb, ya, yb)
+	if n == 0 || m == 0 || n*m > maxScriptCells || !leaf && n*m > maxStructCells || n*m > *work {
+		return gapScript(es, x, y, eq, xa, xb, ya, yb, work)
 	}
+	*work -= n * m
 	rel := make([]uint8, n*m)
 	for i := range n {
 		for j := range m {
 			switch {
 			case eq(xa+i, ya+j):
 				rel[i*m+j] = relEqual
-			case leaf || similar(x.Index(xa+i), y.Index(ya+j)):
+			case leaf || similar(x.Index(xa+i), y.Index(ya+j), work):
 				rel[i*m+j] = relSimilar
 			}
 		}
@@ -179,13 +193,13 @@ func middleScript(es []editOp, x, y reflect.Value, eq func(i, j int) bool, xa, x
 // gapScript appends the script from x[xa:xb] to y[ya:yb] to es, pairing
 // elements front to front: equal pairs are kept, similar ones modified, the
 // rest removed and added (step 4 above).
-func gapScript(es []editOp, x, y reflect.Value, eq func(i, j int) bool, xa, xb, ya, yb int) []editOp {
+func gapScript(es []editOp, x, y reflect.Value, eq func(i, j int) bool, xa, xb, ya, yb int, work *int) []editOp {
 	for xa < xb && ya < yb {
 		switch {
 		case eq(xa, ya):
 			es = append(es, opSame)
 			xa, ya = xa+1, ya+1
-		case similar(x.Index(xa), y.Index(ya)):
+		case similar(x.Index(xa), y.Index(ya), work):
 			es = append(es, opModify)
 			xa, ya = xa+1, ya+1
 		case xb-xa >= yb-ya:
@@ -209,11 +223,11 @@ func gapScript(es []editOp, x, y reflect.Value, eq func(i, j int) bool, xa, xb, 
 // be one modified element, as go-cmp's Result.Similar decides it: the
 // leaves that are equal, plus one, are at least as many as those that
 // differ. Two scalars, one leaf, always are.
-func similar(x, y reflect.Value) bool {
+func similar(x, y reflect.Value, work *int) bool {
 	if isLeaf(x.Type()) {
 		return true
 	}
-	var t tally
+	t := tally{work: work}
 	t.compare(x, y)
 	return t.same+1 >= t.diff
 }
@@ -245,6 +259,7 @@ func valuesEqual(x, y reflect.Value) bool {
 type tally struct {
 	same, diff int
 	quick      bool
+	work       *int // what is left of the comparison's work (see maxWorkCells)
 }
 
 func (t *tally) add(eq bool) {
@@ -400,7 +415,7 @@ func (t *tally) ordered(x, y reflect.Value) {
 		return
 	}
 	ix, iy := 0, 0
-	for _, op := range orderedScript(x, y) {
+	for _, op := range scriptWithin(x, y, t.work) {
 		switch op {
 		case opSame, opModify:
 			t.compare(x.Index(ix), y.Index(iy))

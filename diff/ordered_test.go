@@ -377,3 +377,47 @@ func BenchmarkOrderedLists(b *testing.B) {
 		}
 	})
 }
+
+// TestOrderedScriptNestedWork compares two lists of node selector terms
+// whose every term, expression and value differs: deciding which terms are
+// similar compares their expressions along scripts, and those their values.
+// Each table is within its own bound (60 x 60 pairs), but nested they would
+// be 3600^3 pairs; the work of one comparison is bounded (maxWorkCells),
+// and the script is still a script from one list to the other.
+func TestOrderedScriptNestedWork(t *testing.T) {
+	terms := func(prefix string) []corev1.NodeSelectorTerm {
+		out := make([]corev1.NodeSelectorTerm, 60)
+		for i := range out {
+			for j := range 60 {
+				req := corev1.NodeSelectorRequirement{Key: fmt.Sprintf("%s-key-%d-%d", prefix, i, j), Operator: corev1.NodeSelectorOpIn}
+				for k := range 60 {
+					req.Values = append(req.Values, fmt.Sprintf("%s-%d-%d-%d", prefix, i, j, k))
+				}
+				out[i].MatchExpressions = append(out[i].MatchExpressions, req)
+			}
+		}
+		return out
+	}
+	x, y := terms("x"), terms("y")
+	work := maxWorkCells
+	es := scriptWithin(reflect.ValueOf(x), reflect.ValueOf(y), &work)
+	if work < 0 {
+		t.Errorf("work left %d: the bound was overrun", work)
+	}
+	ix, iy := 0, 0
+	for _, op := range es {
+		switch op {
+		case opSame:
+			t.Fatalf("script %s keeps a term, but no two are equal", scriptString(es))
+		case opModify:
+			ix, iy = ix+1, iy+1
+		case opRemove:
+			ix++
+		case opAdd:
+			iy++
+		}
+	}
+	if ix != len(x) || iy != len(y) {
+		t.Fatalf("script %s does not cover both lists (%d of %d, %d of %d)", scriptString(es), ix, len(x), iy, len(y))
+	}
+}
