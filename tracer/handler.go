@@ -224,10 +224,7 @@ func (t *Tracer) send(h held) {
 		t.warn(err.Error())
 		return
 	}
-	select {
-	case t.out <- rec:
-	case <-t.abandon:
-	}
+	t.out.push(rec) // dropped only once the writer has stopped taking
 }
 
 // record builds the store.Record of one revision. The object's TypeMeta was
@@ -259,7 +256,7 @@ func (t *Tracer) record(h held) (store.Record, error) {
 	return store.Record{
 		Observed:        h.observed,
 		Type:            h.typ,
-		APIVersion:      h.k.gvk.GroupVersion().String(),
+		APIVersion:      h.k.apiVersion,
 		Kind:            h.k.gvk.Kind,
 		Namespace:       m.GetNamespace(),
 		Name:            m.GetName(),

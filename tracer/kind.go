@@ -34,12 +34,13 @@ const (
 
 // kind is one watched resource.
 type kind struct {
-	gvr      schema.GroupVersionResource
-	gvk      schema.GroupVersionKind
-	cluster  bool // cluster-scoped
-	required bool // pods and events: no recording without them
-	class    class
-	wave     int // 0 starts first; 1 once wave 0 has synced
+	gvr        schema.GroupVersionResource
+	gvk        schema.GroupVersionKind
+	apiVersion string // gvk's, for records
+	cluster    bool   // cluster-scoped
+	required   bool   // pods and events: no recording without them
+	class      class
+	wave       int // 0 starts first; 1 once wave 0 has synced
 	// metadataOnly kinds are watched through the metadata API so that their
 	// data is never requested (Secrets, ConfigMaps, PVCs).
 	metadataOnly bool
@@ -101,7 +102,7 @@ func gv(group, version, res, kindName string) (schema.GroupVersionResource, sche
 func newKind(group, version, res, kindName string, c class, wave int, what string,
 	informer func(t *Tracer, ns string) cache.SharedIndexInformer) *kind {
 	gvr, gvk := gv(group, version, res, kindName)
-	return &kind{gvr: gvr, gvk: gvk, class: c, wave: wave, what: what, informer: informer}
+	return &kind{gvr: gvr, gvk: gvk, apiVersion: gvk.GroupVersion().String(), class: c, wave: wave, what: what, informer: informer}
 }
 
 // noIndex: the recorder reads nothing back from the informers' caches.

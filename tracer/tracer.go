@@ -80,8 +80,7 @@ type Tracer struct {
 	checked bool
 	started atomic.Bool
 	ready   chan struct{}
-	out     chan store.Record
-	abandon chan struct{} // closed when shutdown gives up on the informers
+	out     *queue // records on their way to the writer
 	pendTTL time.Duration
 	// shutdownGrace bounds the wait for the informers to stop.
 	shutdownGrace time.Duration
@@ -118,7 +117,6 @@ func New(opts Options) (*Tracer, error) {
 		skip:          map[*kind]bool{},
 		ready:         make(chan struct{}),
 		pendTTL:       15 * time.Second,
-		abandon:       make(chan struct{}),
 		shutdownGrace: 5 * time.Second,
 		known:         map[types.UID]struct{}{},
 		dependents:    map[types.UID]struct{}{},
@@ -193,9 +191,9 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	t.out = make(chan store.Record, t.opts.BatchSize)
+	t.out = newQueue(t.opts.BatchSize)
 	writerDone := make(chan error, 1)
-	go func() { writerDone <- t.write(t.out, t.abandon, sink, cancel) }()
+	go func() { writerDone <- t.write(t.out, sink, cancel) }()
 
 	var waves [2][]*kind
 	for _, k := range t.kinds {
@@ -245,22 +243,21 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 		cancel()
 	}
 
-	// Shut down in order: informers and their handlers, then the channel,
+	// Shut down in order: informers and their handlers, then the queue,
 	// then the writer's last batch.
 	<-runCtx.Done()
 	stopped := make(chan struct{})
 	go func() { informers.Wait(); close(stopped) }()
 	select {
 	case <-stopped:
-		close(t.out)
 	case <-time.After(t.shutdownGrace):
 		// A reflector sleeping in its watch-list back-off does not watch
 		// ctx (client-go v0.37); it would hold the recorder for up to 30s
 		// while the API server is away. Its handler has nothing to send:
 		// the writer takes what is queued and stops.
 		t.warn(fmt.Sprintf("stopped without waiting for informers still retrying the API server (%s)", t.shutdownGrace))
-		close(t.abandon)
 	}
+	t.out.close()
 	if werr := <-writerDone; werr != nil {
 		return werr
 	}

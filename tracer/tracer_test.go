@@ -490,7 +490,7 @@ func directTracer(t *testing.T, selector string) *Tracer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.out = make(chan store.Record, 100)
+	tr.out = newQueue(100)
 	return tr
 }
 
@@ -506,14 +506,10 @@ func (t *Tracer) kind(resource string) *kind {
 // drain returns the queued records.
 func drain(tr *Tracer) []string {
 	var out []string
-	for {
-		select {
-		case r := <-tr.out:
-			out = append(out, row(r))
-		default:
-			return out
-		}
+	for _, r := range drainRecords(tr) {
+		out = append(out, row(r))
 	}
+	return out
 }
 
 // informed returns obj as an informer would hand it over: kind set.
@@ -753,15 +749,8 @@ func cacheTombstone(key string, obj any) cache.DeletedFinalStateUnknown {
 }
 
 func drainRecords(tr *Tracer) []store.Record {
-	var out []store.Record
-	for {
-		select {
-		case r := <-tr.out:
-			out = append(out, r)
-		default:
-			return out
-		}
-	}
+	batch, _, _, _ := tr.out.take(true)
+	return batch
 }
 
 func TestServerHealthWarnings(t *testing.T) {
@@ -793,20 +782,53 @@ func TestServerHealthWarnings(t *testing.T) {
 	}
 }
 
-func TestWriterTakesWhatIsQueuedWhenAbandoned(t *testing.T) {
+func TestWriterTakesWhatIsQueuedWhenClosed(t *testing.T) {
 	tr := directTracer(t, "")
-	in := make(chan store.Record, 10)
+	q := newQueue(10)
 	for i := range 3 {
-		in <- store.Record{UID: fmt.Sprint(i), Kind: "Pod"}
+		q.push(store.Record{UID: fmt.Sprint(i), Kind: "Pod"})
 	}
-	abandon := make(chan struct{})
-	close(abandon)
+	q.close()
+	if q.push(store.Record{UID: "late", Kind: "Pod"}) {
+		t.Error("push after close queued its record")
+	}
 	sink := &memSink{}
-	if err := tr.write(in, abandon, sink, func() {}); err != nil {
+	if err := tr.write(q, sink, func() {}); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(sink.records()); got != 3 {
 		t.Errorf("written %d records, want the 3 queued", got)
+	}
+}
+
+func TestQueueWaitsForRoom(t *testing.T) {
+	// A handler waits while a batch is queued and the writer has not taken
+	// it, and goes on once it has; close releases a waiting handler.
+	q := newQueue(2)
+	q.push(store.Record{UID: "a"})
+	q.push(store.Record{UID: "b"})
+	pushed := make(chan bool)
+	go func() { pushed <- q.push(store.Record{UID: "c"}) }()
+	select {
+	case <-pushed:
+		t.Fatal("push into a full queue did not wait")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if batch, ok, _, _ := q.take(false); !ok || len(batch) != 2 {
+		t.Fatalf("take = %d records, %v; want the full batch", len(batch), ok)
+	}
+	if !<-pushed {
+		t.Fatal("push after the writer took the batch dropped its record")
+	}
+	q.push(store.Record{UID: "d"})
+	go func() { pushed <- q.push(store.Record{UID: "e"}) }()
+	time.Sleep(10 * time.Millisecond)
+	q.close()
+	if <-pushed {
+		t.Error("push released by close queued its record")
+	}
+	if batch, ok, _, closed := q.take(false); !ok || !closed || len(batch) != 2 {
+		t.Errorf("take after close = %d records, %v, closed %v; want c and d", len(batch), ok, closed)
 	}
 }
 

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,59 +43,118 @@ func (c *counters) count(batch []store.Record, now time.Time) {
 	c.lastWrite.Store(now.UnixNano())
 }
 
-// write hands the records from in to sink in batches of BatchSize, or
-// whatever has waited FlushInterval, until in is closed, or abandon is closed
-// (then it takes what is queued in in); then it writes the last batch and
-// returns. After a failed write it calls fail (which stops the informers),
-// keeps draining in so that no handler blocks, and returns the error.
-func (t *Tracer) write(in <-chan store.Record, abandon <-chan struct{}, sink Sink, fail func()) error {
-	size := t.opts.BatchSize
-	batch := make([]store.Record, 0, size)
+// queue hands records from the handlers to the writer. A channel would wake
+// the writer for every record (a revision is a few microseconds of work for
+// it, the wake-up about as much again, on both sides); the queue wakes it
+// for the first record of a batch, to start the flush timer, and when a
+// batch is full. Handlers wait while a full batch is queued and the writer
+// is still writing the previous one, as they waited on the channel.
+type queue struct {
+	mu     sync.Mutex
+	room   sync.Cond // signalled when the writer takes the records
+	recs   []store.Record
+	size   int  // a batch
+	closed bool // no more records: push drops them
+	wake   chan struct{}
+}
+
+func newQueue(size int) *queue {
+	q := &queue{size: size, wake: make(chan struct{}, 1)}
+	q.room.L = &q.mu
+	return q
+}
+
+// push queues r; false if the queue is closed and r was dropped.
+func (q *queue) push(r store.Record) bool {
+	q.mu.Lock()
+	for len(q.recs) >= q.size && !q.closed {
+		q.room.Wait()
+	}
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.recs = append(q.recs, r)
+	n := len(q.recs)
+	q.mu.Unlock()
+	if n == 1 || n == q.size {
+		q.signal()
+	}
+	return true
+}
+
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close makes push drop its records and wakes the writer for the last
+// batch; what is queued stays to be taken.
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.room.Broadcast()
+	q.mu.Unlock()
+	q.signal()
+}
+
+// take takes the queued records if they are a batch, or if the queue is
+// closed, or if any is queued and due is set; queued is how many wait when
+// it takes none.
+func (q *queue) take(due bool) (batch []store.Record, ok bool, queued int, closed bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := len(q.recs)
+	if n >= q.size || q.closed || due && n > 0 {
+		batch, q.recs = q.recs, make([]store.Record, 0, min(q.size, max(n, 64)))
+		q.room.Broadcast()
+		return batch, true, 0, q.closed
+	}
+	return nil, false, n, false
+}
+
+// write hands the queued records to sink in batches of BatchSize, or
+// whatever has waited FlushInterval, until q is closed; then it writes what
+// is left and returns. After a failed write it calls fail (which stops the
+// informers), closes q so that no handler waits, and returns the error.
+func (t *Tracer) write(q *queue, sink Sink, fail func()) error {
 	timer := time.NewTimer(t.opts.FlushInterval)
 	timer.Stop()
 	defer timer.Stop()
+	timing := false // the timer runs for the records queued
 	var err error
-	flush := func() {
-		timer.Stop()
-		if len(batch) == 0 {
-			return
+	for {
+		due := false
+		select {
+		case <-q.wake:
+		case <-timer.C:
+			due, timing = true, false
 		}
-		if err == nil {
+		batch, ok, queued, closed := q.take(due)
+		if !ok {
+			if queued > 0 && !timing {
+				timer.Reset(t.opts.FlushInterval)
+				timing = true
+			}
+			continue
+		}
+		if timing {
+			timer.Stop()
+			timing = false
+		}
+		if err == nil && len(batch) > 0 {
 			if err = sink.Write(batch); err != nil {
 				err = fmt.Errorf("write %d records: %w", len(batch), err)
 				fail()
+				q.close()
 			} else {
 				t.stats.count(batch, t.clock.Now())
 			}
 		}
-		batch = make([]store.Record, 0, size)
-	}
-	for {
-		select {
-		case r, ok := <-in:
-			if !ok {
-				flush()
-				return err
-			}
-			if len(batch) == 0 {
-				timer.Reset(t.opts.FlushInterval)
-			}
-			batch = append(batch, r)
-			if len(batch) >= size {
-				flush()
-			}
-		case <-timer.C:
-			flush()
-		case <-abandon:
-			for {
-				select {
-				case r := <-in:
-					batch = append(batch, r)
-				default:
-					flush()
-					return err
-				}
-			}
+		if closed {
+			return err
 		}
 	}
 }
