@@ -64,6 +64,12 @@ func revisionOf(r *Record) *revision {
 // decodeRecord decodes the records value v of object o at seq; prev is the
 // object's previous revision, or nil.
 func decodeRecord(ds *dictSet, o *Object, seq uint64, v []byte, prev *revision) (rec Record, err error) {
+	return decodeRecordTo(nil, ds, o, seq, v, prev)
+}
+
+// decodeRecordTo is decodeRecord writing the JSON into buf's memory when it
+// has room (nil: new memory); buf must not hold prev's JSON.
+func decodeRecordTo(buf []byte, ds *dictSet, o *Object, seq uint64, v []byte, prev *revision) (rec Record, err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("record %s/%d: %w", o.UID, seq, err)
@@ -95,9 +101,13 @@ func decodeRecord(ds *dictSet, o *Object, seq uint64, v []byte, prev *revision) 
 	}
 	switch h.payload {
 	case payloadRaw:
-		rec.Object = bytes.Clone(h.body)
+		if buf == nil {
+			rec.Object = bytes.Clone(h.body)
+		} else {
+			rec.Object = append(buf[:0], h.body...)
+		}
 	case payloadZstd:
-		if rec.Object, err = ds.zstd.DecodeAll(h.body, nil); err != nil {
+		if rec.Object, err = ds.zstd.DecodeAll(h.body, buf[:0]); err != nil {
 			return rec, fmt.Errorf("%w: zstd: %v", errValue, err)
 		}
 	case payloadDelta, payloadDictDelta:
@@ -116,7 +126,7 @@ func decodeRecord(ds *dictSet, o *Object, seq uint64, v []byte, prev *revision) 
 		if id != 0 && !ok {
 			return rec, fmt.Errorf("%w: dictionary %d is missing", errValue, id)
 		}
-		if rec.Object, err = applyDelta(nil, prevJSON, dict, h.body[n:]); err != nil {
+		if rec.Object, err = applyDelta(buf[:0], prevJSON, dict, h.body[n:]); err != nil {
 			return rec, err
 		}
 	}
@@ -430,12 +440,16 @@ func decodeBack(c *bolt.Cursor, k, v []byte, ds *dictSet, o *Object) (*revision,
 			break
 		}
 	}
+	// Only the last revision is kept: the ones before it are decoded into
+	// two buffers in turn, each the base of the next.
 	var prev *revision
+	var bufs [2][]byte
 	for i := len(chain) - 1; i >= 0; i-- {
-		rec, err := decodeRecord(ds, o, chain[i].seq, chain[i].v, prev)
+		rec, err := decodeRecordTo(bufs[i%2], ds, o, chain[i].seq, chain[i].v, prev)
 		if err != nil {
 			return nil, 0, err
 		}
+		bufs[i%2] = rec.Object
 		prev = revisionOf(&rec)
 	}
 	return prev, len(chain) - 1, nil
