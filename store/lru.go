@@ -7,6 +7,9 @@ type lru[V any] struct {
 	items     map[string]*lruItem[V]
 	root      lruItem[V] // sentinel: root.next is the most recently used
 	size      func(V) int
+	// evicted, if set, is given each value the cache drops (evicted or
+	// deleted, not replaced), for its memory to be used again.
+	evicted func(V)
 }
 
 type lruItem[V any] struct {
@@ -59,6 +62,9 @@ func (c *lru[V]) remove(it *lruItem[V]) {
 	c.unlink(it)
 	delete(c.items, it.key)
 	c.used -= it.size
+	if c.evicted != nil {
+		c.evicted(it.val)
+	}
 }
 
 // delete drops the value for key, if any.

@@ -743,3 +743,35 @@ func TestDeletedUnknownWithoutObject(t *testing.T) {
 		t.Errorf("a Deleted record without object: %v", err)
 	}
 }
+
+func TestWriteCacheChurn(t *testing.T) {
+	// A cache that holds a few of the pods being written evicts and reuses
+	// its revisions' memory batch after batch: every revision reads back as
+	// written, and the file holds the same payloads as with a cache that
+	// holds them all.
+	rv := 0
+	pods := make([]*fakePod, 40)
+	for i := range pods {
+		pods[i] = newFakePod(i, "default", &rv)
+	}
+	var recs []Record
+	for round := range 12 {
+		for i, p := range pods {
+			if (i+round)%3 != 0 { // each batch touches a changing part of them
+				recs = append(recs, p.record(1))
+			}
+		}
+	}
+	big := openDB(t, tracePath(t), Options{})
+	writeAll(t, big, slices.Clone(recs), 50)
+	rev := len(recs[0].Object)
+	small := openDB(t, tracePath(t), Options{CacheBytes: 6 * (rev + 200)})
+	want := writeAll(t, small, slices.Clone(recs), 50)
+	checkHistories(t, small, want)
+	if got, want := payloads(t, small), payloads(t, big); !cmp.Equal(got, want) {
+		t.Errorf("payload kinds with a small cache %v, with a big one %v", got, want)
+	}
+	if small.enc.reloads == 0 {
+		t.Error("no revision read back: the cache held every pod, the test does not churn it")
+	}
+}

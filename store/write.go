@@ -46,7 +46,10 @@ func lastRevSize(r *lastRev) int { return len(r.json) + 64 + 40*len(r.refs) }
 type encoder struct {
 	fileID string
 	last   *lru[*lastRev]
-	comp   *compressor
+	// spare holds revisions the cache dropped, for their memory; a few
+	// batches' worth at most.
+	spare []*lastRev
+	comp  *compressor
 
 	// dicts decode the revisions reload reads back; reloads counts them.
 	dicts   *dictSet
@@ -118,7 +121,7 @@ func (k *kinds) of(r *Record) string {
 }
 
 func newEncoder(cacheBytes int) *encoder {
-	return &encoder{
+	e := &encoder{
 		last:      newLRU(cacheBytes, lastRevSize),
 		comp:      newCompressor(),
 		objects:   map[string]*Object{},
@@ -128,6 +131,32 @@ func newEncoder(cacheBytes int) *encoder {
 		newNums:   map[string]uint32{},
 		zstdAbove: 4,
 	}
+	e.last.evicted = func(r *lastRev) {
+		if len(e.spare) < maxSpare {
+			e.spare = append(e.spare, r)
+		}
+	}
+	return e
+}
+
+// maxSpare bounds encoder.spare.
+const maxSpare = 256
+
+// cacheRev returns a revision with room for a JSON of n bytes: the cache's
+// own for uid, one it dropped, or a new one.
+func (e *encoder) cacheRev(uid string, n int) *lastRev {
+	fits := func(r *lastRev) bool { return cap(r.json) >= n && cap(r.json) <= 2*n }
+	if old, ok := e.last.get(uid); ok && fits(old) {
+		return old
+	}
+	for len(e.spare) > 0 {
+		r := e.spare[len(e.spare)-1]
+		e.spare = e.spare[:len(e.spare)-1]
+		if fits(r) {
+			return r
+		}
+	}
+	return &lastRev{json: make([]byte, 0, n)}
 }
 
 // Write appends recs to the trace in one transaction. It assigns each record
@@ -176,14 +205,10 @@ func (db *DB) Write(recs []Record) error {
 		}
 		// Copy: the JSON belongs to the caller.
 		lr := c.last
-		old, _ := e.last.get(c.uid)
-		if old != nil && cap(old.json) >= len(lr.json) && cap(old.json) <= 2*len(lr.json) {
-			old.json = append(old.json[:0], lr.json...)
-		} else {
-			old = &lastRev{json: bytes.Clone(lr.json)}
-		}
-		old.seq, old.chain, old.refs, old.observed = lr.seq, lr.chain, slices.Clone(lr.refs), lr.observed
-		e.last.put(c.uid, old)
+		r := e.cacheRev(c.uid, len(lr.json))
+		r.json = append(r.json[:0], lr.json...)
+		r.seq, r.chain, r.refs, r.observed = lr.seq, lr.chain, slices.Clone(lr.refs), lr.observed
+		e.last.put(c.uid, r)
 	}
 	if len(e.nums)+len(e.newNums) > e.maxNums {
 		clear(e.nums)
@@ -346,7 +371,8 @@ func (e *encoder) lastObject(c *chain, recs []Record, r *Record) json.RawMessage
 		return recs[c.jobs[len(c.jobs)-1]].Object
 	}
 	if c.base != nil {
-		return c.base.json
+		// A copy: the cache reuses its revisions' memory.
+		return bytes.Clone(c.base.json)
 	}
 	type identity struct {
 		Namespace       string `json:"namespace,omitempty"`
