@@ -406,25 +406,31 @@ func revisionBefore(records *bolt.Bucket, ds *dictSet, o *Object, seq uint64) (*
 		return nil, fmt.Errorf("%w: record %s/%d is missing", errValue, o.UID, seq)
 	}
 	k, v := c.Prev()
-	rev, _, err := decodeBack(c, k, v, ds, o)
+	rev, _, err := decodeBack(c, k, v, ds, o, nil)
 	return rev, err
 }
 
 // lastRevision decodes the last revision of o in the file, and says how
-// many deltas it is from its snapshot.
-func lastRevision(records *bolt.Bucket, ds *dictSet, o *Object) (*revision, int, error) {
+// many deltas it is from its snapshot. bufs, if not nil, lend their memory
+// (see decodeBack).
+func lastRevision(records *bolt.Bucket, ds *dictSet, o *Object, bufs *[2][]byte) (*revision, int, error) {
 	c := records.Cursor()
 	k, v := c.Seek(recordKey(nil, o.num, o.LastSeq))
 	if s, ok := recordSeq(k, o.num); !ok || s != o.LastSeq {
 		return nil, 0, fmt.Errorf("%w: record %s/%d is missing", errValue, o.UID, o.LastSeq)
 	}
-	return decodeBack(c, k, v, ds, o)
+	return decodeBack(c, k, v, ds, o, bufs)
 }
 
 // decodeBack decodes the revision of o at the cursor's key k (value v):
 // back to the last snapshot, then forward through the deltas. It returns
 // the number of deltas after the snapshot.
-func decodeBack(c *bolt.Cursor, k, v []byte, ds *dictSet, o *Object) (*revision, int, error) {
+//
+// The revisions before the last are decoded into two buffers in turn, each
+// the base of the next. bufs, if not nil, lends them and gets them back
+// (grown): the returned revision's JSON is in bufs[0]'s memory, the caller's
+// to keep, so it sets bufs[0] to nil.
+func decodeBack(c *bolt.Cursor, k, v []byte, ds *dictSet, o *Object, bufs *[2][]byte) (*revision, int, error) {
 	type kv struct {
 		seq uint64
 		v   []byte
@@ -440,10 +446,10 @@ func decodeBack(c *bolt.Cursor, k, v []byte, ds *dictSet, o *Object) (*revision,
 			break
 		}
 	}
-	// Only the last revision is kept: the ones before it are decoded into
-	// two buffers in turn, each the base of the next.
+	if bufs == nil {
+		bufs = new([2][]byte)
+	}
 	var prev *revision
-	var bufs [2][]byte
 	for i := len(chain) - 1; i >= 0; i-- {
 		rec, err := decodeRecordTo(bufs[i%2], ds, o, chain[i].seq, chain[i].v, prev)
 		if err != nil {
@@ -452,6 +458,7 @@ func decodeBack(c *bolt.Cursor, k, v []byte, ds *dictSet, o *Object) (*revision,
 		bufs[i%2] = rec.Object
 		prev = revisionOf(&rec)
 	}
+	bufs[0] = nil
 	return prev, len(chain) - 1, nil
 }
 

@@ -47,9 +47,13 @@ type encoder struct {
 	fileID string
 	last   *lru[*lastRev]
 	// spare holds revisions the cache dropped, for their memory; a few
-	// batches' worth at most.
-	spare []*lastRev
-	comp  *compressor
+	// batches' worth at most. reloaded are the delta bases the batch read
+	// back from the file, spare once it is written; scratch is reload's
+	// second buffer.
+	spare    []*lastRev
+	reloaded []*lastRev
+	scratch  []byte
+	comp     *compressor
 
 	// dicts decode the revisions reload reads back; reloads counts them.
 	dicts   *dictSet
@@ -404,12 +408,29 @@ func (e *encoder) reload(b *buckets, o *Object) *lastRev {
 		}
 		e.dicts = ds
 	}
-	rev, chain, err := lastRevision(b.records, e.dicts, o)
+	// The revision read back is the base of this batch only: its memory
+	// comes from, and goes back to, the revisions the cache dropped.
+	r := e.spareRev()
+	bufs := [2][]byte{r.json[:0], e.scratch}
+	rev, chain, err := lastRevision(b.records, e.dicts, o, &bufs)
+	e.scratch = bufs[1]
 	if err != nil {
 		return nil
 	}
 	e.reloads++
-	return &lastRev{seq: o.LastSeq, chain: chain, json: rev.json, refs: rev.refs, observed: rev.observed}
+	*r = lastRev{seq: o.LastSeq, chain: chain, json: rev.json, refs: rev.refs, observed: rev.observed}
+	e.reloaded = append(e.reloaded, r)
+	return r
+}
+
+// spareRev returns a revision the cache dropped, or a new one.
+func (e *encoder) spareRev() *lastRev {
+	if n := len(e.spare); n > 0 {
+		r := e.spare[n-1]
+		e.spare = e.spare[:n-1]
+		return r
+	}
+	return &lastRev{}
 }
 
 // maxNums bounds the cache of object numbers (about 100 to 150 bytes an
@@ -422,6 +443,13 @@ const (
 
 // done forgets the batch.
 func (e *encoder) done() {
+	for i, r := range e.reloaded {
+		if len(e.spare) < maxSpare {
+			e.spare = append(e.spare, r)
+		}
+		e.reloaded[i] = nil
+	}
+	e.reloaded = e.reloaded[:0]
 	clear(e.newNums)
 	clear(e.objects)
 	clear(e.chains)
