@@ -64,10 +64,11 @@
 // seen yet is held for a few seconds (the pod's own watch may lag), then
 // dropped.
 //
-// Handlers send records on a channel to one writer goroutine, which hands
-// them to the Sink in batches (by size or after a short interval). On
-// shutdown the order is sloop's: stop the informers (their handlers return),
-// close the channel, wait for the writer to flush the last batch.
+// Handlers queue records for one writer goroutine, which hands them to the
+// Sink in batches (by size, or 5 s after the first record of the batch); the
+// queue wakes the writer once a batch, not once a record. On shutdown the
+// order is sloop's: stop the informers (their handlers return), close the
+// queue, wait for the writer to flush the last batch.
 //
 // # When the API server goes away
 //
