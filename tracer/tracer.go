@@ -35,7 +35,7 @@ func (realClock) Now() time.Time { return time.Now() }
 
 // Defaults for Options.
 const (
-	DefaultBatchSize     = 2000
+	DefaultBatchSize = 2000
 	// DefaultFlushInterval: records reach the trace within 5 s. Each
 	// batch rewrites the summaries of the objects it touches and commits
 	// once; writing the kwok benchmark's trace in 5 s batches costs the
