@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -39,7 +40,7 @@ const decodeLevels = 6
 
 func (d *decoder) decode(rec store.Record) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	obj, err := d.decodeValue(reflect.ValueOf(pod).Elem(), rec.Object, nil, d.prev, d.prevObj, decodeLevels)
+	obj, err := d.decodeValue(reflect.ValueOf(pod).Elem(), podDecodeType, rec.Object, nil, d.prev, d.prevObj, decodeLevels)
 	if err != nil {
 		// Start over in one piece, for encoding/json's own verdict.
 		pod, obj = &corev1.Pod{}, nil
@@ -65,6 +66,9 @@ type member struct {
 	// same says that value is the bytes of the previous revision's
 	// member of that key (element at that index) that split compared.
 	same bool
+	// field is the index of the member's struct field in its
+	// decodeType's field, plus one, once decodeStruct found it; 0 before.
+	field int32
 }
 
 // object is a JSON object split into its members, or a list into its
@@ -104,19 +108,19 @@ func (o object) find(key []byte, i int) *member {
 // is copied from prev, the value prevObj was decoded into. It returns raw
 // split for the next revision, or nil when raw was decoded whole.
 //
-// pre, when not nil, is raw split already (against prevObj).
-func (d *decoder) decodeValue(dst reflect.Value, raw []byte, pre object, prev reflect.Value, prevObj object, levels int) (object, error) {
-	dt := decodeTypeOf(dst.Type())
+// pre, when not nil, is raw split already (against prevObj). dt is
+// decodeTypeOf(dst.Type()).
+func (d *decoder) decodeValue(dst reflect.Value, dt *decodeType, raw []byte, pre object, prev reflect.Value, prevObj object, levels int) (object, error) {
 	if levels > 0 {
 		switch dst.Kind() {
 		case reflect.Struct:
-			if fields := dt.fields; fields != nil {
+			if dt.fields != nil {
 				obj, ok := pre, pre != nil && len(raw) > 0 && raw[0] == '{'
 				if !ok {
 					obj, ok = d.split.objectAgainst(raw, prevObj)
 				}
 				if ok {
-					return d.decodeStruct(dst, raw, fields, obj, prev, prevObj, levels)
+					return d.decodeStruct(dst, raw, dt, obj, prev, prevObj, levels)
 				}
 			}
 		case reflect.Pointer:
@@ -124,13 +128,13 @@ func (d *decoder) decodeValue(dst reflect.Value, raw []byte, pre object, prev re
 			// state.running, say), at the same level: it is no level of
 			// the JSON. null goes to decodeLeaf.
 			et := dst.Type().Elem()
-			if et.Kind() == reflect.Struct && decodeTypeOf(et).fields != nil && len(raw) > 0 && raw[0] == '{' {
+			if et.Kind() == reflect.Struct && dt.elemType().fields != nil && len(raw) > 0 && raw[0] == '{' {
 				e := reflect.New(et)
 				var pv reflect.Value
 				if prev.IsValid() && !prev.IsNil() {
 					pv = prev.Elem()
 				}
-				obj, err := d.decodeValue(e.Elem(), raw, pre, pv, prevObj, levels)
+				obj, err := d.decodeValue(e.Elem(), dt.elemType(), raw, pre, pv, prevObj, levels)
 				if err != nil {
 					return nil, err
 				}
@@ -144,7 +148,7 @@ func (d *decoder) decodeValue(dst reflect.Value, raw []byte, pre object, prev re
 					elems, ok = d.split.arrayAgainst(raw, prevObj)
 				}
 				if ok && len(elems) > 0 {
-					return elems, d.decodeSlice(dst, elems, prev, prevObj, levels)
+					return elems, d.decodeSlice(dst, dt.elemType(), elems, prev, prevObj, levels)
 				}
 			}
 		}
@@ -155,31 +159,40 @@ func (d *decoder) decodeValue(dst reflect.Value, raw []byte, pre object, prev re
 	return nil, json.Unmarshal(raw, dst.Addr().Interface())
 }
 
-// decodeStruct decodes raw, split into obj, into struct dst member by
-// member.
-func (d *decoder) decodeStruct(dst reflect.Value, raw []byte, fields map[string][]int, obj object, prev reflect.Value, prevObj object, levels int) (object, error) {
-	for _, m := range obj {
-		if _, known := fields[string(m.key)]; !known {
+// decodeStruct decodes raw, split into obj, into struct dst (of type dt)
+// member by member.
+func (d *decoder) decodeStruct(dst reflect.Value, raw []byte, dt *decodeType, obj object, prev reflect.Value, prevObj object, levels int) (object, error) {
+	for i := range obj {
+		m := &obj[i]
+		// The field of the previous revision's member of that key, if
+		// it is that key's field in this type: no lookup by name.
+		if pm := prevObj.find(m.key, i); pm != nil && pm.field > 0 && int(pm.field) <= len(dt.field) && dt.field[pm.field-1].name == string(m.key) {
+			m.field = pm.field
+			continue
+		}
+		k, known := dt.fields[string(m.key)]
+		if !known {
 			// Unknown, or matched by encoding/json case-insensitively.
 			return nil, json.Unmarshal(raw, dst.Addr().Interface())
 		}
+		m.field = k + 1
 	}
 	for i := range obj {
 		m := &obj[i]
-		index := fields[string(m.key)]
-		f := dst.FieldByIndex(index)
+		fd := dt.field[m.field-1]
+		f := dst.FieldByIndex(fd.index)
 		pm := prevObj.find(m.key, i)
 		if pm != nil && (m.same || bytes.Equal(pm.value, m.value)) {
-			f.Set(prev.FieldByIndex(index))
+			f.Set(prev.FieldByIndex(fd.index))
 			m.sub = pm.sub
 			continue
 		}
 		var pv reflect.Value
 		var po object
 		if pm != nil {
-			pv, po = prev.FieldByIndex(index), pm.sub
+			pv, po = prev.FieldByIndex(fd.index), pm.sub
 		}
-		sub, err := d.decodeValue(f, m.value, m.sub, pv, po, levels-1)
+		sub, err := d.decodeValue(f, fd.decodeType(), m.value, m.sub, pv, po, levels-1)
 		if err != nil {
 			return nil, err
 		}
@@ -188,9 +201,10 @@ func (d *decoder) decodeStruct(dst reflect.Value, raw []byte, fields map[string]
 	return obj, nil
 }
 
-// decodeSlice decodes the elements elems into dst, a nil slice. An element
-// that changed is decoded against the one that was at its place.
-func (d *decoder) decodeSlice(dst reflect.Value, elems object, prev reflect.Value, prevElems object, levels int) error {
+// decodeSlice decodes the elements elems into dst, a nil slice of
+// elements of type et. An element that changed is decoded against the one
+// that was at its place.
+func (d *decoder) decodeSlice(dst reflect.Value, et *decodeType, elems object, prev reflect.Value, prevElems object, levels int) error {
 	// Grown in place: MakeSlice would allocate a header for its Value too.
 	// Capacity is cut to the length: revisions share their lists, and an
 	// append to one must not write into another's.
@@ -215,7 +229,7 @@ func (d *decoder) decodeSlice(dst reflect.Value, elems object, prev reflect.Valu
 		if i < len(prevElems) {
 			pv, po = prev.Index(i), prevElems[i].sub
 		}
-		sub, err := d.decodeValue(dst.Index(i), e.value, e.sub, pv, po, levels-1)
+		sub, err := d.decodeValue(dst.Index(i), et, e.value, e.sub, pv, po, levels-1)
 		if err != nil {
 			return err
 		}
@@ -231,16 +245,51 @@ type decodeType struct {
 	self bool
 	// unmarshaler: to their UnmarshalJSON.
 	unmarshaler bool
-	// fields maps the JSON names of a struct's fields to their index, or
-	// is nil when encoding/json should decode the struct whole: it decodes
-	// itself, or has fields whose names or options this simple mapping
-	// does not follow. Names are matched exactly; encoding/json would also
-	// match them case-insensitively, so decodeStruct leaves objects with
-	// other names to it.
-	fields map[string][]int
+	// fields maps the JSON names of a struct's fields to their index in
+	// field, or is nil when encoding/json should decode the struct whole:
+	// it decodes itself, or has fields whose names or options this simple
+	// mapping does not follow. Names are matched exactly; encoding/json
+	// would also match them case-insensitively, so decodeStruct leaves
+	// objects with other names to it.
+	fields map[string]int32
+	field  []*decodeField
+
+	t    reflect.Type
+	elem atomic.Pointer[decodeType] // of t.Elem(), once asked for
+}
+
+// decodeField is a struct field the decoder decodes by its JSON name.
+type decodeField struct {
+	name  string
+	index []int
+	t     reflect.Type
+	dt    atomic.Pointer[decodeType] // of t, once asked for
+}
+
+// decodeType returns decodeTypeOf(f.t), kept with f after the first time.
+func (f *decodeField) decodeType() *decodeType {
+	if dt := f.dt.Load(); dt != nil {
+		return dt
+	}
+	dt := decodeTypeOf(f.t)
+	f.dt.Store(dt)
+	return dt
+}
+
+// elemType returns decodeTypeOf(t.Elem()) for a pointer or slice type,
+// kept with dt after the first time.
+func (dt *decodeType) elemType() *decodeType {
+	if e := dt.elem.Load(); e != nil {
+		return e
+	}
+	e := decodeTypeOf(dt.t.Elem())
+	dt.elem.Store(e)
+	return e
 }
 
 var decodeTypes sync.Map // reflect.Type -> *decodeType
+
+var podDecodeType = decodeTypeOf(reflect.TypeFor[corev1.Pod]())
 
 // decodeTypeOf returns what the decoder needs to know of type t.
 func decodeTypeOf(t reflect.Type) *decodeType {
@@ -248,12 +297,16 @@ func decodeTypeOf(t reflect.Type) *decodeType {
 		return v.(*decodeType)
 	}
 	p := reflect.PointerTo(t)
-	dt := &decodeType{unmarshaler: p.Implements(unmarshalerType)}
+	dt := &decodeType{t: t, unmarshaler: p.Implements(unmarshalerType)}
 	dt.self = dt.unmarshaler || p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
 	if t.Kind() == reflect.Struct && !dt.self {
-		dt.fields = map[string][]int{}
-		if !addJSONFields(t, nil, dt.fields) {
-			dt.fields = nil
+		byName := map[string][]int{}
+		if addJSONFields(t, nil, byName) {
+			dt.fields = make(map[string]int32, len(byName))
+			for name, index := range byName {
+				dt.fields[name] = int32(len(dt.field))
+				dt.field = append(dt.field, &decodeField{name: name, index: index, t: t.FieldByIndex(index).Type})
+			}
 		}
 	}
 	v, _ := decodeTypes.LoadOrStore(t, dt)
@@ -646,7 +699,7 @@ func (in *interner) decodeLeaf(dst reflect.Value, dt *decodeType, raw []byte) bo
 			return false
 		}
 		e := reflect.New(t.Elem())
-		if !in.decodeLeaf(e.Elem(), decodeTypeOf(t.Elem()), raw) {
+		if !in.decodeLeaf(e.Elem(), dt.elemType(), raw) {
 			return false
 		}
 		dst.Set(e)

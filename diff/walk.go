@@ -62,6 +62,9 @@ type structField struct {
 	field string // f:name
 	list  listKind
 	keyed bool // a list compared by key or as a set
+	// bitwise: the field is a struct or array that equal bytes make equal
+	// (see bitwiseComparable).
+	bitwise bool
 }
 
 var (
@@ -95,7 +98,8 @@ func fieldsOf(t reflect.Type) []structField {
 		}
 		lk, keyed := lookupList(t, i)
 		name := jsonName(f)
-		fields = append(fields, structField{index: i, name: name, field: "f:" + name, list: lk, keyed: keyed})
+		bitwise := (f.Type.Kind() == reflect.Struct || f.Type.Kind() == reflect.Array) && bitwiseComparable(f.Type)
+		fields = append(fields, structField{index: i, name: name, field: "f:" + name, list: lk, keyed: keyed, bitwise: bitwise})
 	}
 	structFields.Store(t, fields)
 	return fields
@@ -155,6 +159,11 @@ func (w *walker) compare(x, y reflect.Value) {
 	if same(x, y) {
 		return
 	}
+	w.compareUnlike(x, y)
+}
+
+// compareUnlike is compare for values that same did not find equal.
+func (w *walker) compareUnlike(x, y reflect.Value) {
 	t := x.Type()
 	if t == quantityType {
 		// Copies: Cmp may convert its receiver's representation.
@@ -235,6 +244,15 @@ func same(x, y reflect.Value) bool {
 	return false
 }
 
+// same is same (the function) for the values of struct field f, without
+// looking up whether its type is bitwiseComparable.
+func (f *structField) same(x, y reflect.Value) bool {
+	if x.Kind() == reflect.Struct {
+		return f.bitwise && sameBytes(x, y)
+	}
+	return same(x, y)
+}
+
 // sameMemory reports whether two structs of a type without floats are the
 // same bytes: the same scalars, and pointers, strings, slices and maps to
 // the same memory, which the walker takes as equal (see same). The
@@ -244,11 +262,16 @@ func sameMemory(x, y reflect.Value) bool {
 	if !x.CanAddr() || !y.CanAddr() {
 		return false
 	}
-	t := x.Type()
-	if !bitwiseComparable(t) {
+	return bitwiseComparable(x.Type()) && sameBytes(x, y)
+}
+
+// sameBytes is sameMemory for addressable values of a type
+// bitwiseComparable said yes to.
+func sameBytes(x, y reflect.Value) bool {
+	if !x.CanAddr() || !y.CanAddr() {
 		return false
 	}
-	n := int(t.Size())
+	n := int(x.Type().Size())
 	if n == 0 {
 		return true
 	}
@@ -293,9 +316,10 @@ func (w *walker) compareStruct(t reflect.Type, x, y reflect.Value) {
 		w.delegate(x, y)
 		return
 	}
-	for _, f := range fields {
+	for i := range fields {
+		f := &fields[i]
 		fx, fy := x.Field(f.index), y.Field(f.index)
-		if same(fx, fy) {
+		if f.same(fx, fy) {
 			continue
 		}
 		if f.name != "" {
@@ -304,7 +328,7 @@ func (w *walker) compareStruct(t reflect.Type, x, y reflect.Value) {
 		if f.keyed {
 			w.compareKeyed(f.list, fx, fy)
 		} else {
-			w.compare(fx, fy)
+			w.compareUnlike(fx, fy)
 		}
 		if f.name != "" {
 			w.pop()
