@@ -2,8 +2,11 @@ package report
 
 import (
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/podtrace/podtrace/diff"
@@ -64,295 +67,233 @@ import (
 // the pod's last change of the same path set (or "" when none did).
 // creationDetails lists the changes of the first step that the text report
 // also folds away: the fields set at creation that tell no story.
+//
+// The page's data is made in two steps. Each pod's part is encoded on its
+// own, by PrepareHTML (as the pod is replayed, on the worker that replayed
+// it, or by HTML on GOMAXPROCS workers): its JSON with holes where it
+// refers to what only the whole trace decides, with the pod's strings,
+// actors and webhooks in the order it first uses them. HTML then numbers
+// the strings, actors and webhooks of the whole trace in the order of the
+// pods and writes each pod's JSON, filling the holes (pageWriter): a copy
+// of bytes and a few numbers per pod.
 type htmlData struct{ tr *Trace }
 
 // MarshalJSON implements json.Marshaler.
 func (d htmlData) MarshalJSON() ([]byte, error) {
-	e := newDataEncoder(d.tr, nil)
-	e.encode(d.tr)
-	return e.b, e.err
+	w := newPageWriter(d.tr, prepareAll(d.tr), nil)
+	w.write(d.tr)
+	return w.b, w.err
 }
 
 // encode writes the JSON of d to sink, in pieces.
 func (d htmlData) encode(sink *dataSink) error {
-	e := newDataEncoder(d.tr, sink)
-	e.encode(d.tr)
-	if e.err != nil {
-		return e.err
+	w := newPageWriter(d.tr, prepareAll(d.tr), sink)
+	w.write(d.tr)
+	if w.err != nil {
+		return w.err
 	}
-	sink.write(e.b)
+	sink.write(w.b)
 	return sink.err
 }
 
-func newDataEncoder(tr *Trace, sink *dataSink) *dataEncoder {
-	// Room for the strings of a typical trace, whose every step changes
-	// a few fields to fresh values.
-	steps := 0
-	for _, p := range tr.Pods {
-		steps += len(p.Steps)
-	}
-	return &dataEncoder{ids: make(map[string]int32, 64+steps*4), actor: map[actorKey]int{}, webhook: map[string]int{},
-		stepOrder: make([][]int32, len(tr.Pods)), sink: sink}
+// HTMLPod is one pod's part of the HTML page's data, encoded ahead of the
+// page by PrepareHTML. It holds what the page shows of the pod's steps,
+// events, dependents, admission and audit; it is safe for concurrent use
+// and is never modified.
+type HTMLPod struct {
+	b     []byte  // the JSON, with holes
+	holes []hole  // in the order of their offsets
+	times []int64 // Unix ms, by the id of a holeTime
+	err   error
+
+	strs      []string   // local id -> the string, in order of first use
+	uses      []int32    // local id -> references
+	forced    []bool     // local id -> must be in the top-level table
+	stepOrder []int32    // the ids the steps use, in order of first use there
+	actors    []actorKey // by local index: the local ids of manager and who
+	webhooks  []string   // by local index: the webhook's JSON
 }
 
-func (e *dataEncoder) encode(tr *Trace) {
-	d := htmlData{tr}
-	e.base = dataBase(d.tr).UnixMilli()
-	// The first pass interns the strings and records which string each
-	// reference was; the second writes, numbering the strings by use, most
-	// used first, so the most used get the shortest numbers.
-	e.counting = true
-	e.pods(d.tr)
-	e.counting = false
-	e.rankStrings(len(d.tr.Pods))
+type holeKind uint8
 
-	e.raw(`{"format":"podtrace-report/3","file":`)
-	e.json(d.tr.File)
-	e.raw(`,"generated":`)
-	e.json(d.tr.Generated)
-	e.raw(`,"sessions":`)
-	e.json(d.tr.Sessions)
-	e.raw(`,"base":`)
-	e.int(e.base)
-	e.raw(`,"strings":`)
-	e.json(e.ranked)
-	e.raw(`,"actors":[`)
-	for i, a := range e.actors {
-		e.sep(i)
-		e.raw("[")
-		e.int(int64(e.rank[a.manager]))
-		e.raw(",")
-		e.int(int64(e.rank[a.who]))
-		e.raw("]")
-	}
-	e.raw(`],"webhooks":[`)
-	for i, w := range e.webhooks {
-		e.sep(i)
-		e.raw(w)
-	}
-	e.raw("]")
-	e.pods(d.tr)
-	e.raw("}")
+const (
+	holeString     holeKind = iota // a reference to strs[id] (see pageWriter.str)
+	holeStepString                 // the same, in the steps
+	holeTime                       // times[id] as ms from the base
+	holeActor                      // the index of actors[id] in the actor table
+	holeWebhook                    // the index of webhooks[id] in the webhook table
+	holeStrings                    // the pod's own table of strings
+	holePath                       // holePath+op: the top-level index of strs[id], times 3, plus op
+)
+
+type hole struct {
+	at   int32 // offset in b
+	id   int32
+	kind holeKind
 }
 
-// dataBase is the time the page's times count from: the start of the
-// recording window, or of the earliest pod.
-func dataBase(tr *Trace) time.Time {
-	base, _ := tr.Window()
-	for _, p := range tr.Pods {
-		if len(p.Steps) > 0 && (base.IsZero() || p.Steps[0].Time.Before(base)) {
-			base = p.Steps[0].Time
+// PrepareHTML encodes a pod's part of the HTML page's data. A caller that
+// renders many pods hands HTML the pods prepared (see Trace.Prepared), on
+// as many goroutines as it likes; HTML prepares the others itself.
+func PrepareHTML(lc *diff.Lifecycle) *HTMLPod {
+	e := podEncoders.Get().(*podEncoder)
+	p := e.encode(lc)
+	podEncoders.Put(e)
+	return p
+}
+
+// TrimPrepared lets go of the parts of a prepared pod's lifecycle that
+// HTML reads only through its HTMLPod: the steps (but the first one's
+// sequence number and time), events, phases, dependents, admission and
+// audit. What is left is what the page's overview reads: names, outcome,
+// findings, redaction counts, the recording's end. A report that holds
+// many pods until it writes them holds far less; the trace's Prepared
+// must then hold every pod trimmed.
+func TrimPrepared(lc *diff.Lifecycle) {
+	if len(lc.Steps) > 0 {
+		lc.Steps = []diff.Step{{Seq: lc.Steps[0].Seq, Time: lc.Steps[0].Time}}
+	}
+	lc.Events, lc.Phases, lc.Dependents, lc.Admission, lc.Audit = nil, nil, nil, nil, nil
+}
+
+var podEncoders = sync.Pool{New: func() any {
+	return &podEncoder{ids: map[string]int32{}, actor: map[actorKey]int32{}, webhook: map[string]int32{}}
+}}
+
+// prepareAll returns the prepared data of every pod of tr, from
+// tr.Prepared or made here, on GOMAXPROCS workers.
+func prepareAll(tr *Trace) []*HTMLPod {
+	out := make([]*HTMLPod, len(tr.Pods))
+	var todo []int
+	for i, p := range tr.Pods {
+		if out[i] = tr.Prepared[p]; out[i] == nil {
+			todo = append(todo, i)
 		}
 	}
-	return base.Truncate(time.Second)
-}
-
-type dataEncoder struct {
-	counting bool
-	b        []byte
-	sink     *dataSink // where b goes a pod at a time; nil: b holds all
-	err      error
-	base     int64 // Unix ms
-
-	ids    map[string]int32 // string -> id, in order of first use
-	strs   []string         // by id
-	uses   []int32          // by id
-	tokens tokenList        // the id of every reference, in order
-	next   int              // the next token to write
-	rank   []int32          // id -> index in the top-level table, or in its pod's
-	ranked []string
-	podOf  []int32 // id -> the pod that used it first
-	shared []bool  // id -> used by more than one pod, or by the tables
-	cur    int32   // the pod being encoded
-	inStep bool    // encoding the pod's steps
-	// Per pod: the ids its steps use, in order of first use there; its
-	// own strings (the table written with it); and which of them its
-	// steps have used so far, by the number of the pod plus one.
-	stepOrder [][]int32
-	seenPod   []int32
-	seenStep  []int32
-	locals    [][]string
-
-	actor  map[actorKey]int
-	actors []actorKey
-
-	webhook  map[string]int // JSON -> index
-	webhooks []string
-
-	// By the id of a path: the value the pod's last change of it set,
-	// valid where lastGen holds gen, which each pod's steps advance.
-	last    []string
-	lastGen []int32
-	gen     int32
-}
-
-// tokenList is a list of ids kept in chunks, so that it grows without
-// copying.
-type tokenList struct {
-	chunks [][]int32
-	n      int
-}
-
-const tokenChunk = 1 << 16
-
-func (l *tokenList) append(id int32) {
-	if l.n%tokenChunk == 0 && l.n/tokenChunk == len(l.chunks) {
-		l.chunks = append(l.chunks, make([]int32, 0, tokenChunk))
-	}
-	c := &l.chunks[l.n/tokenChunk]
-	*c = append(*c, id)
-	l.n++
-}
-
-// drop removes the last n ids.
-func (l *tokenList) drop(n int) {
-	for range n {
-		l.n--
-		c := &l.chunks[l.n/tokenChunk]
-		*c = (*c)[:len(*c)-1]
-	}
-}
-
-func (l *tokenList) at(i int) int32 { return l.chunks[i/tokenChunk][i%tokenChunk] }
-
-type actorKey struct{ manager, who int32 }
-
-// rankStrings numbers the strings for the second pass: the shared ones by
-// use, most used first; each pod's own ones first in the order its steps
-// use them, then the others in order of first use.
-func (e *dataEncoder) rankStrings(pods int) {
-	var order []int32
-	e.rank = make([]int32, len(e.strs))
-	e.locals = make([][]string, pods)
-	placed := make([]bool, len(e.strs))
-	for p, ids := range e.stepOrder {
-		for _, id := range ids {
-			if !e.shared[id] && !placed[id] {
-				placed[id] = true
-				e.rank[id] = int32(len(e.locals[p]))
-				e.locals[p] = append(e.locals[p], e.strs[id])
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(todo)); i = next.Add(1) - 1 {
+				out[todo[i]] = PrepareHTML(tr.Pods[todo[i]])
 			}
-		}
+		})
 	}
-	for id := range e.strs {
-		switch {
-		case e.shared[id]:
-			order = append(order, int32(id))
-		case !placed[id]:
-			p := e.podOf[id]
-			e.rank[id] = int32(len(e.locals[p]))
-			e.locals[p] = append(e.locals[p], e.strs[id])
-		}
-	}
-	slices.SortStableFunc(order, func(a, b int32) int { return int(e.uses[b] - e.uses[a]) })
-	e.ranked = make([]string, len(order))
-	for r, id := range order {
-		e.rank[id] = int32(r)
-		e.ranked[r] = e.strs[id]
-	}
-	e.seenStep = make([]int32, len(e.strs))
-	e.next = 0
+	wg.Wait()
+	return out
 }
 
-func (e *dataEncoder) raw(s string) {
-	if !e.counting {
-		e.b = append(e.b, s...)
-	}
+// podEncoder encodes one pod at a time into an HTMLPod; its maps are
+// reused from pod to pod.
+type podEncoder struct {
+	p       *HTMLPod // scratch, while a pod is encoded
+	scratch HTMLPod
+	ids     map[string]int32
+	actor   map[actorKey]int32
+	webhook map[string]int32
+	inStep  bool
+	inSteps []bool // local id -> in stepOrder
+
+	// By the local id of a path: the value the pod's last change of it
+	// set, valid where lastSet is true.
+	last    []string
+	lastSet []bool
 }
 
-func (e *dataEncoder) sep(i int) {
+func (e *podEncoder) encode(lc *diff.Lifecycle) *HTMLPod {
+	s := &e.scratch
+	*s = HTMLPod{b: s.b[:0], holes: s.holes[:0], times: s.times[:0], strs: s.strs[:0], uses: s.uses[:0],
+		forced: s.forced[:0], stepOrder: s.stepOrder[:0], actors: s.actors[:0], webhooks: s.webhooks[:0]}
+	e.p = s
+	clear(e.ids)
+	clear(e.actor)
+	clear(e.webhook)
+	e.inSteps = e.inSteps[:0]
+	e.last = e.last[:0]
+	e.lastSet = e.lastSet[:0]
+	e.pod(lc)
+	e.p = nil
+	// The pod keeps slices of its size; the scratch ones are reused.
+	p := &HTMLPod{b: slices.Clone(s.b), holes: slices.Clone(s.holes), times: slices.Clone(s.times), err: s.err,
+		strs: slices.Clone(s.strs), uses: slices.Clone(s.uses), forced: slices.Clone(s.forced),
+		stepOrder: slices.Clone(s.stepOrder), actors: slices.Clone(s.actors), webhooks: slices.Clone(s.webhooks)}
+	clear(s.strs) // let go of the pod's strings
+	clear(s.webhooks)
+	return p
+}
+
+func (e *podEncoder) raw(s string) { e.p.b = append(e.p.b, s...) }
+
+func (e *podEncoder) sep(i int) {
 	if i > 0 {
-		e.raw(",")
+		e.p.b = append(e.p.b, ',')
 	}
 }
 
-func (e *dataEncoder) int(n int64) {
-	if !e.counting {
-		e.b = strconv.AppendInt(e.b, n, 10)
-	}
+func (e *podEncoder) int(n int64) { e.p.b = strconv.AppendInt(e.p.b, n, 10) }
+
+func (e *podEncoder) hole(kind holeKind, id int32) {
+	e.p.holes = append(e.p.holes, hole{at: int32(len(e.p.b)), kind: kind, id: id})
 }
 
-// intern returns the id of s, counting a use, in the first pass; in the
-// second it returns the id the same reference had.
-func (e *dataEncoder) intern(s string) int32 {
-	if !e.counting {
-		id := e.tokens.at(e.next)
-		e.next++
-		return id
-	}
+// timeHole writes ms, Unix ms, as ms from the base.
+func (e *podEncoder) timeHole(ms int64) {
+	e.hole(holeTime, int32(len(e.p.times)))
+	e.p.times = append(e.p.times, ms)
+}
+
+// intern returns the local id of s, counting a use.
+func (e *podEncoder) intern(s string) int32 {
+	p := e.p
 	id, ok := e.ids[s]
 	if !ok {
-		id = int32(len(e.strs))
+		id = int32(len(p.strs))
 		e.ids[s] = id
-		e.strs = append(e.strs, s)
-		e.uses = append(e.uses, 0)
-		e.podOf = append(e.podOf, e.cur)
-		e.shared = append(e.shared, false)
-		e.seenPod = append(e.seenPod, 0)
-	} else if e.podOf[id] != e.cur {
-		e.shared[id] = true
+		p.strs = append(p.strs, s)
+		p.uses = append(p.uses, 0)
+		p.forced = append(p.forced, false)
+		e.inSteps = append(e.inSteps, false)
 	}
-	if e.inStep && e.seenPod[id] != e.cur+1 {
-		e.seenPod[id] = e.cur + 1
-		e.stepOrder[e.cur] = append(e.stepOrder[e.cur], id)
+	if e.inStep && !e.inSteps[id] {
+		e.inSteps[id] = true
+		p.stepOrder = append(p.stepOrder, id)
 	}
-	e.uses[id]++
-	e.tokens.append(id)
+	p.uses[id]++
 	return id
 }
 
-// str writes a reference to s: n >= 0 for the top-level strings[n];
-// n <= -2 for the pod's strings[-n-2]; in the steps, -1 for the next
-// string of the pod that its steps had not used yet.
-func (e *dataEncoder) str(s string) {
+// str writes a reference to s (see pageWriter.str).
+func (e *podEncoder) str(s string) {
 	id := e.intern(s)
-	if e.counting {
-		return
-	}
-	switch {
-	case e.shared[id]:
-		e.int(int64(e.rank[id]))
-	case e.inStep && e.seenStep[id] != e.cur+1:
-		e.seenStep[id] = e.cur + 1
-		e.raw("-1")
-	default:
-		e.int(-2 - int64(e.rank[id]))
+	if e.inStep {
+		e.hole(holeStepString, id)
+	} else {
+		e.hole(holeString, id)
 	}
 }
 
-// sharedIndex returns the index of s in the top-level table, where it is
-// put whoever uses it.
-func (e *dataEncoder) sharedIndex(s string) int32 {
-	_, r := e.sharedID(s)
-	return r
-}
-
-// sharedID is sharedIndex that also returns the id of s.
-func (e *dataEncoder) sharedID(s string) (id, index int32) {
-	id = e.intern(s)
-	if e.counting {
-		e.shared[id] = true
-		return id, id
-	}
-	return id, e.rank[id]
+// sharedID interns s, which goes in the top-level table whoever uses it.
+func (e *podEncoder) sharedID(s string) int32 {
+	id := e.intern(s)
+	e.p.forced[id] = true
+	return id
 }
 
 // json writes v as ordinary JSON.
-func (e *dataEncoder) json(v any) {
-	if e.counting || e.err != nil {
+func (e *podEncoder) json(v any) {
+	if e.p.err != nil {
 		return
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		e.err = err
+		e.p.err = err
 		return
 	}
-	e.b = append(e.b, b...)
+	e.p.b = append(e.p.b, b...)
 }
 
-// time writes t in ms from the base, or null.
 // stringList writes a list of strings as JSON, [] for a nil one.
-func (e *dataEncoder) stringList(ss []string) {
+func (e *podEncoder) stringList(ss []string) {
 	if ss == nil {
 		e.raw("[]")
 		return
@@ -360,12 +301,13 @@ func (e *dataEncoder) stringList(ss []string) {
 	e.json(ss)
 }
 
-func (e *dataEncoder) time(t time.Time) {
+// time writes t in ms from the base, or null.
+func (e *podEncoder) time(t time.Time) {
 	if t.IsZero() {
 		e.raw("null")
 		return
 	}
-	e.int(t.UnixMilli() - e.base)
+	e.timeHole(t.UnixMilli())
 }
 
 // plainNumber returns rv as a number if it is a plain one that a page's
@@ -384,56 +326,43 @@ func plainNumber(rv string) (int64, bool) {
 	return n, true
 }
 
-// actorIndex returns the index of a step's actor in the actor table. The
-// table is built in the first pass; its strings are interned then, once.
-func (e *dataEncoder) actorIndex(a diff.Actor) int {
-	if !e.counting {
-		id := e.tokens.at(e.next)
-		e.next++
-		return int(id)
-	}
-	k := actorKey{e.sharedIndex(a.Manager), e.sharedIndex(a.Who)}
-	e.tokens.drop(2) // the table holds the strings, not this reference
+// actorIndex writes the index of a step's actor in the actor table. The
+// table holds its strings; a reference to an actor counts one use of them
+// for each actor, not for each reference.
+func (e *podEncoder) actorIndex(a diff.Actor) {
+	k := actorKey{e.sharedID(a.Manager), e.sharedID(a.Who)}
 	i, ok := e.actor[k]
 	if !ok {
-		i = len(e.actors)
+		i = int32(len(e.p.actors))
 		e.actor[k] = i
-		e.actors = append(e.actors, k)
+		e.p.actors = append(e.p.actors, k)
 	} else {
-		e.uses[k.manager]--
-		e.uses[k.who]--
+		e.p.uses[k.manager]--
+		e.p.uses[k.who]--
 	}
-	e.tokens.append(int32(i))
-	return i
+	e.hole(holeActor, i)
 }
 
-// webhookIndex returns the index of w in the webhook table, adding it in
-// the first pass.
-func (e *dataEncoder) webhookIndex(w diff.Webhook) int {
-	if !e.counting {
-		id := e.tokens.at(e.next)
-		e.next++
-		return int(id)
-	}
+// webhookIndex writes the index of w in the webhook table.
+func (e *podEncoder) webhookIndex(w diff.Webhook) {
 	b, err := json.Marshal(w)
-	if err != nil {
-		e.err = err
+	if err != nil && e.p.err == nil {
+		e.p.err = err
 	}
 	i, ok := e.webhook[string(b)]
 	if !ok {
-		i = len(e.webhooks)
+		i = int32(len(e.p.webhooks))
 		e.webhook[string(b)] = i
-		e.webhooks = append(e.webhooks, string(b))
+		e.p.webhooks = append(e.p.webhooks, string(b))
 	}
-	e.tokens.append(int32(i))
-	return i
+	e.hole(holeWebhook, i)
 }
 
-func (e *dataEncoder) webhookList(ws []diff.Webhook) {
+func (e *podEncoder) webhookList(ws []diff.Webhook) {
 	e.raw("[")
 	for i, w := range ws {
 		e.sep(i)
-		e.int(int64(e.webhookIndex(w)))
+		e.webhookIndex(w)
 	}
 	e.raw("]")
 }
@@ -450,29 +379,298 @@ func opCode(op diff.Op) int64 {
 	return 0
 }
 
-func (e *dataEncoder) pods(tr *Trace) {
-	e.raw(`,"pods":[`)
-	for i, p := range tr.Pods {
-		e.sep(i)
-		e.cur = int32(i)
-		e.pod(p)
-		if e.sink != nil && len(e.b) >= sinkChunk {
-			e.sink.write(e.b)
-			e.b = e.b[:0]
+type actorKey struct{ manager, who int32 }
+
+// dataBase is the time the page's times count from: the start of the
+// recording window, or of the earliest pod.
+func dataBase(tr *Trace) time.Time {
+	base, _ := tr.Window()
+	for _, p := range tr.Pods {
+		if len(p.Steps) > 0 && (base.IsZero() || p.Steps[0].Time.Before(base)) {
+			base = p.Steps[0].Time
 		}
 	}
-	e.raw("]")
+	return base.Truncate(time.Second)
 }
 
-// sinkChunk is about how much the encoder writes before handing it to its
+// pageWriter writes the page's data from the pods' prepared parts: it
+// numbers the strings of the whole trace (ids in the order of first use,
+// pod after pod, as one pass over the pods would meet them), the actors
+// and the webhooks, then writes the pods, filling their holes.
+type pageWriter struct {
+	b    []byte
+	sink *dataSink // where b goes a pod at a time; nil: b holds all
+	err  error
+	base int64 // Unix ms
+	pods []*HTMLPod
+
+	ids    map[string]int32 // string -> id, in order of first use
+	strs   []string         // by id
+	uses   []int32          // by id
+	podOf  []int32          // id -> the pod that used it first
+	shared []bool           // id -> used by more than one pod, or by the tables
+	rank   []int32          // id -> index in the top-level table
+	ranked []string
+
+	global    [][]int32 // per pod: local id -> id
+	actorOf   [][]int32 // per pod: local actor -> index in actors
+	webhookOf [][]int32 // per pod: local webhook -> index in webhooks
+
+	actor    map[actorKey]int32 // by ids
+	actors   []actorKey
+	webhook  map[string]int32 // JSON -> index
+	webhooks []string
+
+	// The pod being written: its own table (local id -> index, or -1)
+	// and which of its strings its steps have used so far.
+	localRank []int32
+	locals    []string
+	seenStep  []bool
+}
+
+func newPageWriter(tr *Trace, pods []*HTMLPod, sink *dataSink) *pageWriter {
+	n := 64
+	for _, p := range pods {
+		n += len(p.strs) / 2
+	}
+	w := &pageWriter{sink: sink, pods: pods, ids: make(map[string]int32, n), actor: map[actorKey]int32{}, webhook: map[string]int32{},
+		global: make([][]int32, len(pods)), actorOf: make([][]int32, len(pods)), webhookOf: make([][]int32, len(pods))}
+	w.base = dataBase(tr).UnixMilli()
+	for i, p := range pods {
+		if p.err != nil && w.err == nil {
+			w.err = p.err
+		}
+		w.merge(int32(i), p)
+	}
+	w.rankStrings()
+	return w
+}
+
+// merge numbers the strings, actors and webhooks of pod i that no pod
+// before it used.
+func (w *pageWriter) merge(i int32, p *HTMLPod) {
+	g := make([]int32, len(p.strs))
+	for l, s := range p.strs {
+		id, ok := w.ids[s]
+		if !ok {
+			id = int32(len(w.strs))
+			w.ids[s] = id
+			w.strs = append(w.strs, s)
+			w.uses = append(w.uses, 0)
+			w.podOf = append(w.podOf, i)
+			w.shared = append(w.shared, false)
+		} else if w.podOf[id] != i {
+			w.shared[id] = true
+		}
+		if p.forced[l] {
+			w.shared[id] = true
+		}
+		w.uses[id] += p.uses[l]
+		g[l] = id
+	}
+	w.global[i] = g
+	actors := make([]int32, len(p.actors))
+	for l, a := range p.actors {
+		k := actorKey{g[a.manager], g[a.who]}
+		x, ok := w.actor[k]
+		if !ok {
+			x = int32(len(w.actors))
+			w.actor[k] = x
+			w.actors = append(w.actors, k)
+		} else {
+			w.uses[k.manager]--
+			w.uses[k.who]--
+		}
+		actors[l] = x
+	}
+	w.actorOf[i] = actors
+	webhooks := make([]int32, len(p.webhooks))
+	for l, j := range p.webhooks {
+		x, ok := w.webhook[j]
+		if !ok {
+			x = int32(len(w.webhooks))
+			w.webhook[j] = x
+			w.webhooks = append(w.webhooks, j)
+		}
+		webhooks[l] = x
+	}
+	w.webhookOf[i] = webhooks
+}
+
+// rankStrings numbers the shared strings by use, most used first (then in
+// order of first use).
+func (w *pageWriter) rankStrings() {
+	var order []int32
+	for id := range w.strs {
+		if w.shared[id] {
+			order = append(order, int32(id))
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return int(w.uses[b] - w.uses[a]) })
+	w.rank = make([]int32, len(w.strs))
+	w.ranked = make([]string, len(order))
+	for r, id := range order {
+		w.rank[id] = int32(r)
+		w.ranked[r] = w.strs[id]
+	}
+}
+
+func (w *pageWriter) raw(s string) { w.b = append(w.b, s...) }
+
+func (w *pageWriter) sep(i int) {
+	if i > 0 {
+		w.b = append(w.b, ',')
+	}
+}
+
+func (w *pageWriter) int(n int64) { w.b = strconv.AppendInt(w.b, n, 10) }
+
+// json writes v as ordinary JSON.
+func (w *pageWriter) json(v any) {
+	if w.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		w.err = err
+		return
+	}
+	w.b = append(w.b, b...)
+}
+
+func (w *pageWriter) write(tr *Trace) {
+	w.raw(`{"format":"podtrace-report/3","file":`)
+	w.json(tr.File)
+	w.raw(`,"generated":`)
+	w.json(tr.Generated)
+	w.raw(`,"sessions":`)
+	w.json(tr.Sessions)
+	w.raw(`,"base":`)
+	w.int(w.base)
+	w.raw(`,"strings":`)
+	w.json(w.ranked)
+	w.raw(`,"actors":[`)
+	for i, a := range w.actors {
+		w.sep(i)
+		w.raw("[")
+		w.int(int64(w.rank[a.manager]))
+		w.raw(",")
+		w.int(int64(w.rank[a.who]))
+		w.raw("]")
+	}
+	w.raw(`],"webhooks":[`)
+	for i, j := range w.webhooks {
+		w.sep(i)
+		w.raw(j)
+	}
+	w.raw(`],"pods":[`)
+	// The sink deflates each chunk on a goroutine of its own while the
+	// next is written: it gets the same chunks as if written here.
+	var chunks, free chan []byte
+	var done chan struct{}
+	if w.sink != nil {
+		const spare = 2
+		chunks, free, done = make(chan []byte, spare), make(chan []byte, spare+1), make(chan struct{})
+		for range spare {
+			free <- make([]byte, 0, 2*sinkChunk)
+		}
+		go func() {
+			defer close(done)
+			for c := range chunks {
+				w.sink.write(c)
+				free <- c[:0]
+			}
+		}()
+	}
+	for i := range w.pods {
+		w.sep(i)
+		w.pod(int32(i))
+		if chunks != nil && len(w.b) >= sinkChunk {
+			chunks <- w.b
+			w.b = <-free
+		}
+	}
+	if chunks != nil {
+		close(chunks)
+		<-done
+	}
+	w.raw("]}")
+}
+
+// sinkChunk is about how much the writer writes before handing it to its
 // sink.
 const sinkChunk = 64 << 10
 
-func (e *dataEncoder) pod(p *diff.Lifecycle) {
-	e.raw(`{"strings":`)
-	if !e.counting {
-		e.stringList(e.locals[e.cur])
+// pod writes pod i: its strings used by no other pod form its own table,
+// first those its steps use in the order they first do, then the others
+// in order of first use.
+func (w *pageWriter) pod(i int32) {
+	p, g := w.pods[i], w.global[i]
+	n := len(p.strs)
+	w.localRank = slices.Grow(w.localRank[:0], n)[:n]
+	w.seenStep = slices.Grow(w.seenStep[:0], n)[:n]
+	clear(w.seenStep)
+	for l := range w.localRank {
+		w.localRank[l] = -1
 	}
+	w.locals = w.locals[:0]
+	for _, l := range p.stepOrder {
+		if !w.shared[g[l]] && w.localRank[l] < 0 {
+			w.localRank[l] = int32(len(w.locals))
+			w.locals = append(w.locals, p.strs[l])
+		}
+	}
+	for l, s := range p.strs {
+		if !w.shared[g[l]] && w.localRank[l] < 0 {
+			w.localRank[l] = int32(len(w.locals))
+			w.locals = append(w.locals, s)
+		}
+	}
+	at := 0
+	for _, h := range p.holes {
+		w.b = append(w.b, p.b[at:h.at]...)
+		at = int(h.at)
+		switch h.kind {
+		case holeString, holeStepString:
+			w.str(g[h.id], h.id, h.kind == holeStepString)
+		case holeTime:
+			w.int(p.times[h.id] - w.base)
+		case holeActor:
+			w.int(int64(w.actorOf[i][h.id]))
+		case holeWebhook:
+			w.int(int64(w.webhookOf[i][h.id]))
+		case holeStrings:
+			if len(w.locals) == 0 {
+				w.raw("[]")
+			} else {
+				w.json(w.locals)
+			}
+		default: // holePath+op
+			w.int(int64(w.rank[g[h.id]])*3 + int64(h.kind-holePath))
+		}
+	}
+	w.b = append(w.b, p.b[at:]...)
+}
+
+// str writes a reference to a string (id; local id l of the pod): n >= 0
+// for the top-level strings[n]; n <= -2 for the pod's strings[-n-2]; in
+// the steps, -1 for the next string of the pod that its steps had not used
+// yet.
+func (w *pageWriter) str(id, l int32, inStep bool) {
+	switch {
+	case w.shared[id]:
+		w.int(int64(w.rank[id]))
+	case inStep && !w.seenStep[l]:
+		w.seenStep[l] = true
+		w.raw("-1")
+	default:
+		w.int(-2 - int64(w.localRank[l]))
+	}
+}
+
+func (e *podEncoder) pod(p *diff.Lifecycle) {
+	e.raw(`{"strings":`)
+	e.hole(holeStrings, 0)
 	e.raw(`,"namespace":`)
 	e.str(p.Namespace)
 	e.raw(`,"name":`)
@@ -524,7 +722,7 @@ func (e *dataEncoder) pod(p *diff.Lifecycle) {
 
 	e.raw(`],"events":[`)
 	var seq uint64
-	ms := e.base
+	var ms int64
 	for i, ev := range p.Events {
 		e.sep(i)
 		e.raw("[")
@@ -532,7 +730,11 @@ func (e *dataEncoder) pod(p *diff.Lifecycle) {
 		seq = ev.Seq
 		e.raw(",")
 		t := ev.Time.UnixMilli()
-		e.int(t - ms)
+		if i == 0 {
+			e.timeHole(t) // from the base
+		} else {
+			e.int(t - ms)
+		}
 		ms = t
 		e.raw(",")
 		e.str(ev.Type)
@@ -630,7 +832,7 @@ func (e *dataEncoder) pod(p *diff.Lifecycle) {
 
 // audit writes what the audit log says about the pod: its requests, the
 // denied ones grouped, and the mutating webhooks' patches.
-func (e *dataEncoder) audit(a *diff.Audit) {
+func (e *podEncoder) audit(a *diff.Audit) {
 	e.raw(`,"audit":{"requests":[`)
 	for i, r := range a.Requests {
 		e.sep(i)
@@ -710,10 +912,9 @@ func (e *dataEncoder) audit(a *diff.Audit) {
 	e.raw("]}")
 }
 
-func (e *dataEncoder) steps(steps []diff.Step) {
-	e.gen++
+func (e *podEncoder) steps(steps []diff.Step) {
 	var seq uint64
-	ms := e.base
+	var ms int64
 	var rv int64
 	rvNumber := false
 	for i, s := range steps {
@@ -723,7 +924,11 @@ func (e *dataEncoder) steps(steps []diff.Step) {
 		seq = s.Seq
 		e.raw(",")
 		t := s.Time.UnixMilli()
-		e.int(t - ms)
+		if i == 0 {
+			e.timeHole(t) // from the base
+		} else {
+			e.int(t - ms)
+		}
 		ms = t
 		e.raw(",")
 		e.str(string(s.Type))
@@ -741,7 +946,7 @@ func (e *dataEncoder) steps(steps []diff.Step) {
 		e.raw(",[")
 		for j, a := range s.Actors {
 			e.sep(j)
-			e.int(int64(e.actorIndex(a)))
+			e.actorIndex(a)
 		}
 		e.raw("],[")
 		manager := ""
@@ -767,23 +972,22 @@ func (e *dataEncoder) steps(steps []diff.Step) {
 
 // change writes [path*3 + op, value, manager, old], leaving out the old
 // value the reader knows and the manager it can tell.
-func (e *dataEncoder) change(c diff.Change, manager string) {
+func (e *podEncoder) change(c diff.Change, manager string) {
 	e.raw("[")
-	path, index := e.sharedID(c.Path)
-	e.int(int64(index)*3 + opCode(c.Op))
+	path := e.sharedID(c.Path)
+	e.hole(holePath+holeKind(opCode(c.Op)), path)
 	e.raw(",")
 	value := c.New
 	if c.Op == diff.OpRemove {
 		value = c.Old
 	}
 	e.str(value)
-	if int(path) >= len(e.last) {
-		n := max(int(path)+1, 2*len(e.last))
-		e.last = append(e.last, make([]string, n-len(e.last))...)
-		e.lastGen = append(e.lastGen, make([]int32, n-len(e.lastGen))...)
+	for len(e.last) <= int(path) {
+		e.last = append(e.last, "")
+		e.lastSet = append(e.lastSet, false)
 	}
 	last := ""
-	if e.lastGen[path] == e.gen {
+	if e.lastSet[path] {
 		last = e.last[path]
 	}
 	knownOld := c.Op != diff.OpChange || last == c.Old
@@ -796,7 +1000,7 @@ func (e *dataEncoder) change(c diff.Change, manager string) {
 		e.str(c.Old)
 	}
 	e.raw("]")
-	e.lastGen[path] = e.gen
+	e.lastSet[path] = true
 	if c.Op == diff.OpRemove {
 		e.last[path] = ""
 	} else {

@@ -20,6 +20,10 @@ type Trace struct {
 	Generated time.Time `json:"generated"`
 	// Unredacted says the values were not redacted (--no-redact).
 	Unredacted bool `json:"unredacted,omitempty"`
+	// Prepared holds the page data of pods that PrepareHTML encoded
+	// ahead of HTML (by the workers that replayed them); HTML encodes the
+	// others. Nil for all but HTML.
+	Prepared map[*diff.Lifecycle]*HTMLPod `json:"-"`
 }
 
 // Redaction says what was redacted in the report, or that nothing was.

@@ -65,12 +65,16 @@ func reportCommand(streams Streams) *cli.Command {
 
 // Run loads and replays every pod asked for and writes the report.
 func (o *reportOptions) Run() error {
-	defer batchGC()()
+	gc := 200
+	if o.format == "html" {
+		gc = 600 // see batchGC
+	}
+	defer batchGC(gc)()
 	db, err := openTrace(o.db)
 	if err != nil {
 		return err
 	}
-	tr, err := loadTrace(db, o.namespace, o.pod, o.redact.forWorker)
+	tr, err := loadTrace(db, o.namespace, o.pod, o.redact.forWorker, o.format == "html")
 	db.Close()
 	if err != nil {
 		return err
@@ -133,8 +137,10 @@ func inNamespace(ns string) string {
 // newFinish (when not nil) and applies it to every pod it replays. Each
 // worker holds one pod's input at a time; the lifecycles keep the store's
 // order until they are sorted, and the error is that of the first pod, in
-// that order, that failed.
-func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecycle)) (*report.Trace, error) {
+// that order, that failed. With html, each worker also encodes the page
+// data of the pods it replays (report.PrepareHTML), so that the page is
+// mostly written while pods are replayed.
+func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecycle), html bool) (*report.Trace, error) {
 	ctx, found, err := scanTrace(db, store.ObjectFilter{Kind: "Pod", Namespace: ns, Name: name})
 	if err != nil {
 		return nil, err
@@ -157,6 +163,10 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecy
 		lcs = make([]*diff.Lifecycle, len(pods))
 	}
 	errs := make([]error, len(pods))
+	var prepared []*report.HTMLPod
+	if html {
+		prepared = make([]*report.HTMLPod, len(pods))
+	}
 	var (
 		next   atomic.Int64 // the index of the next pod to replay
 		failed atomic.Int64 // the lowest index of a pod that failed, or len(pods)
@@ -176,6 +186,10 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecy
 					lowerTo(&failed, i)
 					return
 				}
+				if prepared != nil {
+					prepared[i] = report.PrepareHTML(lcs[i])
+					report.TrimPrepared(lcs[i])
+				}
 			}
 		})
 	}
@@ -184,6 +198,12 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecy
 		return nil, errs[f]
 	}
 	tr := &report.Trace{Sessions: tc.sessions, Generated: generated, Pods: lcs}
+	if prepared != nil {
+		tr.Prepared = make(map[*diff.Lifecycle]*report.HTMLPod, len(lcs))
+		for i, lc := range lcs {
+			tr.Prepared[lc] = prepared[i]
+		}
+	}
 	report.SortPods(tr.Pods)
 	return tr, nil
 }
@@ -212,18 +232,23 @@ func loadPod(db *store.DB, tc *traceContext, p store.Object, finish func(*diff.L
 	return lc, nil
 }
 
-// batchGC lets the heap of a report grow to three times its live data
-// (GOGC=200) instead of twice, unless the user set GOGC: a report replays
-// every revision into lifecycles it holds until it writes, and the
-// collector's marking was a fifth of its CPU. For 1,000 pods of 100
-// revisions: 10.1-10.7 -> 8.0-8.8 s of CPU, 600 -> 700-790 MB peak RSS.
+// batchGC lets the heap of a report grow to 1+percent/100 times its live
+// data instead of twice, unless the user set GOGC: a report replays every
+// revision into lifecycles it holds until it writes, and the collector's
+// marking was a fifth of its CPU. The text and markdown reports hold whole
+// lifecycles: GOGC=200 (1,000 pods of 100 revisions: 10.1-10.7 -> 8.0-8.8 s
+// of CPU, 600 -> 700-790 MB peak RSS). The HTML report holds each pod's
+// page data and what is left of its lifecycle (report.TrimPrepared), less
+// than half of that: at GOGC=200 it peaked at 320-330 MB, and GOGC=600
+// (535-620 MB, below what 200 cost with whole lifecycles) took its CPU from
+// 7.2-7.7 to 6.4-6.5 s in one side-by-side run.
 // record keeps Go's default: it runs for days within a memory budget. It
 // returns the function that puts the previous setting back (for callers of
 // Run in a longer-lived process: tests, embedders).
-func batchGC() (restore func()) {
+func batchGC(percent int) (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
-	old := debug.SetGCPercent(200)
+	old := debug.SetGCPercent(percent)
 	return func() { debug.SetGCPercent(old) }
 }

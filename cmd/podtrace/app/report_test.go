@@ -105,3 +105,35 @@ func TestWithoutRevisions(t *testing.T) {
 		t.Errorf("the lifecycles without their revisions render differently (-with +without):\n%s", d)
 	}
 }
+
+// TestReportHTMLPrepared checks that the page of pods whose data the
+// workers prepared, lifecycles trimmed (report.TrimPrepared), is the page of
+// the same pods loaded whole.
+func TestReportHTMLPrepared(t *testing.T) {
+	bt := reportTrace(t, 30, 12)
+	defer func(f func() time.Time) { now = f }(now)
+	now = func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) }
+	db, err := openTrace(bt.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	page := func(html bool) string {
+		t.Helper()
+		tr, err := loadTrace(db, "", "", nil, html)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if html != (len(tr.Prepared) == len(tr.Pods)) {
+			t.Fatalf("html %v: %d of %d pods prepared", html, len(tr.Prepared), len(tr.Pods))
+		}
+		var b bytes.Buffer
+		if err := report.HTML(&b, tr, report.HTMLOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	if want, got := page(false), page(true); got != want {
+		t.Errorf("the page of prepared pods (%d bytes) differs from the page of whole ones (%d bytes)", len(got), len(want))
+	}
+}
