@@ -233,3 +233,69 @@ func BenchmarkHistory(b *testing.B) {
 		b.ReportMetric(float64(st.FileBytes)/(1<<20), "trace-MiB")
 	})
 }
+
+// BenchmarkRewrite writes the records of a trace podtrace recorded
+// ($PODTRACE_REWRITE, e.g. the trace.db `make bench-record` leaves in
+// _output/bench) again, in the batches a recorder would have written: all
+// the records observed within window of a batch's first, at most
+// tracer.DefaultBatchSize (2,000). It reports the CPU time and allocations
+// of the whole write per revision, and how many delta bases the write cache
+// had let go and were read back from the file.
+//
+//	PODTRACE_REWRITE=_output/bench/trace.db go test ./store -run '^$' -bench Rewrite -benchmem -count 3
+func BenchmarkRewrite(b *testing.B) {
+	src := os.Getenv("PODTRACE_REWRITE")
+	if src == "" {
+		b.Skip("PODTRACE_REWRITE names no recorded trace")
+	}
+	in, err := Open(src, Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var recs []Record
+	err = in.Scan(func(r Record) error {
+		r.Seq, r.Session = 0, 0
+		recs = append(recs, r)
+		return nil
+	})
+	in.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, window := range []time.Duration{2 * time.Second, 5 * time.Second, 10 * time.Second} {
+		b.Run("window="+window.String(), func(b *testing.B) {
+			var cpu time.Duration
+			reloads := 0
+			for range b.N {
+				b.StopTimer()
+				db, err := Open(filepath.Join(b.TempDir(), "trace.db"), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := cpuTime()
+				for i := 0; i < len(recs); {
+					j := i + 1
+					for j < len(recs) && j-i < 2000 && recs[j].Observed.Sub(recs[i].Observed) <= window {
+						j++
+					}
+					if err := db.Write(recs[i:j]); err != nil {
+						b.Fatal(err)
+					}
+					i = j
+				}
+				cpu += cpuTime() - start
+				reloads += db.enc.reloads
+				b.StopTimer()
+				if err := db.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			n := float64(b.N * len(recs))
+			b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/rev")
+			b.ReportMetric(float64(reloads)/n*100, "reloaded-%")
+			b.ReportMetric(float64(len(recs)), "revisions")
+		})
+	}
+}
