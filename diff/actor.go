@@ -80,19 +80,30 @@ func keyOf(m metav1.ManagedFieldsEntry) managerKey {
 // writers returns the managedFields entries of cur that are new or changed
 // since prev: the writers of cur.
 func writers(prev, cur []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
-	before := make(map[managerKey]metav1.ManagedFieldsEntry, len(prev))
-	for _, m := range prev {
-		before[keyOf(m)] = m
-	}
 	var out []metav1.ManagedFieldsEntry
-	for _, m := range cur {
-		p, ok := before[keyOf(m)]
-		if ok && timeEqual(p.Time, m.Time) && fieldsEqual(p.FieldsV1, m.FieldsV1) {
+	for i := range cur {
+		m := &cur[i]
+		if p := entryOf(prev, keyOf(*m), i); p != nil && timeEqual(p.Time, m.Time) && fieldsEqual(p.FieldsV1, m.FieldsV1) {
 			continue
 		}
-		out = append(out, m)
+		out = append(out, *m)
 	}
 	return out
+}
+
+// entryOf returns the entry of entries whose key is k, or nil; i is where
+// to look first (entries keep their order from one revision to the next).
+// A pod has a few field managers: a search costs less than a map.
+func entryOf(entries []metav1.ManagedFieldsEntry, k managerKey, i int) *metav1.ManagedFieldsEntry {
+	if 0 <= i && i < len(entries) && keyOf(entries[i]) == k {
+		return &entries[i]
+	}
+	for j := len(entries) - 1; j >= 0; j-- { // the last, as a map of them kept
+		if keyOf(entries[j]) == k {
+			return &entries[j]
+		}
+	}
+	return nil
 }
 
 func timeEqual(a, b *metav1.Time) bool {
@@ -175,16 +186,18 @@ func (sets fieldSets) attribute(changes []Change, prev, cur []metav1.ManagedFiel
 	if len(ws) == 0 {
 		return []Actor{APIServer}
 	}
-	after := make([]fieldSet, len(ws))
-	before := make([]fieldSet, len(ws))
-	prevByKey := make(map[managerKey]metav1.ManagedFieldsEntry, len(prev))
-	for _, m := range prev {
-		prevByKey[keyOf(m)] = m
+	var buf [2 * 4]fieldSet
+	setsBuf := buf[:0]
+	if len(ws) > len(buf)/2 {
+		setsBuf = make([]fieldSet, 0, 2*len(ws))
 	}
+	after, before := setsBuf[:len(ws)], setsBuf[len(ws):2*len(ws)]
 	for i, w := range ws {
 		after[i] = sets.parse(w.FieldsV1)
-		if p, ok := prevByKey[keyOf(w)]; ok {
+		if p := entryOf(prev, keyOf(w), -1); p != nil {
 			before[i] = sets.parse(p.FieldsV1)
+		} else {
+			before[i] = nil
 		}
 	}
 	for i := range changes {

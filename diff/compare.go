@@ -67,7 +67,10 @@ func (w *walker) comparePods(old, new *corev1.Pod) {
 	}
 	w.changes = w.changes[:0]
 	w.compare(reflect.ValueOf(old).Elem(), reflect.ValueOf(new).Elem())
-	slices.SortStableFunc(w.changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	byPath := func(a, b Change) int { return strings.Compare(a.Path, b.Path) }
+	if !slices.IsSortedFunc(w.changes, byPath) {
+		slices.SortStableFunc(w.changes, byPath)
+	}
 }
 
 // nextChanges is ComparePods for a walker that compares one revision after

@@ -162,20 +162,47 @@ func (d *decoder) decodeValue(dst reflect.Value, dt *decodeType, raw []byte, pre
 // decodeStruct decodes raw, split into obj, into struct dst (of type dt)
 // member by member.
 func (d *decoder) decodeStruct(dst reflect.Value, raw []byte, dt *decodeType, obj object, prev reflect.Value, prevObj object, levels int) (object, error) {
+	// aligned: the members have the keys of the previous revision's, in
+	// their order.
+	aligned := prev.IsValid() && len(obj) == len(prevObj)
 	for i := range obj {
 		m := &obj[i]
 		// The field of the previous revision's member of that key, if
 		// it is that key's field in this type: no lookup by name.
 		if pm := prevObj.find(m.key, i); pm != nil && pm.field > 0 && int(pm.field) <= len(dt.field) && dt.field[pm.field-1].name == string(m.key) {
 			m.field = pm.field
+			aligned = aligned && pm == &prevObj[i]
 			continue
 		}
+		aligned = false
 		k, known := dt.fields[string(m.key)]
 		if !known {
 			// Unknown, or matched by encoding/json case-insensitively.
 			return nil, json.Unmarshal(raw, dst.Addr().Interface())
 		}
 		m.field = k + 1
+	}
+	if aligned {
+		// The fields the JSON sets are those the previous revision's set:
+		// start from that struct whole, and decode again only the members
+		// whose bytes changed (into their field made zero again).
+		dst.Set(prev)
+		for i := range obj {
+			m, pm := &obj[i], &prevObj[i]
+			if m.same || bytes.Equal(pm.value, m.value) {
+				m.sub = pm.sub
+				continue
+			}
+			fd := dt.field[m.field-1]
+			f := dst.FieldByIndex(fd.index)
+			f.SetZero()
+			sub, err := d.decodeValue(f, fd.decodeType(), m.value, m.sub, prev.FieldByIndex(fd.index), pm.sub, levels-1)
+			if err != nil {
+				return nil, err
+			}
+			m.sub = sub
+		}
+		return obj, nil
 	}
 	for i := range obj {
 		m := &obj[i]
@@ -472,6 +499,9 @@ func (s *splitter) objectAt(b []byte, i int, prev object) (object, int, bool) {
 		s.scratch = s.scratch[:base]
 		return nil, 0, false
 	}
+	// aligned: the keys so far are prev's first keys, in order. prev was
+	// split, so they hold no escape and no key twice.
+	aligned := true
 	for {
 		if i == len(b) || b[i] != '"' {
 			return fail()
@@ -482,15 +512,22 @@ func (s *splitter) objectAt(b []byte, i int, prev object) (object, int, bool) {
 		}
 		key := b[i+1 : i+1+end]
 		n := len(s.scratch) - base
-		if bytes.IndexByte(key, '\\') >= 0 || object(s.scratch[base:]).find(key, n) != nil {
-			return fail()
+		var pm *member
+		if aligned && n < len(prev) && bytes.Equal(prev[n].key, key) {
+			pm = &prev[n]
+		} else {
+			aligned = false
+			if bytes.IndexByte(key, '\\') >= 0 || object(s.scratch[base:]).find(key, n) != nil {
+				return fail()
+			}
+			pm = prev.find(key, n)
 		}
 		i = skipSpace(b, i+end+2)
 		if i == len(b) || b[i] != ':' {
 			return fail()
 		}
 		i = skipSpace(b, i+1)
-		m, ok := s.member(b, i, prev.find(key, n))
+		m, ok := s.member(b, i, pm)
 		if !ok {
 			return fail()
 		}
