@@ -481,36 +481,41 @@ func Propagation(p *corev1.Pod) string {
 // higher count on a known one, is one occurrence.
 func replayEvents(recs []store.Record) []Event {
 	var out []Event
-	counts := map[string]int32{}
 	var dec eventDecoder
-	for _, rec := range recs {
+	for i, rec := range recs {
 		if rec.Type == store.Deleted || rec.Type == store.DeletedUnknown {
 			continue // events expire; that is not news about the pod
 		}
-		ev, err := dec.decode(rec.UID, rec.Object)
-		if err != nil {
+		// The count first: a revision whose count did not grow is dropped,
+		// and the rest of it is not decoded.
+		r := dec.revision(rec.UID)
+		if dec.start(r, rec.Object) != nil {
 			continue
 		}
-		count := ev.Count
-		if ev.Series != nil {
-			count = ev.Series.Count
-		}
-		if seen, ok := counts[rec.UID]; ok && count <= seen {
+		count := r.f.count()
+		if r.counted && count <= r.seen {
 			continue
 		}
-		counts[rec.UID] = count
+		if dec.finish(r) != nil {
+			continue
+		}
+		r.counted, r.seen = true, count
 		// Events carry second-precision times; one seen while recording is
 		// placed when it was seen, so it sorts right among the revisions.
-		t := eventTime(ev, rec)
+		t := r.f.time(rec)
 		if rec.Type != store.Initial && rec.Observed.After(t) {
 			t = rec.Observed
 		}
+		if out == nil {
+			// Room for all that are left: most revisions of an Event count.
+			out = make([]Event, 0, len(recs)-i)
+		}
 		out = append(out, Event{
-			Seq: rec.Seq, Time: t, Type: ev.Type, Reason: ev.Reason,
-			Message: ev.Message, Source: eventSource(ev), Count: count,
+			Seq: rec.Seq, Time: t, Type: r.f.Type, Reason: r.f.Reason,
+			Message: r.f.Message, Source: r.f.source(), Count: count,
 		})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	slices.SortStableFunc(out, func(a, b Event) int { return a.Time.Compare(b.Time) })
 	return out
 }
 
@@ -530,159 +535,383 @@ type eventFields struct {
 	EventTime           metav1.MicroTime    `json:"eventTime"`
 }
 
-// eventKeys are the JSON names of eventFields.
-var eventKeys = []string{"type", "reason", "message", "count", "series", "source", "reportingComponent", "firstTimestamp", "lastTimestamp", "eventTime"}
+// eventKeys are the JSON names of eventFields, at the index of their
+// eventKey constant.
+var eventKeys = [numEventKeys]string{"type", "reason", "message", "count", "series", "source", "reportingComponent", "firstTimestamp", "lastTimestamp", "eventTime"}
+
+// The fields of eventFields, by their index in eventKeys.
+const (
+	evType = iota
+	evReason
+	evMessage
+	evCount
+	evSeries
+	evSource
+	evReportingComponent
+	evFirstTimestamp
+	evLastTimestamp
+	evEventTime
+	numEventKeys
+)
+
+// eventKeyTypes are the decodeTypes of the fields of eventFields, by key.
+var eventKeyTypes = func() (dts [numEventKeys]*decodeType) {
+	var f eventFields
+	for k := range dts {
+		dts[k] = decodeTypeOf(reflect.TypeOf(f.ptr(k)).Elem())
+	}
+	return dts
+}()
+
+// eventKey returns the index in eventKeys of key, or -1.
+func eventKey(key []byte) int {
+	switch string(key) {
+	case "type":
+		return evType
+	case "reason":
+		return evReason
+	case "message":
+		return evMessage
+	case "count":
+		return evCount
+	case "series":
+		return evSeries
+	case "source":
+		return evSource
+	case "reportingComponent":
+		return evReportingComponent
+	case "firstTimestamp":
+		return evFirstTimestamp
+	case "lastTimestamp":
+		return evLastTimestamp
+	case "eventTime":
+		return evEventTime
+	}
+	return -1
+}
+
+// foldsToEventKey reports whether key, not one of eventKeys, differs from
+// one only in case, as encoding/json matches names (bytes.EqualFold): it
+// would decode that member into the field.
+func foldsToEventKey(key []byte) bool {
+	ascii := true
+	for _, c := range key {
+		if c >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	for _, k := range eventKeys {
+		// ASCII folds to ASCII of the same length, and an ASCII letter to
+		// itself or its other case; only other bytes (ſ for s, the Kelvin
+		// sign for k) fold to a name of another length.
+		if ascii && (len(k) != len(key) || key[0]|0x20 != k[0]) {
+			continue
+		}
+		if strings.EqualFold(k, string(key)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ptr returns a pointer to the field of f at index k of eventKeys.
+func (f *eventFields) ptr(k int) any {
+	switch k {
+	case evType:
+		return &f.Type
+	case evReason:
+		return &f.Reason
+	case evMessage:
+		return &f.Message
+	case evCount:
+		return &f.Count
+	case evSeries:
+		return &f.Series
+	case evSource:
+		return &f.Source
+	case evReportingComponent:
+		return &f.ReportingController
+	case evFirstTimestamp:
+		return &f.FirstTimestamp
+	case evLastTimestamp:
+		return &f.LastTimestamp
+	case evEventTime:
+		return &f.EventTime
+	}
+	panic("no Event field " + fmt.Sprint(k))
+}
+
+// set sets the field of f at index k of eventKeys to that of g.
+func (f *eventFields) set(k int, g *eventFields) {
+	switch k {
+	case evType:
+		f.Type = g.Type
+	case evReason:
+		f.Reason = g.Reason
+	case evMessage:
+		f.Message = g.Message
+	case evCount:
+		f.Count = g.Count
+	case evSeries:
+		f.Series = g.Series
+	case evSource:
+		f.Source = g.Source
+	case evReportingComponent:
+		f.ReportingController = g.ReportingController
+	case evFirstTimestamp:
+		f.FirstTimestamp = g.FirstTimestamp
+	case evLastTimestamp:
+		f.LastTimestamp = g.LastTimestamp
+	case evEventTime:
+		f.EventTime = g.EventTime
+	}
+}
+
+var noEventFields eventFields
+
+// count is the Event's count: its series' when it has one.
+func (f *eventFields) count() int32 {
+	if f.Series != nil {
+		return f.Series.Count
+	}
+	return f.Count
+}
 
 // decodeEvent decodes what replayEvents needs of an Event's JSON. It splits
-// the object first (decode.go) and decodes only those members, so the
-// metadata and managedFields are skipped, not parsed; JSON the split does
-// not take plainly goes through encoding/json whole.
+// the object first and decodes only those members, so the metadata and
+// managedFields are skipped, not parsed; JSON the split does not take
+// plainly goes through encoding/json whole.
 func decodeEvent(b []byte) (*corev1.Event, error) {
 	var d eventDecoder
 	return d.decode("", b)
 }
 
-// eventDecoder is decodeEvent for the revisions of Events in order: an
-// Event's revision is split against its previous one (decode.go), and
-// the members whose bytes did not change are not decoded again.
+// eventDecoder is decodeEvent for the revisions of Events in order. Each
+// Event (by UID) keeps the bytes each of its fields was last decoded from:
+// a member whose bytes are those again is not decoded again, and a member
+// that starts with those bytes and is an object, a list or a string is
+// known to end where they end without being scanned. A revision is
+// decoded in two steps: start, its count and series; finish, the rest.
+// Nothing is allocated for a revision once its Event is known, unless a
+// member changed and decodes to new memory (a message, a series).
 type eventDecoder struct {
-	prev    map[string]*eventRevision // by UID
-	split   splitter
+	revs    map[string]*eventRevision // by UID
 	strings interner
 }
 
-// eventRevision is an Event's revision, split, and what was decoded of it.
+// eventRevision is what an eventDecoder keeps of an Event: the revision
+// being decoded, and what was decoded of the earlier ones.
 type eventRevision struct {
-	obj object
-	f   eventFields
+	// f is the revision's fields, as far as decoded.
+	f eventFields
+	// at holds the revision's member of each key of eventKeys, nil if
+	// absent.
+	at [numEventKeys][]byte
+	// b is the revision's JSON.
+	b []byte
+	// whole says that f was decoded by encoding/json from b, whole.
+	whole bool
+	// last holds, for each key of eventKeys, the field last decoded, and
+	// raw the bytes it was decoded from (nil: none).
+	last eventFields
+	raw  [numEventKeys][]byte
+	// seen is the count of the last occurrence replayEvents took, if
+	// counted.
+	seen    int32
+	counted bool
+}
+
+// revision returns what d keeps of the Event uid.
+func (d *eventDecoder) revision(uid string) *eventRevision {
+	if r := d.revs[uid]; r != nil {
+		return r
+	}
+	if d.revs == nil {
+		d.revs = map[string]*eventRevision{}
+	}
+	r := &eventRevision{}
+	d.revs[uid] = r
+	return r
 }
 
 func (d *eventDecoder) decode(uid string, b []byte) (*corev1.Event, error) {
-	var prev *eventRevision
-	if uid != "" {
-		prev = d.prev[uid]
+	r := d.revision(uid)
+	if err := d.start(r, b); err != nil {
+		return nil, err
 	}
-	cur := &eventRevision{}
-	f := &cur.f
-	if !cur.decodeMembers(d, b, prev) {
-		cur = nil
-		f = &eventFields{}
-		if err := json.Unmarshal(b, f); err != nil {
-			return nil, err
-		}
+	if err := d.finish(r); err != nil {
+		return nil, err
 	}
-	if uid != "" {
-		if d.prev == nil {
-			d.prev = map[string]*eventRevision{}
-		}
-		if cur != nil {
-			d.prev[uid] = cur
-		} else {
-			delete(d.prev, uid)
-		}
-	}
-	if d.split.blocks >= compactBlocks {
-		// Free the blocks the kept revisions were split into (see splitter).
-		for _, r := range d.prev {
-			r.obj = d.split.compact(r.obj)
-		}
-	}
+	f := &r.f
 	return &corev1.Event{Type: f.Type, Reason: f.Reason, Message: f.Message, Count: f.Count, Series: f.Series,
 		Source: f.Source, ReportingController: f.ReportingController,
 		FirstTimestamp: f.FirstTimestamp, LastTimestamp: f.LastTimestamp, EventTime: f.EventTime}, nil
 }
 
-// field returns a pointer to the field of f whose JSON name is key, or nil.
-func (f *eventFields) field(key []byte) any {
-	switch string(key) {
-	case "type":
-		return &f.Type
-	case "reason":
-		return &f.Reason
-	case "message":
-		return &f.Message
-	case "count":
-		return &f.Count
-	case "series":
-		return &f.Series
-	case "source":
-		return &f.Source
-	case "reportingComponent":
-		return &f.ReportingController
-	case "firstTimestamp":
-		return &f.FirstTimestamp
-	case "lastTimestamp":
-		return &f.LastTimestamp
-	case "eventTime":
-		return &f.EventTime
+// start makes b the revision of r and decodes its count and series into
+// r.f (all of it, when b goes to encoding/json whole).
+func (d *eventDecoder) start(r *eventRevision, b []byte) error {
+	r.f, r.b, r.whole = eventFields{}, b, false
+	if r.split(b) && d.decodeMember(r, evCount) && d.decodeMember(r, evSeries) {
+		return nil
+	}
+	return r.decodeWhole()
+}
+
+// finish decodes the rest of the revision that start began.
+func (d *eventDecoder) finish(r *eventRevision) error {
+	if r.whole {
+		return nil
+	}
+	for k := range numEventKeys {
+		if k != evCount && k != evSeries && !d.decodeMember(r, k) {
+			return r.decodeWhole()
+		}
 	}
 	return nil
 }
 
-// decodeMembers fills r.f from the members of b named in eventKeys, and
-// keeps b split in r.obj; false if b does not split plainly, a member
-// fails to decode, or a key differs from one of eventKeys only in case
-// (encoding/json would take it). A member whose bytes are those of the
-// previous revision prev (or nil) is copied from it.
-func (r *eventRevision) decodeMembers(d *eventDecoder, b []byte, prev *eventRevision) bool {
-	var prevObj object
-	if prev != nil {
-		prevObj = prev.obj
+// decodeWhole decodes r's revision by encoding/json, whole, for its
+// verdict on what the split does not take plainly.
+func (r *eventRevision) decodeWhole() error {
+	r.f, r.whole = eventFields{}, true
+	return json.Unmarshal(r.b, &r.f)
+}
+
+// decodeMember decodes the member k of r's revision into r.f, or copies it
+// from r.last when its bytes are those last decoded; false if it does not
+// decode.
+func (d *eventDecoder) decodeMember(r *eventRevision, k int) bool {
+	raw := r.at[k]
+	if raw == nil {
+		return true // absent: zero
 	}
-	obj, ok := d.split.objectAgainst(b, prevObj)
-	if !ok {
-		return false
-	}
-	r.obj = obj
-	for i, m := range obj {
-		dst := r.f.field(m.key)
-		if dst == nil {
-			for _, k := range eventKeys {
-				if strings.EqualFold(k, string(m.key)) {
-					return false
-				}
-			}
-			continue
-		}
-		v := reflect.ValueOf(dst).Elem()
-		if prev != nil {
-			if pm := prevObj.find(m.key, i); pm != nil && (m.same || bytes.Equal(pm.value, m.value)) {
-				v.Set(reflect.ValueOf(prev.f.field(m.key)).Elem())
-				continue
-			}
-		}
-		if d.strings.decodeLeaf(v, decodeTypeOf(v.Type()), m.value) {
-			continue
-		}
-		if json.Unmarshal(m.value, dst) != nil {
+	if last := r.raw[k]; !(len(last) == len(raw) && (&last[0] == &raw[0] || bytes.Equal(last, raw))) {
+		r.raw[k] = nil
+		r.last.set(k, &noEventFields)
+		p := r.last.ptr(k)
+		// null leaves each field zero (the times' UnmarshalJSON makes them
+		// zero): no need for encoding/json to say so.
+		if string(raw) != "null" && !d.strings.decodeLeaf(reflect.ValueOf(p).Elem(), eventKeyTypes[k], raw) && json.Unmarshal(raw, p) != nil {
+			r.last.set(k, &noEventFields)
 			return false
 		}
+		r.raw[k] = raw
 	}
+	r.f.set(k, &r.last)
 	return true
 }
 
+// split finds the members of b named in eventKeys, into r.at; false if b
+// is not an object that splits plainly: one with escaped or repeated
+// names of eventKeys, a name that differs from one of them only in case
+// (encoding/json would take it), or bytes after it. A member that starts
+// with the bytes last decoded for its key, an object, a list or a string,
+// ends where they end; the others are scanned to their end (skipValue), not
+// validated: encoding/json validates a member when it is decoded.
+func (r *eventRevision) split(b []byte) bool {
+	r.at = [numEventKeys][]byte{}
+	i := skipSpace(b, 0)
+	if i == len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i == len(b) || b[i] != '"' {
+			return false
+		}
+		n := bytes.IndexByte(b[i+1:], '"')
+		if n < 0 {
+			return false
+		}
+		key := b[i+1 : i+1+n]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		i = skipSpace(b, i+n+2)
+		if i == len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		k := eventKey(key)
+		if k < 0 && foldsToEventKey(key) {
+			return false
+		}
+		end := 0
+		if k >= 0 {
+			if r.at[k] != nil {
+				return false // repeated: encoding/json decodes the second into the first
+			}
+			if last := r.raw[k]; len(last) >= 2 && (last[0] == '{' || last[0] == '[' || last[0] == '"') &&
+				len(b)-i >= len(last) && bytes.Equal(b[i:i+len(last)], last) {
+				// The bytes last decoded: at holds those, so decodeMember
+				// needs no second look.
+				end, r.at[k] = i+len(last), last
+			}
+		}
+		if end == 0 {
+			var ok bool
+			if end, ok = skipValue(b, i); !ok {
+				return false
+			}
+			if k >= 0 {
+				r.at[k] = b[i:end]
+			}
+		}
+		i = skipSpace(b, end)
+		if i == len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return skipSpace(b, i+1) == len(b)
+		default:
+			return false
+		}
+	}
+}
+
+// eventTime is when the Event ev last happened, or rec's time if it
+// carries none.
 func eventTime(ev *corev1.Event, rec store.Record) time.Time {
+	f := eventFields{Series: ev.Series, LastTimestamp: ev.LastTimestamp, EventTime: ev.EventTime, FirstTimestamp: ev.FirstTimestamp}
+	return f.time(rec)
+}
+
+func (f *eventFields) time(rec store.Record) time.Time {
 	switch {
-	case ev.Series != nil && !ev.Series.LastObservedTime.IsZero():
-		return ev.Series.LastObservedTime.Time
-	case !ev.LastTimestamp.IsZero():
-		return ev.LastTimestamp.Time
-	case !ev.EventTime.IsZero():
-		return ev.EventTime.Time
-	case !ev.FirstTimestamp.IsZero():
-		return ev.FirstTimestamp.Time
+	case f.Series != nil && !f.Series.LastObservedTime.IsZero():
+		return f.Series.LastObservedTime.Time
+	case !f.LastTimestamp.IsZero():
+		return f.LastTimestamp.Time
+	case !f.EventTime.IsZero():
+		return f.EventTime.Time
+	case !f.FirstTimestamp.IsZero():
+		return f.FirstTimestamp.Time
 	}
 	return rec.Observed
 }
 
+// eventSource is who reported the Event ev.
 func eventSource(ev *corev1.Event) string {
-	if ev.ReportingController != "" {
-		return ev.ReportingController
+	f := eventFields{ReportingController: ev.ReportingController, Source: ev.Source}
+	return f.source()
+}
+
+func (f *eventFields) source() string {
+	if f.ReportingController != "" {
+		return f.ReportingController
 	}
-	if ev.Source.Host != "" {
-		return ev.Source.Component + " on " + ev.Source.Host
+	if f.Source.Host != "" {
+		return f.Source.Component + " on " + f.Source.Host
 	}
-	return ev.Source.Component
+	return f.Source.Component
 }
 
 // replayDependents finds the related objects whose ownerReferences named the
