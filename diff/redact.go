@@ -29,6 +29,8 @@ type Redactor struct {
 	// regular expression, with how many matches it counted: values repeat
 	// from revision to revision and pod to pod.
 	texts map[string]redactedText
+	// values caches what jsonValue made of a JSON value it decoded.
+	values map[valueKey]redactedValue
 }
 
 // redactedText is text's result for one string: the string to show and
@@ -41,6 +43,25 @@ type redactedText struct {
 
 // maxTexts bounds the cache of text's results; it is emptied when full.
 const maxTexts = 4096
+
+// valueKey is a JSON value and the key it is walked under.
+type valueKey struct{ v, key string }
+
+// redactedValue is jsonValue's result for one valueKey: the string to
+// show and what its walk counted, by rule.
+type redactedValue struct {
+	out    string
+	counts []ruleCount
+}
+
+type ruleCount struct {
+	rule string
+	n    int
+}
+
+// maxValues bounds the cache of jsonValue's results; it is emptied when
+// full.
+const maxValues = 1024
 
 // lastApplied is the annotation kubectl apply keeps the whole object in.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -203,21 +224,35 @@ func isEnvValuePath(path string) bool {
 }
 
 func (r *Redactor) change(c *Change) {
+	if c.Old == "" && c.New == "" {
+		return
+	}
+	rule, key := r.pathRule(c.Path)
 	for _, v := range []*string{&c.Old, &c.New} {
 		if *v == "" {
 			continue
 		}
-		switch {
-		case isEnvValuePath(c.Path):
-			*v = r.mark("env values")
-		case strings.HasSuffix(c.Path, "["+lastApplied+"]"):
-			*v = r.mark("last-applied-configuration annotations")
-		case r.keyPath(c.Path):
-			*v = r.mark("values of --redact keys")
-		default:
-			*v = r.value(*v, contextKey(c.Path))
+		if rule != "" {
+			*v = r.mark(rule)
+		} else {
+			*v = r.value(*v, key)
 		}
 	}
+}
+
+// pathRule says how change redacts the values of a change at path: each of
+// them whole under rule, when rule is not "", or else what value finds in
+// it under key. It depends on the path alone, and is decided once a change.
+func (r *Redactor) pathRule(path string) (rule, key string) {
+	switch {
+	case isEnvValuePath(path):
+		return "env values", ""
+	case strings.HasSuffix(path, "["+lastApplied+"]"):
+		return "last-applied-configuration annotations", ""
+	case r.keyPath(path):
+		return "values of --redact keys", ""
+	}
+	return "", contextKey(path)
 }
 
 // keyPath reports whether the path ends at an env var, annotation or label
@@ -252,22 +287,63 @@ func (r *Redactor) value(v, key string) string {
 		if r.plainJSON(v, key) {
 			return v
 		}
-		var x any
-		if json.Unmarshal([]byte(v), &x) == nil {
-			before := r.total()
-			x = r.walk(x, key)
-			if r.total() == before {
-				return v // nothing redacted: keep the value as rendered
-			}
-			var b strings.Builder
-			enc := json.NewEncoder(&b)
-			enc.SetEscapeHTML(false)
-			if enc.Encode(x) == nil {
-				return strings.TrimSuffix(b.String(), "\n")
-			}
+		if out, ok := r.jsonValue(v, key); ok {
+			return out
 		}
 	}
 	return r.text(v)
+}
+
+// jsonValue redacts a JSON value under key by walking it decoded, and
+// counts what it redacted; ok is false when v is not JSON or the walked
+// value could not be encoded. A value with something to redact is most
+// often a container with an env list, the same for every replica of a
+// Deployment: what it made of one is cached, with its counts.
+func (r *Redactor) jsonValue(v, key string) (out string, ok bool) {
+	k := valueKey{v, key}
+	if c, hit := r.values[k]; hit {
+		for _, n := range c.counts {
+			r.counts[n.rule] += n.n
+		}
+		return c.out, true
+	}
+	counts := r.counts
+	r.counts = map[string]int{} // what this walk counts, to cache
+	out, ok = r.walkJSON(v, key)
+	walked := r.counts
+	r.counts = counts
+	c := redactedValue{out: out}
+	for rule, n := range walked {
+		counts[rule] += n
+		c.counts = append(c.counts, ruleCount{rule, n})
+	}
+	if ok {
+		if r.values == nil || len(r.values) >= maxValues {
+			r.values = make(map[valueKey]redactedValue)
+		}
+		r.values[k] = c
+	}
+	return out, ok
+}
+
+// walkJSON is jsonValue without the cache.
+func (r *Redactor) walkJSON(v, key string) (string, bool) {
+	var x any
+	if json.Unmarshal([]byte(v), &x) != nil {
+		return "", false
+	}
+	before := r.total()
+	x = r.walk(x, key)
+	if r.total() == before {
+		return v, true // nothing redacted: keep the value as rendered
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(x) != nil {
+		return "", false
+	}
+	return strings.TrimSuffix(b.String(), "\n"), true
 }
 
 // plainJSON reports whether walking v, JSON or not, under key would
@@ -277,15 +353,24 @@ func (r *Redactor) value(v, key string) string {
 // escape is decoded to be sure, and so is any v when a user key holds a
 // byte JSON spells otherwise.
 func (r *Redactor) plainJSON(v, key string) bool {
-	if len(r.Patterns) > 0 || key == "env" ||
-		strings.Contains(v, `"env"`) || strings.Contains(v, lastApplied) ||
-		strings.Contains(v, `\u`) || strings.Contains(v, `\/`) ||
-		mayHoldCredential(v) {
+	if len(r.Patterns) > 0 || key == "env" {
 		return false
 	}
-	for k := range r.Keys {
-		if strings.Contains(v, k) || !literalInJSON(k) {
-			return false
+	// One pass finds the words a credential needs, "env", and whether v
+	// has a backslash or a byte of a non-ASCII character; only then are the
+	// escapes, the Kelvin sign and the long s looked for.
+	found := jsonScan.find(v)
+	if found&(jsonCredential|jsonEnv) != 0 ||
+		found&jsonBackslash != 0 && (strings.Contains(v, `\u`) || strings.Contains(v, `\/`)) ||
+		found&jsonNonASCII != 0 && (strings.Contains(v, "\u212a") || strings.Contains(v, "\u017f")) ||
+		strings.Contains(v, lastApplied) {
+		return false
+	}
+	if len(r.Keys) > 0 {
+		for k := range r.Keys {
+			if strings.Contains(v, k) || !literalInJSON(k) {
+				return false
+			}
 		}
 	}
 	return true
@@ -411,67 +496,136 @@ func (r *Redactor) matchText(s string) redactedText {
 // rules need (password, passwd, secret, token, api key, credential, bearer,
 // basic). It answers true, to be safe, for a string with the Kelvin sign or
 // the long s, which (?i) folds to k and s.
+//
+// It runs a Shift-And automaton of those words over s (wordScan): a table
+// load and three operations a byte, and no branch that depends on the byte.
 func mayHoldCredential(s string) bool {
-	folds := false // whether the Kelvin sign and the long s were looked for
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x80 {
-			if !folds && (strings.Contains(s[i:], "\u212a") || strings.Contains(s[i:], "\u017f")) {
-				return true
-			}
-			folds = true
-			continue
-		}
-		switch c | 0x20 {
-		case 'p':
-			if foldedAt(s, i, "passw") {
-				return true
-			}
-		case 's':
-			if foldedAt(s, i, "secret") {
-				return true
-			}
-		case 't':
-			if foldedAt(s, i, "token") {
-				return true
-			}
-		case 'a':
-			if foldedAt(s, i, "api") {
-				j := i + 3
-				if j < len(s) && (s[j] == '-' || s[j] == '_') {
-					j++
-				}
-				if foldedAt(s, j, "key") {
-					return true
-				}
-			}
-		case 'c':
-			if foldedAt(s, i, "credential") {
-				return true
-			}
-		case 'b':
-			if foldedAt(s, i, "bearer") || foldedAt(s, i, "basic") {
-				return true
-			}
-		}
-	}
-	return false
+	return credentialScan.find(s) != 0
 }
 
-// foldedAt reports whether s holds word, lower case ASCII, at i, in any
-// case.
-func foldedAt(s string, i int, word string) bool {
-	if len(s)-i < len(word) {
-		return false
+// credentialWords are the words of secretWord and of credential's bearer
+// and basic (api[-_]?key spelled out), lower case: a string that holds none
+// of them, in any ASCII case, matches neither credential nor
+// credentialFlag, but for the Kelvin sign and the long s.
+var credentialWords = []string{"passw", "secret", "token", "apikey", "api-key", "api_key",
+	"credential", "bearer", "basic"}
+
+var (
+	// credentialScan finds credentialWords, the Kelvin sign and the long s.
+	credentialScan wordScan
+	// jsonScan finds, for plainJSON, credentialWords (their last bits are
+	// jsonCredential), "env" with its quotes (jsonEnv), a backslash
+	// (jsonBackslash) and any byte of a non-ASCII character (jsonNonASCII).
+	jsonScan                                             wordScan
+	jsonCredential, jsonEnv, jsonBackslash, jsonNonASCII uint64
+)
+
+func init() {
+	for _, w := range credentialWords {
+		credentialScan.add(w, true)
 	}
-	for j := 0; j < len(word); j++ {
-		c := s[i+j]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != word[j] {
-			return false
-		}
+	credentialScan.add("\u212a", false)
+	credentialScan.add("\u017f", false)
+
+	for _, w := range credentialWords {
+		jsonCredential |= jsonScan.add(w, true)
 	}
-	return true
+	jsonEnv = jsonScan.add(`"env"`, false)
+	jsonBackslash = jsonScan.add(`\`, false)
+	jsonNonASCII = jsonScan.addByte(func(c byte) bool { return c >= 0x80 })
 }
+
+// wordScan finds which of a set of words a string holds (with their ASCII
+// letters in either case, for the words added so), by the Shift-And
+// method: the words lie side by side in the bits
+// of a uint64, and after each byte of the string, bit start+j of the state
+// is set when the bytes up to it end with the first j+1 bytes of the word
+// whose first bit is start.
+type wordScan struct {
+	masks   [256]uint64 // for each byte, the bits of the word positions it fills
+	first   uint64      // the first bit of each word
+	last    uint64      // the last bit of each word
+	bits    int         // how many bits the words take
+	longest int         // the length of the longest word
+}
+
+// add adds a word: with fold, its ASCII letters match either case, and
+// its other bytes only themselves. It returns the word's last bit. The
+// words of a wordScan take one bit a byte, and 64 at most.
+func (t *wordScan) add(w string, fold bool) uint64 {
+	if w == "" || t.bits+len(w) > 64 {
+		panic("diff: the words of a wordScan do not fit in 64 bits")
+	}
+	t.first |= 1 << t.bits
+	for j := 0; j < len(w); j++ {
+		c := w[j]
+		bit := uint64(1) << (t.bits + j)
+		t.masks[c] |= bit
+		if fold && ('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			t.masks[c^0x20] |= bit
+		}
+	}
+	t.bits += len(w)
+	t.longest = max(t.longest, len(w))
+	last := uint64(1) << (t.bits - 1)
+	t.last |= last
+	return last
+}
+
+// addByte adds a word of one byte, any byte match accepts, and returns its
+// bit.
+func (t *wordScan) addByte(match func(c byte) bool) uint64 {
+	if t.bits >= 64 {
+		panic("diff: the words of a wordScan do not fit in 64 bits")
+	}
+	bit := uint64(1) << t.bits
+	for c := range 256 {
+		if match(byte(c)) {
+			t.masks[c] |= bit
+		}
+	}
+	t.first |= bit
+	t.last |= bit
+	t.bits++
+	t.longest = max(t.longest, 1)
+	return bit
+}
+
+// find returns the last bits of the words s holds, 0 when it holds none.
+func (t *wordScan) find(s string) uint64 {
+	var d, seen uint64
+	first := t.first
+	if len(s) >= 2*splitScan && t.longest <= splitScan {
+		// Each byte's step waits for the one before: a long string is
+		// scanned as two halves side by side, the first running on by the
+		// longest word's length but one, for the words that start in it and
+		// end in the second.
+		a, b := s[:len(s)/2+t.longest-1], s[len(s)/2:]
+		var e uint64
+		i := 0
+		for ; i < len(a) && i < len(b); i++ {
+			d = (d<<1 | first) & t.masks[a[i]]
+			e = (e<<1 | first) & t.masks[b[i]]
+			seen |= d | e
+		}
+		for ; i < len(a); i++ {
+			d = (d<<1 | first) & t.masks[a[i]]
+			seen |= d
+		}
+		for ; i < len(b); i++ {
+			e = (e<<1 | first) & t.masks[b[i]]
+			seen |= e
+		}
+		return seen & t.last
+	}
+	for i := 0; i < len(s); i++ {
+		d = (d<<1 | first) & t.masks[s[i]]
+		seen |= d
+	}
+	return seen & t.last
+}
+
+// splitScan is the shortest half of a string find scans as two halves:
+// shorter ones would gain less than the split costs. A word longer than it
+// may not fit in the first half's overrun: find does not split for it.
+const splitScan = 32

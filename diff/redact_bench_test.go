@@ -51,6 +51,52 @@ func BenchmarkRedactReference(b *testing.B) {
 	}
 }
 
+// redactCrashLoopBench is one pod of the report benchmark replayed
+// (crashLoop(100), BenchmarkReplayCrashLoop's: about 1,000 changes, most of
+// them the kubelet's status fields of a crash-looping pod) and what resets
+// its changes and events to the replayed ones, in memory kept from one reset
+// to the next: -benchmem counts the Redactor's allocations only.
+func redactCrashLoopBench(b *testing.B) (*Lifecycle, func()) {
+	pod, events := crashLoop(100)
+	lc, err := Replay(Input{Pod: pod, Events: events}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	steps := make([][]Change, len(lc.Steps))
+	for i, s := range lc.Steps {
+		steps[i] = append([]Change(nil), s.Changes...)
+	}
+	evs := append([]Event(nil), lc.Events...)
+	return lc, func() {
+		for i := range lc.Steps {
+			copy(lc.Steps[i].Changes, steps[i])
+		}
+		copy(lc.Events, evs)
+		lc.Redacted = nil
+	}
+}
+
+// BenchmarkRedactCrashLoop redacts the changes and events of one pod of the
+// report benchmark with one Redactor for every pod, as each worker of
+// podtrace report does (app.redactFlags.forWorker); it reports the changes
+// redacted per op.
+func BenchmarkRedactCrashLoop(b *testing.B) {
+	lc, reset := redactCrashLoopBench(b)
+	n := 0
+	for _, s := range lc.Steps {
+		n += len(s.Changes)
+	}
+	r, err := NewRedactor(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		reset()
+		r.Redact(lc)
+	}
+	b.ReportMetric(float64(n), "changes/op")
+}
+
 // BenchmarkRedactText runs text over real and generated strings, most
 // with a word a credential needs, many repeated.
 func BenchmarkRedactText(b *testing.B) {
@@ -77,6 +123,46 @@ func BenchmarkRedactTextReference(b *testing.B) {
 	for b.Loop() {
 		for _, s := range all {
 			ref.text(s)
+		}
+	}
+}
+
+// crashLoopValues are the values of the changes of crashLoop(100), Old
+// and New, as Replay renders them: timestamps, booleans, container IDs,
+// counts and small JSON objects of container states.
+func crashLoopValues(b *testing.B) []string {
+	pod, events := crashLoop(100)
+	lc, err := Replay(Input{Pod: pod, Events: events}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var vs []string
+	for _, s := range lc.Steps {
+		for _, c := range s.Changes {
+			for _, v := range []string{c.Old, c.New} {
+				if v != "" {
+					vs = append(vs, v)
+				}
+			}
+		}
+	}
+	return vs
+}
+
+// BenchmarkMayHoldCredentialCrashLoop is the prefilter over the values of
+// a crash-looping pod's changes, none of which holds a credential word.
+func BenchmarkMayHoldCredentialCrashLoop(b *testing.B) {
+	vs := crashLoopValues(b)
+	bytes := 0
+	for _, v := range vs {
+		bytes += len(v)
+	}
+	b.SetBytes(int64(bytes))
+	for b.Loop() {
+		for _, v := range vs {
+			if mayHoldCredential(v) {
+				b.Fatalf("mayHoldCredential(%q) = true", v)
+			}
 		}
 	}
 }

@@ -648,6 +648,15 @@ func TestRedactMatchesReference(t *testing.T) {
 			if d := cmp.Diff(wantCounts, gotCounts); d != "" {
 				t.Errorf("patterns %q, seed %d: counts (-want +got):\n%s", patterns, seed, d)
 			}
+			// Again, with what the Redactor cached from the first time.
+			again := genLifecycle(rand.New(rand.NewPCG(seed, 7)), 40)
+			againCounts := r.Redact(again)
+			if d := cmp.Diff(want, again, cmpopts.IgnoreUnexported(Lifecycle{}, Change{})); d != "" {
+				t.Fatalf("patterns %q, seed %d, second time: lifecycle (-want +got):\n%s", patterns, seed, d)
+			}
+			if d := cmp.Diff(wantCounts, againCounts); d != "" {
+				t.Errorf("patterns %q, seed %d, second time: counts (-want +got):\n%s", patterns, seed, d)
+			}
 			if len(wantCounts) < 2 {
 				t.Errorf("patterns %q, seed %d: only %v redacted: the lifecycle no longer tests the rules", patterns, seed, wantCounts)
 			}
@@ -679,7 +688,8 @@ func TestRedactObjectMatchesReference(t *testing.T) {
 }
 
 // FuzzText holds text, the prefilter and isEnvValuePath to the regular
-// expressions they stand for: go test ./diff -run '^$' -fuzz FuzzText.
+// expressions they stand for, and the prefilter and plainJSON to what they
+// were before their Shift-And scans: go test ./diff -run '^$' -fuzz FuzzText.
 func FuzzText(f *testing.F) {
 	for _, s := range realTexts {
 		f.Add(s)
@@ -703,5 +713,352 @@ func FuzzText(f *testing.F) {
 		if got, want := r.followsFlag(s), credentialFlag.MatchString(s); got != want {
 			t.Errorf("followsFlag(%q) = %v, want %v", s, got, want)
 		}
+		if got, want := mayHoldCredential(s), refMayHoldCredential(s); got != want || got != oldMayHoldCredential(s) {
+			t.Errorf("mayHoldCredential(%q) = %v, want %v", s, got, want)
+		}
+		for _, key := range []string{"", "env", "annotations"} {
+			if got, want := r.plainJSON(s, key), r.oldPlainJSON(s, key); got != want {
+				t.Errorf("plainJSON(%q, %q) = %v, want %v", s, key, got, want)
+			}
+		}
 	})
+}
+
+// oldMayHoldCredential is mayHoldCredential as it was before its Shift-And
+// scan: a switch on each byte's lower case and a comparison where a word may
+// start.
+func oldMayHoldCredential(s string) bool {
+	folds := false // whether the Kelvin sign and the long s were looked for
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			if !folds && (strings.Contains(s[i:], "\u212a") || strings.Contains(s[i:], "\u017f")) {
+				return true
+			}
+			folds = true
+			continue
+		}
+		switch c | 0x20 {
+		case 'p':
+			if oldFoldedAt(s, i, "passw") {
+				return true
+			}
+		case 's':
+			if oldFoldedAt(s, i, "secret") {
+				return true
+			}
+		case 't':
+			if oldFoldedAt(s, i, "token") {
+				return true
+			}
+		case 'a':
+			if oldFoldedAt(s, i, "api") {
+				j := i + 3
+				if j < len(s) && (s[j] == '-' || s[j] == '_') {
+					j++
+				}
+				if oldFoldedAt(s, j, "key") {
+					return true
+				}
+			}
+		case 'c':
+			if oldFoldedAt(s, i, "credential") {
+				return true
+			}
+		case 'b':
+			if oldFoldedAt(s, i, "bearer") || oldFoldedAt(s, i, "basic") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func oldFoldedAt(s string, i int, word string) bool {
+	if len(s)-i < len(word) {
+		return false
+	}
+	for j := 0; j < len(word); j++ {
+		c := s[i+j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != word[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// refMayHoldCredential is what mayHoldCredential means, spelled plainly:
+// the string, its ASCII capitals made small, holds a word, or the Kelvin
+// sign or the long s is in it.
+func refMayHoldCredential(s string) bool {
+	lower := []byte(s)
+	for i, c := range lower {
+		if 'A' <= c && c <= 'Z' {
+			lower[i] = c + 'a' - 'A'
+		}
+	}
+	for _, w := range []string{"passw", "secret", "token", "apikey", "api-key", "api_key", "credential", "bearer", "basic", "\u212a", "\u017f"} {
+		if strings.Contains(string(lower), w) {
+			return true
+		}
+	}
+	return false
+}
+
+// oldPlainJSON is plainJSON as it was before its one-pass scan.
+func (r *Redactor) oldPlainJSON(v, key string) bool {
+	if len(r.Patterns) > 0 || key == "env" ||
+		strings.Contains(v, `"env"`) || strings.Contains(v, lastApplied) ||
+		strings.Contains(v, `\u`) || strings.Contains(v, `\/`) ||
+		oldMayHoldCredential(v) {
+		return false
+	}
+	for k := range r.Keys {
+		if strings.Contains(v, k) || !literalInJSON(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// scanPieces make up strings for the scans: every word and what is one byte
+// short of it or one byte off, in several cases, with the bytes around the
+// ASCII letters that a careless fold would take for them ('@' is 'A'-1,
+// '[' is 'Z'+1, '`' and '{' their lower case neighbours, 0xc1 and 0xe1
+// 'A' and 'a' with the high bit), the Kelvin sign, the long s and pieces of
+// their UTF-8, other non-ASCII characters, and the bytes of the JSON checks.
+var scanPieces = []string{
+	"passw", "PASSW", "pAsSw", "pass", "asswo", "passwd", "password", "secret", "SECRET", "secre", "ecret", "token", "ToKeN", "toke", "oken",
+	"api", "API", "apikey", "api-key", "API_KEY", "api--key", "api key", "ap", "key", "KEY", "-", "_",
+	"credential", "CREDENTIALS", "credentia", "redential", "bearer", "Bearer", "beare", "basic", "BASIC", "basi",
+	"t", "o", "k", "e", "n", "p", "a", "s", "w", "c", "b", "i", "y", "r", "d", "l",
+	"@", "[", "`", "{", "\xc1", "\xe1", "\xd0", "\xf0", "P" + "\x00", "\x7f",
+	"\u212a", "\u017f", "\xe2", "\xe2\x84", "\x84\xaa", "\xaa", "\xc5", "\xbf", "\xc5\xc5\xbf", "\xe2\xe2\x84\xaa",
+	"é", "日本", "\u212b", "\u017e", "\xff", "\x80",
+	`"env"`, `"ENV"`, `"en`, `env"`, `\u`, `\/`, `\`, `\\`, `u`, `/`, `"`, "{", "}", "[", "]", ":", ",",
+	"0", "9", "2026-11-02T06:01:07Z", "containerd://0123456789abcdef", " ", "\t", "\n", "=",
+}
+
+// genScanText makes a string of up to n pieces of scanPieces.
+func genScanText(rng *rand.Rand, n int) string {
+	var b strings.Builder
+	for range rng.IntN(n + 1) {
+		b.WriteString(scanPieces[rng.IntN(len(scanPieces))])
+	}
+	return b.String()
+}
+
+// scanTexts are the strings the scans are held to their references over:
+// realTexts, generated texts and JSON, strings of scanPieces (some longer
+// than the 64 bits of the scan's state), random bytes, and every string of
+// up to three bytes from a set of the bytes that matter.
+func scanTexts(rng *rand.Rand) []string {
+	all := texts(rng, 20000)
+	for range 5000 {
+		all = append(all, genJSON(rng))
+	}
+	for range 50000 {
+		all = append(all, genScanText(rng, 8))
+	}
+	for range 2000 {
+		all = append(all, genScanText(rng, 60))
+	}
+	for range 20000 {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		all = append(all, string(b))
+	}
+	small := []byte("pasKtokenyAPI-_\xe2\x84\xaa\xc5\xbf\\u/\"@[`{ 0")
+	for _, a := range small {
+		all = append(all, string([]byte{a}))
+		for _, b := range small {
+			all = append(all, string([]byte{a, b}))
+			for _, c := range small {
+				all = append(all, string([]byte{a, b, c}))
+			}
+		}
+	}
+	for _, w := range []string{"passw", "secret", "token", "apikey", "api-key", "api_key", "credential", "bearer", "basic", "\u212a", "\u017f"} {
+		for _, pad := range []int{0, 1, 7, 58, 59, 63, 64, 65, 200} {
+			x := strings.Repeat("x", pad)
+			all = append(all, w, x+w, w+x, x+w+x, x+strings.ToUpper(w)+x, x+w[:len(w)-1], w[1:]+x)
+		}
+		// Long strings are scanned as two halves: the word at every
+		// place around the middle and the ends, whole or cut short.
+		for _, n := range []int{2*splitScan - 1, 2 * splitScan, 2*splitScan + 1, 2*splitScan + 2, 101, 300} {
+			for at := range n - len(w) + 1 {
+				if at > 3 && at < n/2-len(w)-2 || at > n/2+3 && at < n-len(w)-3 {
+					continue
+				}
+				pre, post := strings.Repeat("-", at), strings.Repeat("é", n-len(w)-at)
+				post = post[:n-len(w)-at] // é is two bytes: cut one off when need be
+				all = append(all, pre+w+post, pre+w[:len(w)-1]+"x"+post, pre+"x"+w[1:]+post)
+			}
+		}
+	}
+	return all
+}
+
+// TestMayHoldCredentialMatchesReference holds the Shift-And scan to what it
+// stands for and to the scan it replaced, over non-ASCII text, the Kelvin
+// sign and the long s, and the bytes next to the ASCII letters.
+func TestMayHoldCredentialMatchesReference(t *testing.T) {
+	found := 0
+	all := scanTexts(rand.New(rand.NewPCG(10, 11)))
+	for _, s := range all {
+		got, want, old := mayHoldCredential(s), refMayHoldCredential(s), oldMayHoldCredential(s)
+		if got != want || got != old {
+			t.Errorf("mayHoldCredential(%q) = %v, want %v (before: %v)", s, got, want, old)
+		}
+		if want {
+			found++
+		}
+	}
+	if found < len(all)/10 || found > len(all)-len(all)/10 {
+		t.Errorf("%d of %d strings hold a word: the strings no longer test the scan", found, len(all))
+	}
+}
+
+// TestPlainJSONMatchesReference holds plainJSON's one pass to the checks it
+// replaced, for every key and the user's keys and patterns.
+func TestPlainJSONMatchesReference(t *testing.T) {
+	all := scanTexts(rand.New(rand.NewPCG(12, 13)))
+	for range 20000 {
+		all = append(all, genJSON(rand.New(rand.NewPCG(uint64(len(all)), 14))))
+	}
+	for _, patterns := range append(patternSets, []string{"a/b", "x\u212ay"}, []string{`"env"`}) {
+		r, err := NewRedactor(patterns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := 0
+		for i, v := range all {
+			key := []string{"", "env", "annotations", "labels", "args", "x"}[i%6]
+			got, want := r.plainJSON(v, key), r.oldPlainJSON(v, key)
+			if got != want {
+				t.Fatalf("patterns %q: plainJSON(%q, %q) = %v, want %v", patterns, v, key, got, want)
+			}
+			if got {
+				plain++
+			}
+		}
+		if len(r.Patterns) == 0 && plain < len(all)/10 {
+			t.Errorf("patterns %q: %d of %d values plain: the values no longer test plainJSON", patterns, plain, len(all))
+		}
+	}
+}
+
+// TestPathRule holds the rule change decides once a change to the checks
+// it made for each value before, over paths of env values, last-applied
+// annotations, the user's keys and others.
+func TestPathRule(t *testing.T) {
+	paths := append([]string{"", "]", "[", ".", "a]", "[]", "x[" + lastApplied + "]", lastApplied, "metadata.labels[CUSTOMER].value"}, changePaths...)
+	rng := rand.New(rand.NewPCG(15, 16))
+	pieces := []string{".", "env", "[", "]", "value", ".value", ".env[", "].value", "CUSTOMER", "[CUSTOMER]", "[billing/account]", "[redacted]",
+		"metadata", "annotations", "labels", "[" + lastApplied + "]", lastApplied, "A", "é"}
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(7) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		paths = append(paths, b.String())
+	}
+	for _, patterns := range patternSets {
+		r, err := NewRedactor(patterns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for _, p := range paths {
+			var wantRule, wantKey string
+			switch {
+			case refEnvValuePath.MatchString(p):
+				wantRule = "env values"
+			case strings.HasSuffix(p, "["+lastApplied+"]"):
+				wantRule = "last-applied-configuration annotations"
+			case r.keyPath(p):
+				wantRule = "values of --redact keys"
+			default:
+				wantKey = contextKey(p)
+			}
+			if rule, key := r.pathRule(p); rule != wantRule || key != wantKey {
+				t.Errorf("patterns %q: pathRule(%q) = %q, %q; want %q, %q", patterns, p, rule, key, wantRule, wantKey)
+			}
+			seen[wantRule]++
+		}
+		if seen["env values"] < 20 || seen["last-applied-configuration annotations"] < 20 || seen[""] < 20 ||
+			len(r.Keys) > 0 && seen["values of --redact keys"] < 20 {
+			t.Errorf("patterns %q: rules decided %v: the paths no longer test pathRule", patterns, seen)
+		}
+	}
+}
+
+func TestWordScan(t *testing.T) {
+	var w wordScan
+	a, b, q := w.add("ab-", true), w.add("Q", true), w.add("eN", false)
+	c := w.addByte(func(c byte) bool { return c == 'z' || c == 'Z' })
+	for s, want := range map[string]uint64{
+		"": 0, "ab-": a, "AB-": a, "aB-x": a, "ab_": 0, "ab": 0, "a b-": 0, "q": b, "Q": b, "z": c, "Z": c, "xab-qz": a | b | c,
+		"\xc1b-": 0, "\xe1b-": 0, "@b-": 0, "`b-": 0, "ab-ab-": a, "eN": q, "en": 0, "EN": 0, "En": 0, "eeNN": q,
+	} {
+		if got := w.find(s); got != want {
+			t.Errorf("find(%q) = %b, want %b", s, got, want)
+		}
+	}
+	if credentialScan.bits > 64 || jsonScan.bits != 64 {
+		t.Errorf("the scans take %d and %d bits", credentialScan.bits, jsonScan.bits)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a wordScan took more than 64 bits")
+		}
+	}()
+	w.add(strings.Repeat("x", 64-w.bits+1), false)
+}
+
+// TestValueCache redacts containers with env lists, as the replicas of
+// Deployments have them, more of them than the cache holds, each several
+// times: every time as the reference does, counts included.
+func TestValueCache(t *testing.T) {
+	r, err := NewRedactor([]string{"CUSTOMER"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := newRefRedactor(r)
+	var lc Lifecycle
+	for i := range maxValues + 100 {
+		for range 3 {
+			v := fmt.Sprintf(`{"name":"app","args":["--token","t%d"],"env":[{"name":"CUSTOMER","value":"c%d"},{"name":"B","valueFrom":{}}],"image":"app:%d"}`, i, i, i%7)
+			// The same values under other keys: env values and user keys
+			// only under env, and labels or annotations.
+			lc.Steps = append(lc.Steps, Step{Changes: []Change{{Path: "spec.containers[app]", Op: OpAdd, New: v},
+				{Path: "spec.containers[app].env", Op: OpChange, Old: `[{"name":"A","value":"a"}]`, New: `[{"name":"A","value":"b"}]`},
+				{Path: "status.list", Op: OpChange, Old: `[{"name":"A","value":"a"}]`, New: `[{"name":"A","value":"b"}]`},
+				{Path: "metadata.labels", Op: OpAdd, New: `{"CUSTOMER":"c"}`},
+				{Path: "status.labelz", Op: OpAdd, New: `{"CUSTOMER":"c"}`}}})
+		}
+	}
+	want := Lifecycle{Steps: make([]Step, len(lc.Steps))}
+	for i, s := range lc.Steps {
+		want.Steps[i].Changes = append([]Change(nil), s.Changes...)
+	}
+	wantCounts := ref.Redact(&want)
+	gotCounts := r.Redact(&lc)
+	if d := cmp.Diff(want, lc, cmpopts.IgnoreUnexported(Lifecycle{}, Change{})); d != "" {
+		t.Fatalf("lifecycle (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(wantCounts, gotCounts); d != "" {
+		t.Errorf("counts (-want +got):\n%s", d)
+	}
+	if len(r.values) == 0 || len(r.values) > maxValues {
+		t.Errorf("the cache holds %d values, want 1 to %d", len(r.values), maxValues)
+	}
+	if got := wantCounts["env values"]; got != 3*(maxValues+100)*3 {
+		t.Errorf("%d env values redacted: the test no longer tests the cache", got)
+	}
 }
