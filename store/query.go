@@ -160,17 +160,16 @@ func objectByNum(tx *bolt.Tx, num []byte) (*Object, error) {
 	return &o, err
 }
 
-// objectByUID returns the summary of the object with uid, or nil.
+// objectByUID returns the summary of the object with uid, or nil: uids
+// numbers the UIDs that records refer to (an owner, an Event's
+// involvedObject) even when they were not recorded, and those have no
+// summary.
 func objectByUID(tx *bolt.Tx, uid string) (*Object, error) {
 	num := tx.Bucket(bucketUIDs).Get([]byte(uid))
 	if num == nil {
 		return nil, nil
 	}
-	o, err := objectByNum(tx, num)
-	if err == nil && o == nil {
-		err = fmt.Errorf("%w: object %x of %q is missing", errValue, num, uid)
-	}
-	return o, err
+	return objectByNum(tx, num)
 }
 
 // recordSeq returns the Seq of a records key of object num, or false if the
