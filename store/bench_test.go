@@ -1,9 +1,11 @@
 package store
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -210,8 +212,8 @@ func BenchmarkHistory(b *testing.B) {
 			b.Fatalf("PODTRACE_BENCH_RECORDS=%q: want a number of records >= 1000", s)
 		}
 	}
-	ht := buildHistoryTrace(b, n)
 	b.Run("records="+strconv.Itoa(n), func(b *testing.B) {
+		ht := buildHistoryTrace(b, n)
 		var st Stats
 		for b.Loop() {
 			db, err := Open(ht.path, Options{ReadOnly: true})
@@ -232,6 +234,147 @@ func BenchmarkHistory(b *testing.B) {
 		}
 		b.ReportMetric(float64(st.FileBytes)/(1<<20), "trace-MiB")
 	})
+	// What `podtrace report` reads of a trace: every pod's history, its
+	// Events' and its owners', almost all of it deltas. An op reads them
+	// all; $PODTRACE_BENCH_TRACE names a recorded trace to read instead of
+	// the generated one of 200 pods (e.g. the 1,000-pod trace of issue 7).
+	b.Run("report", func(b *testing.B) {
+		path := os.Getenv("PODTRACE_BENCH_TRACE")
+		if path == "" {
+			path = buildReportTrace(b, 200).path
+		}
+		db, err := Open(path, Options{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		pods, err := db.Objects(ObjectFilter{Kind: "Pod"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var recs, js int
+		start := cpuTime()
+		for b.Loop() {
+			recs, js = readLikeReport(b, db, pods)
+		}
+		// The process's CPU time, the collector's included: on a shared
+		// machine it says more than the clock.
+		b.ReportMetric(float64((cpuTime()-start).Nanoseconds())/float64(b.N)/float64(recs), "cpu-ns/record")
+		b.ReportMetric(float64(recs), "records")
+		b.ReportMetric(float64(js)/float64(recs), "json-B/record")
+	})
+}
+
+// reportTrace is a trace for BenchmarkHistory's report case: pods of 100
+// revisions, each with 4 Events of 25 revisions (their count going up), the
+// shape of the traces `podtrace report` reads.
+type reportTrace struct {
+	path string
+	pods []string // UIDs
+}
+
+var reportTraces = map[int]*reportTrace{}
+
+// eventRevision returns revision count of Event k about pod p (fakeEvent
+// k, its count and lastTimestamp moved on).
+func eventRevision(p *fakePod, k, count int, session uint32) Record {
+	r := fakeEvent(p, k, session)
+	if count > 1 {
+		r.Type = Updated
+	}
+	at := r.Observed.Format(time.RFC3339)
+	r.Observed = r.Observed.Add(time.Duration(count-1) * 7 * time.Second)
+	obj := strings.Replace(string(r.Object), `"count":1,`, `"count":`+strconv.Itoa(count)+`,`, 1)
+	obj = strings.Replace(obj, `"lastTimestamp":"`+at+`"`, `"lastTimestamp":"`+r.Observed.Format(time.RFC3339)+`"`, 1)
+	r.Object = []byte(obj)
+	return r
+}
+
+// buildReportTrace writes the records of pods pods as a recorder sees them:
+// every pod's revisions and its Events' interleaved with the others'.
+func buildReportTrace(b *testing.B, pods int) *reportTrace {
+	if rt := reportTraces[pods]; rt != nil {
+		return rt
+	}
+	dir, err := os.MkdirTemp(diskTempDir, "podtrace-report-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt := &reportTrace{path: filepath.Join(dir, "trace.db")}
+	w, err := NewWriter(rt.path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rv := 0
+	fps := make([]*fakePod, pods)
+	for i := range fps {
+		fps[i] = newFakePod(i, "ns-"+strconv.Itoa(i%7), &rv)
+		rt.pods = append(rt.pods, fps[i].uid)
+	}
+	// Their ReplicaSets, recorded as a recorder would.
+	rss := map[string]bool{}
+	for _, p := range fps {
+		if !rss[p.rsUID] {
+			rss[p.rsUID] = true
+			w.Add(Record{Session: 1, Observed: p.created, Type: Initial, APIVersion: "apps/v1", Kind: "ReplicaSet",
+				Namespace: p.ns, Name: p.rsName, UID: p.rsUID, ResourceVersion: "1",
+				Object: []byte(`{"kind":"ReplicaSet","apiVersion":"apps/v1","metadata":{"name":"` + p.rsName + `","namespace":"` + p.ns +
+					`","uid":"` + p.rsUID + `","resourceVersion":"1"},"spec":{"replicas":500},"status":{"replicas":500}}`)})
+		}
+	}
+	for round := range 100 {
+		for i, p := range fps {
+			w.Add(p.record(1))
+			// 4 Events of 25 revisions each.
+			w.Add(eventRevision(p, i*4+round%4, round/4+1, 1))
+			if w.Pending() >= benchBatch {
+				if _, err := w.Flush(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	reportTraces[pods] = rt
+	return rt
+}
+
+// readLikeReport makes the store calls `podtrace report` makes for each pod
+// (cmd/podtrace/app.loadInput): History of the pod, Referring, History of
+// every object that refers to it and of its owners. It returns the number
+// of records and of bytes of JSON read.
+func readLikeReport(b *testing.B, db *DB, pods []Object) (recs, bytes int) {
+	for _, p := range pods {
+		h, err := db.History(p.UID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		recs += len(h)
+		bytes += jsonBytes(h)
+		refs, err := db.Referring(p.UID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, o := range refs {
+			h, err := db.History(o.UID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			recs += len(h)
+			bytes += jsonBytes(h)
+		}
+		for _, uid := range p.Refs {
+			h, err := db.History(uid)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				b.Fatal(err)
+			}
+			recs += len(h)
+			bytes += jsonBytes(h)
+		}
+	}
+	return recs, bytes
 }
 
 // BenchmarkRewrite writes the records of a trace podtrace recorded

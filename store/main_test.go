@@ -19,5 +19,8 @@ func TestMain(m *testing.M) {
 	for _, ht := range historyTraces {
 		os.RemoveAll(filepath.Dir(ht.path))
 	}
+	for _, rt := range reportTraces {
+		os.RemoveAll(filepath.Dir(rt.path))
+	}
 	os.Exit(code)
 }
