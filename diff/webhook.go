@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -91,8 +92,45 @@ func MatchWebhooks(configs map[string][]store.Record, t time.Time, req Request) 
 
 // webhooksOf decodes a Mutating- or ValidatingWebhookConfiguration into its
 // name and webhooks; a validating webhook has the fields of a mutating one
-// but reinvocationPolicy, which stays unset.
+// but reinvocationPolicy, which stays unset. The webhooks are shared with
+// other callers: they must not be modified.
 func webhooksOf(rec store.Record) (string, []admissionv1.MutatingWebhook, bool) {
+	// Every pod of a report asks for the same few revisions: decode each
+	// once (by its JSON, so that the same bytes always decode the same).
+	decodedConfigs.Lock()
+	c, hit := decodedConfigs.m[string(rec.Object)]
+	decodedConfigs.Unlock()
+	if hit && c.kind == rec.Kind {
+		return c.name, c.hooks, c.ok
+	}
+	c = decodedConfig{kind: rec.Kind}
+	c.name, c.hooks, c.ok = decodeWebhooks(rec)
+	decodedConfigs.Lock()
+	if decodedConfigs.m == nil || len(decodedConfigs.m) >= maxDecodedConfigs {
+		decodedConfigs.m = make(map[string]decodedConfig)
+	}
+	decodedConfigs.m[string(rec.Object)] = c
+	decodedConfigs.Unlock()
+	return c.name, c.hooks, c.ok
+}
+
+// decodedConfigs holds what webhooksOf decoded, by the configuration's
+// JSON; it is emptied when it holds maxDecodedConfigs.
+var decodedConfigs struct {
+	sync.Mutex
+	m map[string]decodedConfig
+}
+
+const maxDecodedConfigs = 256
+
+type decodedConfig struct {
+	kind, name string
+	hooks      []admissionv1.MutatingWebhook
+	ok         bool
+}
+
+// decodeWebhooks is webhooksOf without the cache.
+func decodeWebhooks(rec store.Record) (string, []admissionv1.MutatingWebhook, bool) {
 	switch rec.Kind {
 	case "MutatingWebhookConfiguration":
 		var c admissionv1.MutatingWebhookConfiguration

@@ -136,3 +136,35 @@ func TestMatchWebhooksAsOfTime(t *testing.T) {
 		t.Errorf("after its deletion: %d webhooks, want none", len(got))
 	}
 }
+
+// webhooksOf keeps what it decoded by the configuration's JSON: asked again
+// it gives the same as decoding, for either kind, and the same bytes under
+// another kind are decoded as that kind.
+func TestWebhooksOfCached(t *testing.T) {
+	reinvoke := admissionv1.IfNeededReinvocationPolicy
+	mcfg := admissionv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: "digester", UID: "m1"},
+		Webhooks:   []admissionv1.MutatingWebhook{{Name: "digester.example.com", ReinvocationPolicy: &reinvoke}},
+	}
+	raw, _ := json.Marshal(mcfg)
+	mut := store.Record{Kind: "MutatingWebhookConfiguration", UID: "m1", Object: raw}
+	val := store.Record{Kind: "ValidatingWebhookConfiguration", UID: "m1", Object: raw}
+	for i := 0; i < 2; i++ {
+		for _, rec := range []store.Record{mut, val, mut} {
+			name, hooks, ok := webhooksOf(rec)
+			wantName, wantHooks, wantOK := decodeWebhooks(rec)
+			if name != wantName || ok != wantOK || len(hooks) != 1 || len(wantHooks) != 1 ||
+				hooks[0].Name != wantHooks[0].Name || (hooks[0].ReinvocationPolicy == nil) != (wantHooks[0].ReinvocationPolicy == nil) {
+				t.Fatalf("round %d, %s: webhooksOf = %q %+v %v, decoding gives %q %+v %v", i, rec.Kind, name, hooks, ok, wantName, wantHooks, wantOK)
+			}
+		}
+	}
+	// A validating webhook has no reinvocationPolicy, whatever the JSON says.
+	if _, hooks, _ := webhooksOf(val); hooks[0].ReinvocationPolicy != nil {
+		t.Errorf("validating webhook from the cache has reinvocationPolicy %v", *hooks[0].ReinvocationPolicy)
+	}
+	if _, hooks, _ := webhooksOf(mut); hooks[0].ReinvocationPolicy == nil {
+		t.Errorf("mutating webhook from the cache lost its reinvocationPolicy")
+	}
+}
