@@ -33,6 +33,9 @@ type walker struct {
 	// what is in them is never written again.
 	pathArena  []byte
 	fieldArena []string
+	// changeArena holds the changes nextChanges returned: what is in it
+	// is never written again.
+	changeArena []Change
 	// elemFields caches elementField's strings over the revisions that a
 	// walker compares in turn.
 	elemFields map[elemField]string
