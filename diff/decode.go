@@ -699,6 +699,16 @@ func decodeLeaf(dst reflect.Value, dt *decodeType, raw []byte) bool {
 // reason) instead of allocating it anew. A nil interner keeps none.
 type interner struct {
 	m map[string]string
+	// times is the last few metav1.Times decoded, by their JSON: one
+	// revision sets the same time in several fields (a condition's
+	// lastTransitionTime, a container's startedAt, a managedFields entry).
+	times [4]decodedTime
+	next  int // the entry of times to replace next
+}
+
+type decodedTime struct {
+	raw string
+	t   metav1.Time
 }
 
 // internMax is the length of the longest string an interner keeps: longer
@@ -744,7 +754,7 @@ func (in *interner) decodeLeaf(dst reflect.Value, dt *decodeType, raw []byte) bo
 	}
 	if dt.self {
 		if t == metaTimeType {
-			return decodeMetaTime(dst, raw)
+			return in.decodeMetaTime(dst, raw)
 		}
 		if !dt.unmarshaler || (!simpleString(raw) && !jsonInt(raw)) {
 			return false
@@ -832,14 +842,37 @@ func jsonInt(raw []byte) bool {
 // UnmarshalJSON does (an RFC 3339 time, in the local zone) without
 // unquoting it through encoding/json.
 func decodeMetaTime(dst reflect.Value, raw []byte) bool {
-	if !simpleString(raw) {
-		return false
+	var in *interner
+	return in.decodeMetaTime(dst, raw)
+}
+
+// decodeMetaTime is decodeMetaTime, with the times it decoded last kept in
+// in.
+func (in *interner) decodeMetaTime(dst reflect.Value, raw []byte) bool {
+	var t metav1.Time
+	cached := false
+	if in != nil {
+		for i := range in.times {
+			if e := &in.times[i]; e.raw == string(raw) && e.raw != "" {
+				t, cached = e.t, true
+				break
+			}
+		}
 	}
-	pt, err := time.Parse(time.RFC3339, string(raw[1:len(raw)-1]))
-	if err != nil {
-		return false
+	if !cached {
+		if !simpleString(raw) {
+			return false
+		}
+		pt, err := time.Parse(time.RFC3339, string(raw[1:len(raw)-1]))
+		if err != nil {
+			return false
+		}
+		t = metav1.Time{Time: pt.Local()}
+		if in != nil {
+			in.times[in.next] = decodedTime{raw: string(raw), t: t}
+			in.next = (in.next + 1) % len(in.times)
+		}
 	}
-	t := metav1.Time{Time: pt.Local()}
 	if !dst.CanAddr() {
 		dst.Set(reflect.ValueOf(t))
 		return true
