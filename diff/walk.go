@@ -504,6 +504,20 @@ func (w *walker) elementField(lk listKind, name string) string {
 
 var equalMethods sync.Map // reflect.Type -> reflect.Value: its Equal method, or invalid
 
+var metaTimeEqual = equalMethod(metaTimeType)
+
+// equalMethod returns the Equal method of type t that go-cmp would call,
+// or an invalid Value.
+func equalMethod(t reflect.Type) reflect.Value {
+	if m, ok := t.MethodByName("Equal"); ok {
+		ft := m.Type
+		if ft.NumIn() == 2 && ft.NumOut() == 1 && ft.In(0).AssignableTo(ft.In(1)) && ft.Out(0) == boolType {
+			return m.Func
+		}
+	}
+	return reflect.Value{}
+}
+
 // callEqual calls the Equal method of type t, as go-cmp does, when t has one
 // of the form (T) Equal(T) bool or (T) Equal(I) bool.
 func callEqual(t reflect.Type, x, y reflect.Value) (eq, ok bool) {
@@ -513,18 +527,16 @@ func callEqual(t reflect.Type, x, y reflect.Value) (eq, ok bool) {
 	case t == metaTimePtrType:
 		return x.Interface().(*metav1.Time).Equal(y.Interface().(*metav1.Time)), true
 	}
-	v, found := equalMethods.Load(t)
-	if !found {
-		var fn reflect.Value
-		if m, ok := t.MethodByName("Equal"); ok {
-			ft := m.Type
-			if ft.NumIn() == 2 && ft.NumOut() == 1 && ft.In(0).AssignableTo(ft.In(1)) && ft.Out(0) == boolType {
-				fn = m.Func
-			}
+	var fn reflect.Value
+	if t == metaTimeType {
+		fn = metaTimeEqual // the type with methods the walker meets most
+	} else {
+		v, found := equalMethods.Load(t)
+		if !found {
+			v, _ = equalMethods.LoadOrStore(t, equalMethod(t))
 		}
-		v, _ = equalMethods.LoadOrStore(t, fn)
+		fn = v.(reflect.Value)
 	}
-	fn := v.(reflect.Value)
 	if !fn.IsValid() {
 		return false, false
 	}
