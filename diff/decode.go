@@ -66,6 +66,9 @@ type member struct {
 	// same says that value is the bytes of the previous revision's
 	// member of that key (element at that index) that split compared.
 	same bool
+	// aligned says that the previous revision's member at this index
+	// had this key (the splitter found it so).
+	aligned bool
 	// field is the index of the member's struct field in its
 	// decodeType's field, plus one, once decodeStruct found it; 0 before.
 	field int32
@@ -168,13 +171,18 @@ func (d *decoder) decodeStruct(dst reflect.Value, raw []byte, dt *decodeType, ob
 	for i := range obj {
 		m := &obj[i]
 		// The field of the previous revision's member of that key, if
-		// it is that key's field in this type: no lookup by name.
-		if pm := prevObj.find(m.key, i); pm != nil && pm.field > 0 && int(pm.field) <= len(dt.field) && dt.field[pm.field-1].name == string(m.key) {
-			m.field = pm.field
-			aligned = aligned && pm == &prevObj[i]
+		// it is that key's field in this type: no lookup by name. prevObj
+		// was decoded as this type, so where the splitter found the
+		// member aligned with the previous one, its field is this key's.
+		if m.aligned && prevObj[i].field > 0 {
+			m.field = prevObj[i].field
 			continue
 		}
 		aligned = false
+		if pm := prevObj.find(m.key, i); pm != nil && pm.field > 0 && int(pm.field) <= len(dt.field) && dt.field[pm.field-1].name == string(m.key) {
+			m.field = pm.field
+			continue
+		}
 		k, known := dt.fields[string(m.key)]
 		if !known {
 			// Unknown, or matched by encoding/json case-insensitively.
@@ -531,7 +539,7 @@ func (s *splitter) objectAt(b []byte, i int, prev object) (object, int, bool) {
 		if !ok {
 			return fail()
 		}
-		m.key = key
+		m.key, m.aligned = key, aligned
 		s.scratch = append(s.scratch, m)
 		i = skipSpace(b, i+len(m.value))
 		if i == len(b) {
