@@ -135,18 +135,34 @@ func parseFields(f *metav1.FieldsV1) fieldSet {
 }
 
 // fieldSets keeps parsed fieldsV1 trees by their JSON: a manager's entry
-// often lists the same fields revision after revision.
-type fieldSets map[string]fieldSet
+// often lists the same fields revision after revision. The decoder shares
+// an unchanged entry's FieldsV1 between revisions, so a tree is found by
+// that pointer first, without hashing the JSON; the pointers are those of
+// the revisions being replayed, alive as long as the fieldSets.
+type fieldSets struct {
+	byRaw map[string]fieldSet
+	byPtr map[*metav1.FieldsV1]fieldSet
+}
 
-func (sets fieldSets) parse(f *metav1.FieldsV1) fieldSet {
+func (sets *fieldSets) parse(f *metav1.FieldsV1) fieldSet {
 	if f == nil {
 		return nil
 	}
-	if s, ok := sets[string(f.Raw)]; ok {
+	if s, ok := sets.byPtr[f]; ok {
 		return s
 	}
-	s := parseFields(f)
-	sets[string(f.Raw)] = s
+	s, ok := sets.byRaw[string(f.Raw)]
+	if !ok {
+		s = parseFields(f)
+		if sets.byRaw == nil {
+			sets.byRaw = map[string]fieldSet{}
+		}
+		sets.byRaw[string(f.Raw)] = s
+	}
+	if sets.byPtr == nil {
+		sets.byPtr = map[*metav1.FieldsV1]fieldSet{}
+	}
+	sets.byPtr[f] = s
 	return s
 }
 
@@ -177,11 +193,12 @@ func (s fieldSet) owns(p fieldPath) bool {
 // It returns the actors of the step: the writers, or the API server when no
 // manager wrote.
 func attribute(changes []Change, prev, cur []metav1.ManagedFieldsEntry) []Actor {
-	return fieldSets{}.attribute(changes, prev, cur)
+	var sets fieldSets
+	return sets.attribute(changes, prev, cur)
 }
 
 // attribute is attribute with the field sets parsed so far.
-func (sets fieldSets) attribute(changes []Change, prev, cur []metav1.ManagedFieldsEntry) []Actor {
+func (sets *fieldSets) attribute(changes []Change, prev, cur []metav1.ManagedFieldsEntry) []Actor {
 	ws := writers(prev, cur)
 	if len(ws) == 0 {
 		return []Actor{APIServer}

@@ -140,7 +140,7 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	var prev *corev1.Pod
 	var dec decoder
 	var w walker
-	sets := fieldSets{}
+	var sets fieldSets
 	for _, rec := range in.Pod {
 		pod, err := dec.decode(rec)
 		if err != nil {

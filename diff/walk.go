@@ -71,8 +71,6 @@ type structField struct {
 }
 
 var (
-	structFields sync.Map // reflect.Type -> []structField, nil when go-cmp should compare the struct
-
 	quantityType    = reflect.TypeFor[resource.Quantity]()
 	timeType        = reflect.TypeFor[time.Time]()
 	metaTimePtrType = reflect.TypeFor[*metav1.Time]()
@@ -81,20 +79,42 @@ var (
 	boolType        = reflect.TypeFor[bool]()
 )
 
+// walkFacts is what the walker needs to know of a type, found once: a
+// struct's value is compared after looking for its Equal method, and both
+// come in one lookup.
+type walkFacts struct {
+	equal  reflect.Value // the Equal method go-cmp would call, or invalid
+	fields []structField // fieldsOf, for a struct type
+}
+
+var walkFactsOf sync.Map // reflect.Type -> *walkFacts
+
+// factsOf returns the walkFacts of type t.
+func factsOf(t reflect.Type) *walkFacts {
+	if v, ok := walkFactsOf.Load(t); ok {
+		return v.(*walkFacts)
+	}
+	f := &walkFacts{equal: equalMethod(t)}
+	if t.Kind() == reflect.Struct {
+		f.fields = structFieldsOf(t)
+	}
+	v, _ := walkFactsOf.LoadOrStore(t, f)
+	return v.(*walkFacts)
+}
+
 // fieldsOf returns the compared fields of struct type t: all but
 // ObjectMeta's managedFields and resourceVersion (see podOptions). It
 // returns nil for a struct with unexported fields, which go-cmp handles (by
 // refusing it).
-func fieldsOf(t reflect.Type) []structField {
-	if v, ok := structFields.Load(t); ok {
-		return v.([]structField)
-	}
+func fieldsOf(t reflect.Type) []structField { return factsOf(t).fields }
+
+// structFieldsOf is fieldsOf, found.
+func structFieldsOf(t reflect.Type) []structField {
 	fields := []structField{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
-			fields = nil
-			break
+			return nil
 		}
 		if t == objectMetaType && (f.Name == "ManagedFields" || f.Name == "ResourceVersion") {
 			continue
@@ -108,7 +128,6 @@ func fieldsOf(t reflect.Type) []structField {
 	// the path order comparePods sorts them into, and sorting what is
 	// sorted already costs one comparison a change.
 	slices.SortStableFunc(fields, func(a, b structField) int { return strings.Compare(a.name, b.name) })
-	structFields.Store(t, fields)
 	return fields
 }
 
@@ -180,8 +199,14 @@ func (w *walker) compareUnlike(x, y reflect.Value) {
 		}
 		return
 	}
+	var facts *walkFacts
 	if t.NumMethod() > 0 {
-		if eq, ok := callEqual(t, x, y); ok {
+		eq, ok := equalTimes(t, x, y)
+		if !ok {
+			facts = factsOf(t)
+			eq, ok = callEqualMethod(facts.equal, x, y)
+		}
+		if ok {
 			if !eq {
 				w.report(x, y)
 			}
@@ -201,7 +226,10 @@ func (w *walker) compareUnlike(x, y reflect.Value) {
 	case reflect.String:
 		eq = x.String() == y.String()
 	case reflect.Struct:
-		w.compareStruct(t, x, y)
+		if facts == nil {
+			facts = factsOf(t)
+		}
+		w.compareStruct(facts.fields, x, y)
 	case reflect.Map:
 		w.compareMap(x, y)
 	case reflect.Slice, reflect.Array:
@@ -317,8 +345,8 @@ func bitwiseComparable(t reflect.Type) bool {
 	return yes
 }
 
-func (w *walker) compareStruct(t reflect.Type, x, y reflect.Value) {
-	fields := fieldsOf(t)
+// compareStruct compares two structs of a type whose fieldsOf are fields.
+func (w *walker) compareStruct(fields []structField, x, y reflect.Value) {
 	if fields == nil {
 		w.delegate(x, y)
 		return
@@ -502,10 +530,6 @@ func (w *walker) elementField(lk listKind, name string) string {
 	return f
 }
 
-var equalMethods sync.Map // reflect.Type -> reflect.Value: its Equal method, or invalid
-
-var metaTimeEqual = equalMethod(metaTimeType)
-
 // equalMethod returns the Equal method of type t that go-cmp would call,
 // or an invalid Value.
 func equalMethod(t reflect.Type) reflect.Value {
@@ -521,22 +545,25 @@ func equalMethod(t reflect.Type) reflect.Value {
 // callEqual calls the Equal method of type t, as go-cmp does, when t has one
 // of the form (T) Equal(T) bool or (T) Equal(I) bool.
 func callEqual(t reflect.Type, x, y reflect.Value) (eq, ok bool) {
+	if eq, ok := equalTimes(t, x, y); ok {
+		return eq, true
+	}
+	return callEqualMethod(factsOf(t).equal, x, y)
+}
+
+// equalTimes is callEqual for time.Time and *metav1.Time, without reflection.
+func equalTimes(t reflect.Type, x, y reflect.Value) (eq, ok bool) {
 	switch {
 	case t == timeType && x.CanAddr() && y.CanAddr():
 		return x.Addr().Interface().(*time.Time).Equal(*y.Addr().Interface().(*time.Time)), true
 	case t == metaTimePtrType:
 		return x.Interface().(*metav1.Time).Equal(y.Interface().(*metav1.Time)), true
 	}
-	var fn reflect.Value
-	if t == metaTimeType {
-		fn = metaTimeEqual // the type with methods the walker meets most
-	} else {
-		v, found := equalMethods.Load(t)
-		if !found {
-			v, _ = equalMethods.LoadOrStore(t, equalMethod(t))
-		}
-		fn = v.(reflect.Value)
-	}
+	return false, false
+}
+
+// callEqualMethod calls fn, an Equal method, or reports false.
+func callEqualMethod(fn reflect.Value, x, y reflect.Value) (eq, ok bool) {
 	if !fn.IsValid() {
 		return false, false
 	}
