@@ -182,6 +182,40 @@ func BenchmarkHTML(b *testing.B) {
 	b.ReportMetric(float64(revs), "revisions")
 }
 
+// BenchmarkPrepareHTML encodes the page data of the same 1,000 pods, one
+// after the other (the part of BenchmarkHTML that PrepareHTML does on
+// GOMAXPROCS workers, or report's workers as they replay pods).
+func BenchmarkPrepareHTML(b *testing.B) {
+	bigTraceOnce.Do(func() { bigTrace = syntheticTrace(b, benchPods, 100) })
+	start := cpuTime()
+	for b.Loop() {
+		for _, p := range bigTrace.Pods {
+			PrepareHTML(p)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-start).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkHTMLPrepared renders the same trace with every pod prepared
+// ahead, as the report command does: what is left is the page's serial
+// part (numbering the strings, writing the pods' data, deflating it on a
+// goroutine of its own, the template).
+func BenchmarkHTMLPrepared(b *testing.B) {
+	bigTraceOnce.Do(func() { bigTrace = syntheticTrace(b, benchPods, 100) })
+	tr := *bigTrace
+	tr.Prepared = make(map[*diff.Lifecycle]*HTMLPod, len(tr.Pods))
+	for _, p := range tr.Pods {
+		tr.Prepared[p] = PrepareHTML(p)
+	}
+	start := cpuTime()
+	for b.Loop() {
+		if err := HTML(io.Discard, &tr, HTMLOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-start).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+}
+
 // BenchmarkMarkdown renders the same trace as markdown.
 func BenchmarkMarkdown(b *testing.B) {
 	bigTraceOnce.Do(func() { bigTrace = syntheticTrace(b, benchPods, 100) })

@@ -2,12 +2,16 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
+	"hash/maphash"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/podtrace/podtrace/diff"
 )
@@ -107,6 +111,7 @@ type HTMLPod struct {
 	err   error
 
 	strs      []string   // local id -> the string, in order of first use
+	hashes    []uint32   // local id -> strHash(the string)
 	uses      []int32    // local id -> references
 	forced    []bool     // local id -> must be in the top-level table
 	stepOrder []int32    // the ids the steps use, in order of first use there
@@ -126,11 +131,18 @@ const (
 	holePath                       // holePath+op: the top-level index of strs[id], times 3, plus op
 )
 
+// hole is where pageWriter writes what only the whole trace decides. It
+// takes 8 bytes: a report holds the holes of every pod, two or three for
+// each change of a step.
 type hole struct {
-	at   int32 // offset in b
-	id   int32
-	kind holeKind
+	at int32  // offset in b
+	x  uint32 // id<<holeKindBits | kind
 }
+
+const holeKindBits = 4
+
+func (h hole) kind() holeKind { return holeKind(h.x & (1<<holeKindBits - 1)) }
+func (h hole) id() int32      { return int32(h.x >> holeKindBits) }
 
 // PrepareHTML encodes a pod's part of the HTML page's data. A caller that
 // renders many pods hands HTML the pods prepared (see Trace.Prepared), on
@@ -157,8 +169,75 @@ func TrimPrepared(lc *diff.Lifecycle) {
 }
 
 var podEncoders = sync.Pool{New: func() any {
-	return &podEncoder{ids: map[string]int32{}, actor: map[actorKey]int32{}, webhook: map[string]int32{}}
+	return &podEncoder{actor: map[actorKey]int32{}, webhook: map[string]int32{}}
 }}
+
+// strSeed hashes the strings of the page's data, the same in every
+// podEncoder and pageWriter of the process: the hashes of a prepared pod's
+// strings serve the page's table too.
+var strSeed = maphash.MakeSeed()
+
+// strHash is the hash of s in a strTable.
+func strHash(s string) uint32 { return uint32(maphash.String(strSeed, s)) }
+
+// strTable indexes strings held elsewhere, by id, with their hashes
+// (strHash): open addressing, linear probing, at most half full. A page's
+// strings are looked up millions of times, and a map[string]int32 hashed
+// each string again for the page's table: here the hash of a pod's string,
+// computed once by the worker that prepared the pod, serves that table
+// too, and a string is read only where its hash matches.
+type strTable struct {
+	slots []uint64 // hash<<32 | id+1, or 0 where free; len is a power of 2
+}
+
+// reset empties t for about n strings.
+func (t *strTable) reset(n int) {
+	size := 64
+	for size < 2*n {
+		size <<= 1
+	}
+	if len(t.slots) < size || len(t.slots) > 8*size {
+		t.slots = make([]uint64, size)
+		return
+	}
+	clear(t.slots)
+}
+
+// find returns the id of s, whose hash is h, among strs, or -1 and the
+// slot where s goes.
+func (t *strTable) find(s string, h uint32, strs []string) (int32, int) {
+	mask := len(t.slots) - 1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		x := t.slots[i]
+		if x == 0 {
+			return -1, i
+		}
+		if uint32(x>>32) == h && strs[uint32(x)-1] == s {
+			return int32(uint32(x)) - 1, i
+		}
+	}
+}
+
+// add puts id, of hash h, at slot (from find); n is how many ids t holds
+// then. It grows t when it is half full.
+func (t *strTable) add(slot int, id int32, h uint32, n int) {
+	t.slots[slot] = uint64(h)<<32 | uint64(id+1)
+	if 2*n <= len(t.slots) {
+		return
+	}
+	old := t.slots
+	t.slots = make([]uint64, 2*len(old))
+	mask := len(t.slots) - 1
+	for _, x := range old {
+		if x != 0 {
+			i := int(x>>32) & mask
+			for t.slots[i] != 0 {
+				i = (i + 1) & mask
+			}
+			t.slots[i] = x
+		}
+	}
+}
 
 // prepareAll returns the prepared data of every pod of tr, from
 // tr.Prepared or made here, on GOMAXPROCS workers.
@@ -188,37 +267,53 @@ func prepareAll(tr *Trace) []*HTMLPod {
 type podEncoder struct {
 	p       *HTMLPod // scratch, while a pod is encoded
 	scratch HTMLPod
-	ids     map[string]int32
+	ids     strTable // of p.strs
 	actor   map[actorKey]int32
+	// The last actors of the steps that actorIndex found or added, with
+	// their indices: most steps have the actor of a step before.
+	recent  [4]recentActor
+	nRecent int
 	webhook map[string]int32
 	inStep  bool
 	inSteps []bool // local id -> in stepOrder
 
 	// By the local id of a path: the value the pod's last change of it
-	// set, valid where lastSet is true.
-	last    []string
-	lastSet []bool
+	// set, and the path of the change after it.
+	paths []pathState
+	// The paths that change predicts (local ids+1, or 0): that of the
+	// first change of the last step with changes, that of the next change,
+	// and the path of the change before.
+	firstPath, nextPath, prevPath int32
+}
+
+type pathState struct {
+	last string // valid when set
+	set  bool
+	next int32 // local id+1 of the path of the change after the last of this one, or 0
 }
 
 func (e *podEncoder) encode(lc *diff.Lifecycle) *HTMLPod {
 	s := &e.scratch
-	*s = HTMLPod{b: s.b[:0], holes: s.holes[:0], times: s.times[:0], strs: s.strs[:0], uses: s.uses[:0],
+	*s = HTMLPod{b: s.b[:0], holes: s.holes[:0], times: s.times[:0], strs: s.strs[:0], hashes: s.hashes[:0], uses: s.uses[:0],
 		forced: s.forced[:0], stepOrder: s.stepOrder[:0], actors: s.actors[:0], webhooks: s.webhooks[:0]}
 	e.p = s
-	clear(e.ids)
+	e.ids.reset(len(e.inSteps)) // about the size of the pod before
 	clear(e.actor)
+	e.nRecent = 0
 	clear(e.webhook)
 	e.inSteps = e.inSteps[:0]
-	e.last = e.last[:0]
-	e.lastSet = e.lastSet[:0]
+	e.paths = e.paths[:0]
+	e.firstPath = 0
 	e.pod(lc)
 	e.p = nil
 	// The pod keeps slices of its size; the scratch ones are reused.
 	p := &HTMLPod{b: slices.Clone(s.b), holes: slices.Clone(s.holes), times: slices.Clone(s.times), err: s.err,
-		strs: slices.Clone(s.strs), uses: slices.Clone(s.uses), forced: slices.Clone(s.forced),
+		strs: slices.Clone(s.strs), hashes: slices.Clone(s.hashes), uses: slices.Clone(s.uses), forced: slices.Clone(s.forced),
 		stepOrder: slices.Clone(s.stepOrder), actors: slices.Clone(s.actors), webhooks: slices.Clone(s.webhooks)}
 	clear(s.strs) // let go of the pod's strings
 	clear(s.webhooks)
+	clear(e.paths)
+	e.recent = [4]recentActor{}
 	return p
 }
 
@@ -233,7 +328,10 @@ func (e *podEncoder) sep(i int) {
 func (e *podEncoder) int(n int64) { e.p.b = strconv.AppendInt(e.p.b, n, 10) }
 
 func (e *podEncoder) hole(kind holeKind, id int32) {
-	e.p.holes = append(e.p.holes, hole{at: int32(len(e.p.b)), kind: kind, id: id})
+	if uint32(id) >= 1<<(32-holeKindBits) && e.p.err == nil {
+		e.p.err = fmt.Errorf("a pod's data has more than %d strings, times or actors", 1<<(32-holeKindBits))
+	}
+	e.p.holes = append(e.p.holes, hole{at: int32(len(e.p.b)), x: uint32(id)<<holeKindBits | uint32(kind)})
 }
 
 // timeHole writes ms, Unix ms, as ms from the base.
@@ -242,24 +340,94 @@ func (e *podEncoder) timeHole(ms int64) {
 	e.p.times = append(e.p.times, ms)
 }
 
+// jsonSafe are the bytes that encoding/json writes as they are (in
+// strings, as it escapes HTML): ASCII but for control characters, '"',
+// '\\', '<', '>' and '&'.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = !strings.ContainsRune(`"\<>&`, c)
+	}
+	return t
+}()
+
+// appendJSONString appends the JSON of s as json.Marshal writes it (the
+// same escapes, HTML's included; TestAppendJSONString holds it to that),
+// without its reflection and allocations.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if jsonSafe[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default: // other control characters, and <, > and &
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
 // intern returns the local id of s, counting a use.
 func (e *podEncoder) intern(s string) int32 {
 	p := e.p
-	id, ok := e.ids[s]
-	if !ok {
+	h := strHash(s)
+	id, slot := e.ids.find(s, h, p.strs)
+	if id < 0 {
 		id = int32(len(p.strs))
-		e.ids[s] = id
 		p.strs = append(p.strs, s)
+		p.hashes = append(p.hashes, h)
 		p.uses = append(p.uses, 0)
 		p.forced = append(p.forced, false)
 		e.inSteps = append(e.inSteps, false)
+		e.ids.add(slot, id, h, len(p.strs))
 	}
+	e.use(id)
+	return id
+}
+
+// use counts a use of local id.
+func (e *podEncoder) use(id int32) {
 	if e.inStep && !e.inSteps[id] {
 		e.inSteps[id] = true
-		p.stepOrder = append(p.stepOrder, id)
+		e.p.stepOrder = append(e.p.stepOrder, id)
 	}
-	p.uses[id]++
-	return id
+	e.p.uses[id]++
 }
 
 // str writes a reference to s (see pageWriter.str).
@@ -329,7 +497,16 @@ func plainNumber(rv string) (int64, bool) {
 // actorIndex writes the index of a step's actor in the actor table. The
 // table holds its strings; a reference to an actor counts one use of them
 // for each actor, not for each reference.
-func (e *podEncoder) actorIndex(a diff.Actor) {
+func (e *podEncoder) actorIndex(a *diff.Actor) {
+	// An actor the pod had before changes nothing but the reference (its
+	// strings' uses, counted and taken back; they are in the steps'
+	// order already): one of the last few is found by its strings.
+	for _, r := range e.recent[:min(e.nRecent, len(e.recent))] {
+		if r.manager == a.Manager && r.who == a.Who {
+			e.hole(holeActor, r.index)
+			return
+		}
+	}
 	k := actorKey{e.sharedID(a.Manager), e.sharedID(a.Who)}
 	i, ok := e.actor[k]
 	if !ok {
@@ -340,7 +517,14 @@ func (e *podEncoder) actorIndex(a diff.Actor) {
 		e.p.uses[k.manager]--
 		e.p.uses[k.who]--
 	}
+	e.recent[e.nRecent%len(e.recent)] = recentActor{a.Manager, a.Who, i}
+	e.nRecent++
 	e.hole(holeActor, i)
+}
+
+type recentActor struct {
+	manager, who string
+	index        int32
 }
 
 // webhookIndex writes the index of w in the webhook table.
@@ -404,13 +588,13 @@ type pageWriter struct {
 	base int64 // Unix ms
 	pods []*HTMLPod
 
-	ids    map[string]int32 // string -> id, in order of first use
-	strs   []string         // by id
-	uses   []int32          // by id
-	podOf  []int32          // id -> the pod that used it first
-	shared []bool           // id -> used by more than one pod, or by the tables
-	rank   []int32          // id -> index in the top-level table
-	ranked []string
+	ids    strTable // of strs: ids in order of first use
+	strs   []string // by id
+	uses   []int32  // by id
+	podOf  []int32  // id -> the pod that used it first
+	shared []bool   // id -> used by more than one pod, or by the tables
+	rank   []int32  // id -> index in the top-level table
+	ranked []int32  // the ids of the top-level table
 
 	global    [][]int32 // per pod: local id -> id
 	actorOf   [][]int32 // per pod: local actor -> index in actors
@@ -421,11 +605,14 @@ type pageWriter struct {
 	webhook  map[string]int32 // JSON -> index
 	webhooks []string
 
-	// The pod being written: its own table (local id -> index, or -1)
-	// and which of its strings its steps have used so far.
+	// The pod being written: its own table (local id -> index, or -1;
+	// local ids by index) and which of its strings its steps have used so
+	// far.
 	localRank []int32
-	locals    []string
+	locals    []int32
 	seenStep  []bool
+	refs      []byte  // the references to its strings (see str) but -1
+	refAt     []int32 // local id -> where its reference starts in refs; then the end
 }
 
 func newPageWriter(tr *Trace, pods []*HTMLPod, sink *dataSink) *pageWriter {
@@ -433,8 +620,9 @@ func newPageWriter(tr *Trace, pods []*HTMLPod, sink *dataSink) *pageWriter {
 	for _, p := range pods {
 		n += len(p.strs) / 2
 	}
-	w := &pageWriter{sink: sink, pods: pods, ids: make(map[string]int32, n), actor: map[actorKey]int32{}, webhook: map[string]int32{},
+	w := &pageWriter{sink: sink, pods: pods, actor: map[actorKey]int32{}, webhook: map[string]int32{},
 		global: make([][]int32, len(pods)), actorOf: make([][]int32, len(pods)), webhookOf: make([][]int32, len(pods))}
+	w.ids.reset(n)
 	w.base = dataBase(tr).UnixMilli()
 	for i, p := range pods {
 		if p.err != nil && w.err == nil {
@@ -451,14 +639,15 @@ func newPageWriter(tr *Trace, pods []*HTMLPod, sink *dataSink) *pageWriter {
 func (w *pageWriter) merge(i int32, p *HTMLPod) {
 	g := make([]int32, len(p.strs))
 	for l, s := range p.strs {
-		id, ok := w.ids[s]
-		if !ok {
+		h := p.hashes[l]
+		id, slot := w.ids.find(s, h, w.strs)
+		if id < 0 {
 			id = int32(len(w.strs))
-			w.ids[s] = id
 			w.strs = append(w.strs, s)
 			w.uses = append(w.uses, 0)
 			w.podOf = append(w.podOf, i)
 			w.shared = append(w.shared, false)
+			w.ids.add(slot, id, h, len(w.strs))
 		} else if w.podOf[id] != i {
 			w.shared[id] = true
 		}
@@ -508,11 +697,10 @@ func (w *pageWriter) rankStrings() {
 	}
 	slices.SortStableFunc(order, func(a, b int32) int { return int(w.uses[b] - w.uses[a]) })
 	w.rank = make([]int32, len(w.strs))
-	w.ranked = make([]string, len(order))
 	for r, id := range order {
 		w.rank[id] = int32(r)
-		w.ranked[r] = w.strs[id]
 	}
+	w.ranked = order
 }
 
 func (w *pageWriter) raw(s string) { w.b = append(w.b, s...) }
@@ -538,6 +726,10 @@ func (w *pageWriter) json(v any) {
 	w.b = append(w.b, b...)
 }
 
+// stringJSON writes s as json.Marshal does: a table of strings is
+// written as it writes a []string.
+func (w *pageWriter) stringJSON(s string) { w.b = appendJSONString(w.b, s) }
+
 func (w *pageWriter) write(tr *Trace) {
 	w.raw(`{"format":"podtrace-report/3","file":`)
 	w.json(tr.File)
@@ -548,7 +740,12 @@ func (w *pageWriter) write(tr *Trace) {
 	w.raw(`,"base":`)
 	w.int(w.base)
 	w.raw(`,"strings":`)
-	w.json(w.ranked)
+	w.raw("[")
+	for r, id := range w.ranked {
+		w.sep(r)
+		w.stringJSON(w.strs[id])
+	}
+	w.raw("]")
 	w.raw(`,"actors":[`)
 	for i, a := range w.actors {
 		w.sep(i)
@@ -617,55 +814,64 @@ func (w *pageWriter) pod(i int32) {
 	for _, l := range p.stepOrder {
 		if !w.shared[g[l]] && w.localRank[l] < 0 {
 			w.localRank[l] = int32(len(w.locals))
-			w.locals = append(w.locals, p.strs[l])
+			w.locals = append(w.locals, l)
 		}
 	}
-	for l, s := range p.strs {
+	for l := range p.strs {
 		if !w.shared[g[l]] && w.localRank[l] < 0 {
 			w.localRank[l] = int32(len(w.locals))
-			w.locals = append(w.locals, s)
+			w.locals = append(w.locals, int32(l))
 		}
+	}
+	// The references to its strings, written once.
+	w.refs = w.refs[:0]
+	w.refAt = slices.Grow(w.refAt[:0], n+1)[:n+1]
+	for l := range p.strs {
+		if r := w.localRank[l]; r >= 0 {
+			w.refs = strconv.AppendInt(w.refs, -2-int64(r), 10)
+		} else {
+			w.refs = strconv.AppendInt(w.refs, int64(w.rank[g[l]]), 10)
+		}
+		w.refAt[l+1] = int32(len(w.refs))
 	}
 	at := 0
 	for _, h := range p.holes {
 		w.b = append(w.b, p.b[at:h.at]...)
 		at = int(h.at)
-		switch h.kind {
+		id := h.id()
+		switch h.kind() {
 		case holeString, holeStepString:
-			w.str(g[h.id], h.id, h.kind == holeStepString)
+			w.str(id, h.kind() == holeStepString)
 		case holeTime:
-			w.int(p.times[h.id] - w.base)
+			w.int(p.times[id] - w.base)
 		case holeActor:
-			w.int(int64(w.actorOf[i][h.id]))
+			w.int(int64(w.actorOf[i][id]))
 		case holeWebhook:
-			w.int(int64(w.webhookOf[i][h.id]))
+			w.int(int64(w.webhookOf[i][id]))
 		case holeStrings:
-			if len(w.locals) == 0 {
-				w.raw("[]")
-			} else {
-				w.json(w.locals)
+			w.raw("[")
+			for r, l := range w.locals {
+				w.sep(r)
+				w.stringJSON(p.strs[l])
 			}
+			w.raw("]")
 		default: // holePath+op
-			w.int(int64(w.rank[g[h.id]])*3 + int64(h.kind-holePath))
+			w.int(int64(w.rank[g[id]])*3 + int64(h.kind()-holePath))
 		}
 	}
 	w.b = append(w.b, p.b[at:]...)
 }
 
-// str writes a reference to a string (id; local id l of the pod): n >= 0
-// for the top-level strings[n]; n <= -2 for the pod's strings[-n-2]; in
-// the steps, -1 for the next string of the pod that its steps had not used
-// yet.
-func (w *pageWriter) str(id, l int32, inStep bool) {
-	switch {
-	case w.shared[id]:
-		w.int(int64(w.rank[id]))
-	case inStep && !w.seenStep[l]:
+// str writes a reference to string l of the pod: n >= 0 for the
+// top-level strings[n]; n <= -2 for the pod's strings[-n-2]; in the steps,
+// -1 for the next string of the pod that its steps had not used yet.
+func (w *pageWriter) str(l int32, inStep bool) {
+	if inStep && w.localRank[l] >= 0 && !w.seenStep[l] {
 		w.seenStep[l] = true
 		w.raw("-1")
-	default:
-		w.int(-2 - int64(w.localRank[l]))
+		return
 	}
+	w.b = append(w.b, w.refs[w.refAt[l]:w.refAt[l+1]]...)
 }
 
 func (e *podEncoder) pod(p *diff.Lifecycle) {
@@ -917,7 +1123,8 @@ func (e *podEncoder) steps(steps []diff.Step) {
 	var ms int64
 	var rv int64
 	rvNumber := false
-	for i, s := range steps {
+	for i := range steps {
+		s := &steps[i]
 		e.sep(i)
 		e.raw("[")
 		e.int(int64(s.Seq) - int64(seq))
@@ -944,18 +1151,19 @@ func (e *podEncoder) steps(steps []diff.Step) {
 		}
 		rv, rvNumber = n, isNumber
 		e.raw(",[")
-		for j, a := range s.Actors {
+		for j := range s.Actors {
 			e.sep(j)
-			e.actorIndex(a)
+			e.actorIndex(&s.Actors[j])
 		}
 		e.raw("],[")
 		manager := ""
 		if len(s.Actors) == 1 {
 			manager = s.Actors[0].Manager
 		}
-		for j, c := range s.Changes {
+		e.nextPath = e.firstPath
+		for j := range s.Changes {
 			e.sep(j)
-			e.change(c, manager)
+			e.change(&s.Changes[j], manager, j == 0)
 		}
 		e.raw("]")
 		if len(s.Phases) > 0 {
@@ -972,23 +1180,40 @@ func (e *podEncoder) steps(steps []diff.Step) {
 
 // change writes [path*3 + op, value, manager, old], leaving out the old
 // value the reader knows and the manager it can tell.
-func (e *podEncoder) change(c diff.Change, manager string) {
+func (e *podEncoder) change(c *diff.Change, manager string, first bool) {
 	e.raw("[")
-	path := e.sharedID(c.Path)
+	// Steps change the same paths in the same order, more often than
+	// not: the path that came after the last one did is tried before the
+	// path is hashed.
+	var path int32
+	if n := e.nextPath; n > 0 && e.p.strs[n-1] == c.Path {
+		path = n - 1
+		e.use(path)
+		e.p.forced[path] = true
+	} else {
+		path = e.sharedID(c.Path)
+	}
+	for len(e.paths) <= int(path) {
+		e.paths = append(e.paths, pathState{})
+	}
+	if first {
+		e.firstPath = path + 1
+	} else if n := e.nextPath; n == 0 || n-1 != path {
+		e.paths[e.prevPath].next = path + 1
+	}
+	e.prevPath = path
+	e.nextPath = e.paths[path].next
 	e.hole(holePath+holeKind(opCode(c.Op)), path)
 	e.raw(",")
+	ps := &e.paths[path]
 	value := c.New
 	if c.Op == diff.OpRemove {
 		value = c.Old
 	}
 	e.str(value)
-	for len(e.last) <= int(path) {
-		e.last = append(e.last, "")
-		e.lastSet = append(e.lastSet, false)
-	}
 	last := ""
-	if e.lastSet[path] {
-		last = e.last[path]
+	if ps.set {
+		last = ps.last
 	}
 	knownOld := c.Op != diff.OpChange || last == c.Old
 	if !knownOld || c.Manager != manager {
@@ -1000,10 +1225,10 @@ func (e *podEncoder) change(c diff.Change, manager string) {
 		e.str(c.Old)
 	}
 	e.raw("]")
-	e.lastSet[path] = true
+	ps.set = true
 	if c.Op == diff.OpRemove {
-		e.last[path] = ""
+		ps.last = ""
 	} else {
-		e.last[path] = c.New
+		ps.last = c.New
 	}
 }

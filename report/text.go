@@ -235,7 +235,7 @@ var storyFields = []string{
 
 func isStoryField(c diff.Change) bool {
 	for _, f := range storyFields {
-		if c.Path == f || strings.HasPrefix(c.Path, f+"[") || strings.HasPrefix(c.Path, f+".") {
+		if rest, ok := strings.CutPrefix(c.Path, f); ok && (rest == "" || rest[0] == '[' || rest[0] == '.') {
 			if strings.HasPrefix(f, "spec.containers") || strings.HasPrefix(f, "spec.initContainers") {
 				return strings.HasSuffix(c.Path, ".image") || strings.HasSuffix(c.Path, "]")
 			}
