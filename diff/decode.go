@@ -848,14 +848,8 @@ func jsonInt(raw []byte) bool {
 
 // decodeMetaTime decodes a string into dst, a metav1.Time, as its
 // UnmarshalJSON does (an RFC 3339 time, in the local zone) without
-// unquoting it through encoding/json.
-func decodeMetaTime(dst reflect.Value, raw []byte) bool {
-	var in *interner
-	return in.decodeMetaTime(dst, raw)
-}
-
-// decodeMetaTime is decodeMetaTime, with the times it decoded last kept in
-// in.
+// unquoting it through encoding/json. The times it decoded last are kept
+// in in (when not nil).
 func (in *interner) decodeMetaTime(dst reflect.Value, raw []byte) bool {
 	var t metav1.Time
 	cached := false

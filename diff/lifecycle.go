@@ -678,16 +678,9 @@ func (f *eventFields) count() int32 {
 	return f.Count
 }
 
-// decodeEvent decodes what replayEvents needs of an Event's JSON. It splits
-// the object first and decodes only those members, so the metadata and
-// managedFields are skipped, not parsed; JSON the split does not take
-// plainly goes through encoding/json whole.
-func decodeEvent(b []byte) (*corev1.Event, error) {
-	var d eventDecoder
-	return d.decode("", b)
-}
-
-// eventDecoder is decodeEvent for the revisions of Events in order. Each
+// eventDecoder decodes what replayEvents needs of the revisions of Events,
+// in order: the members of eventKeys, without parsing the metadata and
+// managedFields that make most of an Event's bytes. Each
 // Event (by UID) keeps the bytes each of its fields was last decoded from:
 // a member whose bytes are those again is not decoded again, and a member
 // that starts with those bytes and is an object, a list or a string is
@@ -733,20 +726,6 @@ func (d *eventDecoder) revision(uid string) *eventRevision {
 	r := &eventRevision{}
 	d.revs[uid] = r
 	return r
-}
-
-func (d *eventDecoder) decode(uid string, b []byte) (*corev1.Event, error) {
-	r := d.revision(uid)
-	if err := d.start(r, b); err != nil {
-		return nil, err
-	}
-	if err := d.finish(r); err != nil {
-		return nil, err
-	}
-	f := &r.f
-	return &corev1.Event{Type: f.Type, Reason: f.Reason, Message: f.Message, Count: f.Count, Series: f.Series,
-		Source: f.Source, ReportingController: f.ReportingController,
-		FirstTimestamp: f.FirstTimestamp, LastTimestamp: f.LastTimestamp, EventTime: f.EventTime}, nil
 }
 
 // start makes b the revision of r and decodes its count and series into
@@ -877,13 +856,7 @@ func (r *eventRevision) split(b []byte) bool {
 	}
 }
 
-// eventTime is when the Event ev last happened, or rec's time if it
-// carries none.
-func eventTime(ev *corev1.Event, rec store.Record) time.Time {
-	f := eventFields{Series: ev.Series, LastTimestamp: ev.LastTimestamp, EventTime: ev.EventTime, FirstTimestamp: ev.FirstTimestamp}
-	return f.time(rec)
-}
-
+// time is when the Event last happened, or rec's time if it carries none.
 func (f *eventFields) time(rec store.Record) time.Time {
 	switch {
 	case f.Series != nil && !f.Series.LastObservedTime.IsZero():
@@ -898,12 +871,7 @@ func (f *eventFields) time(rec store.Record) time.Time {
 	return rec.Observed
 }
 
-// eventSource is who reported the Event ev.
-func eventSource(ev *corev1.Event) string {
-	f := eventFields{ReportingController: ev.ReportingController, Source: ev.Source}
-	return f.source()
-}
-
+// source is who reported the Event.
 func (f *eventFields) source() string {
 	if f.ReportingController != "" {
 		return f.ReportingController
