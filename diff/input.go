@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"bytes"
+	"encoding/json"
 	"time"
 
 	"github.com/podtrace/podtrace/store"
@@ -29,4 +31,82 @@ type Input struct {
 	// End is when the recording ended, or now when it is still running. Zero
 	// means the time of the last record.
 	End time.Time
+}
+
+// NodeName returns the node the pod of recs (its revisions in order) was
+// last bound to: the spec.nodeName of the last revision that has one, as
+// json.Unmarshal reads it. It looks at spec.nodeName alone, without
+// decoding the rest of each revision.
+func NodeName(recs []store.Record) string {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if n := nodeNameOf(recs[i].Object); n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
+// nodeNameOf returns the spec.nodeName of a pod's JSON. What the quick
+// path does not follow (escaped keys, keys that differ only in case, which
+// encoding/json would match too, values of other types, escaped names)
+// goes to json.Unmarshal. Unlike it, the quick path does not validate the
+// members it skips.
+func nodeNameOf(raw []byte) string {
+	if spec, ok := memberOf(raw, "spec"); ok {
+		if name, ok := memberOf(spec, "nodeName"); ok && simpleString(name) {
+			return string(name[1 : len(name)-1])
+		}
+	}
+	var p struct {
+		Spec struct {
+			NodeName string `json:"nodeName"`
+		} `json:"spec"`
+	}
+	if json.Unmarshal(raw, &p) != nil {
+		return ""
+	}
+	return p.Spec.NodeName
+}
+
+// memberOf returns the value of the member named key of the JSON object
+// raw: the last one, as encoding/json takes. It reports false when raw is
+// not an object it can split simply, when no member is named key, or when
+// a member's key has an escape or matches key only case-insensitively.
+func memberOf(raw []byte, key string) ([]byte, bool) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	var value []byte
+	found := false
+	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
+		if raw[i] != '"' {
+			return nil, false
+		}
+		end, ok := stringEnd(raw, i+1)
+		if !ok {
+			return nil, false
+		}
+		k := raw[i+1 : end-1]
+		if bytes.IndexByte(k, '\\') >= 0 || bytes.EqualFold(k, []byte(key)) && string(k) != key {
+			return nil, false
+		}
+		i = skipSpace(raw, end)
+		if i == len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(raw, i+1)
+		vend, ok := skipValue(raw, i)
+		if !ok {
+			return nil, false
+		}
+		if string(k) == key {
+			value, found = raw[i:vend], true
+		}
+		i = skipSpace(raw, vend)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return value, found && i < len(raw)
 }

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -261,7 +260,7 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 	} else if len(recs) > 0 {
 		in.Related[recs[0].UID] = recs
 	}
-	if node := nodeName(in.Pod); node != "" {
+	if node := diff.NodeName(in.Pod); node != "" {
 		if recs, err := tc.named(db, "Node", node); err != nil {
 			return in, err
 		} else if len(recs) > 0 {
@@ -269,21 +268,6 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 		}
 	}
 	return in, nil
-}
-
-// nodeName returns the node the pod was last bound to.
-func nodeName(recs []store.Record) string {
-	for i := len(recs) - 1; i >= 0; i-- {
-		var p struct {
-			Spec struct {
-				NodeName string `json:"nodeName"`
-			} `json:"spec"`
-		}
-		if json.Unmarshal(recs[i].Object, &p) == nil && p.Spec.NodeName != "" {
-			return p.Spec.NodeName
-		}
-	}
-	return ""
 }
 
 // isTerminal reports whether w is a terminal, for colour and status lines.
