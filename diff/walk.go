@@ -85,7 +85,16 @@ var (
 type walkFacts struct {
 	equal  reflect.Value // the Equal method go-cmp would call, or invalid
 	fields []structField // fieldsOf, for a struct type
+	// typed is compareStruct for two values of the struct type at x and
+	// y, generated from the API types (zz_generated_walk.go), or nil.
+	typed func(w *walker, x, y unsafe.Pointer)
 }
+
+// walkTyped says whether compareUnlike calls the generated walkFacts.typed;
+// the tests turn it off to compare with the reflective walk.
+var walkTyped = true
+
+//go:generate go run ./internal/walkgen
 
 var walkFactsOf sync.Map // reflect.Type -> *walkFacts
 
@@ -97,6 +106,7 @@ func factsOf(t reflect.Type) *walkFacts {
 	f := &walkFacts{equal: equalMethod(t)}
 	if t.Kind() == reflect.Struct {
 		f.fields = structFieldsOf(t)
+		f.typed = typedWalks[t]
 	}
 	v, _ := walkFactsOf.LoadOrStore(t, f)
 	return v.(*walkFacts)
@@ -229,7 +239,11 @@ func (w *walker) compareUnlike(x, y reflect.Value) {
 		if facts == nil {
 			facts = factsOf(t)
 		}
-		w.compareStruct(facts.fields, x, y)
+		if facts.typed != nil && walkTyped && x.CanAddr() && y.CanAddr() {
+			facts.typed(w, x.Addr().UnsafePointer(), y.Addr().UnsafePointer())
+		} else {
+			w.compareStruct(facts.fields, x, y)
+		}
 	case reflect.Map:
 		w.compareMap(x, y)
 	case reflect.Slice, reflect.Array:
