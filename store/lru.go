@@ -37,6 +37,16 @@ func (c *lru[V]) get(key string) (V, bool) {
 	return it.val, true
 }
 
+// peek returns the value for key without marking it used.
+func (c *lru[V]) peek(key string) (V, bool) {
+	it, ok := c.items[key]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	return it.val, true
+}
+
 // put stores val under key, evicting the least recently used values while
 // the cache is over its budget. A value larger than the budget is not kept.
 func (c *lru[V]) put(key string, val V) {

@@ -167,7 +167,9 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 	w.mu.Unlock()
 	for len(batch) > 0 {
 		n := min(len(batch), BatchSize)
-		if err := db.Write(batch[:n]); err != nil {
+		// The records are the Writer's (see Add): the write cache may keep
+		// their JSON.
+		if err := db.write(batch[:n], true); err != nil {
 			w.mu.Lock()
 			w.pending = append(batch, w.pending...)
 			w.mu.Unlock()

@@ -3,10 +3,13 @@ package store
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestWriterBuffersWhileReaderHoldsFile(t *testing.T) {
@@ -171,5 +174,153 @@ func TestWriterWithConcurrentReaders(t *testing.T) {
 	checkHistories(t, db, all)
 	if diff := diffRecords(all, scanAll(t, db)); diff != "" {
 		t.Errorf("Scan (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriterKeepsRecordsJSON(t *testing.T) {
+	// A Writer's cache keeps the JSON of the records it was given instead
+	// of a copy. With a cache that holds a few of the pods, revisions are
+	// evicted and delta bases read back batch after batch: the memory of
+	// the records kept must never be written into, and every revision
+	// reads back as written, in the same payloads as with DB.Write.
+	rv := 0
+	pods := make([]*fakePod, 40)
+	for i := range pods {
+		pods[i] = newFakePod(i, "default", &rv)
+	}
+	var recs []Record
+	for round := range 12 {
+		for i, p := range pods {
+			if (i+round)%3 != 0 {
+				recs = append(recs, p.record(1))
+			}
+		}
+	}
+	orig := make([][]byte, len(recs))
+	for i, r := range recs {
+		orig[i] = bytes.Clone(r.Object)
+	}
+	rev := len(recs[0].Object)
+	opts := Options{CacheBytes: 6 * (rev + lastRevOverhead), NoCompact: true}
+
+	copied := openDB(t, tracePath(t), opts)
+	writeAll(t, copied, slices.Clone(recs), 50)
+
+	path := tracePath(t)
+	w, err := NewWriter(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(recs); i += 50 {
+		w.Add(recs[i:min(i+50, len(recs))]...)
+		if _, err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.enc.reloads == 0 {
+		t.Error("no revision read back: the cache held every pod, the test does not churn it")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if !bytes.Equal(r.Object, orig[i]) {
+			t.Fatalf("the JSON of record %d was changed by the Writer", i)
+		}
+	}
+	db := openDB(t, path, Options{ReadOnly: true})
+	want := slices.Clone(recs)
+	for i := range want {
+		want[i].Seq = uint64(i + 1)
+	}
+	checkHistories(t, db, want)
+	if got, want := payloads(t, db), payloads(t, copied); !cmp.Equal(got, want) {
+		t.Errorf("payload kinds through a Writer %v, through DB.Write %v", got, want)
+	}
+}
+
+func TestWritersTakeTurnsOnManyObjects(t *testing.T) {
+	// Two writers take turns on one file, each for one or two batches of
+	// pods and their events: a writer keeps the summaries and the UID
+	// numbers it wrote only while nobody else wrote since. The objects,
+	// their refs and the numbers must come out as if one writer had
+	// written everything; tracePath's check compares the summaries with
+	// the records.
+	path := tracePath(t)
+	a, err := NewWriter(path, Options{NoCompact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewWriter(path, Options{NoCompact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := newWorkload(8, 2)
+	var all []Record
+	for i := range 40 {
+		w := a
+		if i%5 >= 3 { // a, a, a, b, b, a, a, a, b, b...
+			w = b
+		}
+		batch := wl.batch(60)
+		all = append(all, batch...)
+		w.Add(batch...)
+		if n, err := w.Flush(); n != len(batch) || err != nil {
+			t.Fatalf("Flush of batch %d: %d, %v", i, n, err)
+		}
+	}
+	if err := errors.Join(a.Close(), b.Close()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range all {
+		all[i].Seq = uint64(i + 1)
+	}
+	db := openDB(t, path, Options{ReadOnly: true})
+	checkHistories(t, db, all)
+	objs, err := db.Objects(ObjectFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byObj := byUID(all)
+	if len(objs) != len(byObj) {
+		t.Fatalf("%d objects, want %d", len(objs), len(byObj))
+	}
+	for _, o := range objs {
+		recs := byObj[o.UID]
+		last := recs[len(recs)-1]
+		if o.Revisions != uint64(len(recs)) || o.FirstSeq != recs[0].Seq || o.LastSeq != last.Seq ||
+			!o.LastObserved.Equal(last.Observed) || o.Deleted != (last.Type == Deleted) {
+			t.Errorf("object %s: %+v; want %d revisions, seqs %d-%d", o.UID, o, len(recs), recs[0].Seq, last.Seq)
+		}
+		var refs []string
+		for _, r := range recs {
+			for _, ref := range r.Refs {
+				if !slices.Contains(refs, ref) {
+					refs = append(refs, ref)
+				}
+			}
+		}
+		if !slices.Equal(o.Refs, refs) {
+			t.Errorf("object %s refs %v, want %v", o.UID, o.Refs, refs)
+		}
+	}
+	// Each pod's events refer to it.
+	for _, o := range objs {
+		if o.Kind != "Pod" {
+			continue
+		}
+		deps, err := db.Referring(o.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range all {
+			if r.Kind == "Event" && slices.Contains(r.Refs, o.UID) && r.Type == Added {
+				n++
+			}
+		}
+		if len(deps) != n {
+			t.Errorf("pod %s: %d referring objects, want %d", o.UID, len(deps), n)
+		}
 	}
 }
