@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,24 +57,83 @@ func (d *decoder) decode(rec store.Record) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// member is one member of a JSON object, or one element of a list.
+// member is one member of a JSON object, or one element of a list. It
+// holds its bytes as pointers and 32-bit lengths (40 bytes, two pointers,
+// where slices took 80 and three): members are made by the tens for each
+// revision, and copied, and their memory kept.
 type member struct {
-	key   []byte // nil for a list element
-	value []byte
-	// sub is value split, when it was decoded piece by piece. Before it
-	// is decoded, a member may hold its split already: the splitter splits
-	// a changed member as the previous revision's member was.
-	sub object
-	// same says that value is the bytes of the previous revision's
-	// member of that key (element at that index) that split compared.
-	same bool
-	// aligned says that the previous revision's member at this index
-	// had this key (the splitter found it so).
-	aligned bool
+	// val is the first byte of the value; the key ends before it in the
+	// same bytes: keyOff bytes before it starts the key, of keyLen bytes.
+	val *byte
+	// sub is the value split (its first member), when it was decoded
+	// piece by piece. Before it is decoded, a member may hold its split
+	// already: the splitter splits a changed member as the previous
+	// revision's member was. subLen is -1 when there is no sub.
+	sub    *member
+	valLen uint32
+	subLen int32
+	keyOff uint32
+	keyLen uint32
 	// field is the index of the member's struct field in its
 	// decodeType's field, plus one, once decodeStruct found it; 0 before.
 	field int32
+	// same says that value is the bytes of the previous revision's
+	// member of that key (element at that index) that split compared;
+	// differs, that it is not.
+	same, differs bool
+	// aligned says that the previous revision's member at this index
+	// had this key (the splitter found it so).
+	aligned bool
 }
+
+// maxSplit is the length of the longest JSON the splitter splits: a
+// member's lengths are 32 bits.
+const maxSplit = math.MaxInt32
+
+// set makes m a member for the value b[i:end] (i < end), not split, with
+// no key. It writes each field (m may hold an earlier member): a struct
+// assigned whole would be cleared first, through write barriers.
+func (m *member) set(b []byte, i, end int) {
+	m.val, m.sub = &b[i], nil
+	m.valLen, m.subLen = uint32(end-i), -1
+	m.keyOff, m.keyLen, m.field = 0, 0, 0
+	m.same, m.differs, m.aligned = false, false, false
+}
+
+// value returns the member's JSON value.
+func (m *member) value() []byte { return unsafe.Slice(m.val, m.valLen) }
+
+// key returns the member's key, nil for a list element.
+func (m *member) key() []byte {
+	if m.keyOff == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(m.val), -int(m.keyOff))), m.keyLen)
+}
+
+// setKey sets the member's key: n bytes that start off bytes before its
+// value, in the same JSON.
+func (m *member) setKey(off, n int) { m.keyOff, m.keyLen = uint32(off), uint32(n) }
+
+// getSub returns the value split, or nil.
+func (m *member) getSub() object {
+	if m.subLen < 0 {
+		return nil
+	}
+	return unsafe.Slice(m.sub, m.subLen)
+}
+
+// setSub sets the value split, nil for none.
+func (m *member) setSub(o object) {
+	if o == nil {
+		m.sub, m.subLen = nil, -1
+		return
+	}
+	m.sub, m.subLen = unsafe.SliceData(o), int32(len(o))
+}
+
+// copySub sets m's split to pm's.
+func (m *member) copySub(pm *member) { m.sub, m.subLen = pm.sub, pm.subLen }
 
 // object is a JSON object split into its members, or a list into its
 // elements.
@@ -81,11 +142,11 @@ type object []member
 // index returns the index of the element whose JSON is value, or -1; i is
 // where to look first.
 func (o object) index(value []byte, i int) int {
-	if i < len(o) && bytes.Equal(o[i].value, value) {
+	if i < len(o) && bytes.Equal(o[i].value(), value) {
 		return i
 	}
 	for j := range o {
-		if bytes.Equal(o[j].value, value) {
+		if bytes.Equal(o[j].value(), value) {
 			return j
 		}
 	}
@@ -94,11 +155,11 @@ func (o object) index(value []byte, i int) int {
 
 // find returns the member named key; i is where to look first.
 func (o object) find(key []byte, i int) *member {
-	if i < len(o) && bytes.Equal(o[i].key, key) {
+	if i < len(o) && bytes.Equal(o[i].key(), key) {
 		return &o[i]
 	}
 	for j := range o {
-		if bytes.Equal(o[j].key, key) {
+		if bytes.Equal(o[j].key(), key) {
 			return &o[j]
 		}
 	}
@@ -179,59 +240,68 @@ func (d *decoder) decodeStruct(dst reflect.Value, raw []byte, dt *decodeType, ob
 			continue
 		}
 		aligned = false
-		if pm := prevObj.find(m.key, i); pm != nil && pm.field > 0 && int(pm.field) <= len(dt.field) && dt.field[pm.field-1].name == string(m.key) {
+		key := m.key()
+		if pm := prevObj.find(key, i); pm != nil && pm.field > 0 && int(pm.field) <= len(dt.field) && dt.field[pm.field-1].name == string(key) {
 			m.field = pm.field
 			continue
 		}
-		k, known := dt.fields[string(m.key)]
+		k, known := dt.fields[string(key)]
 		if !known {
 			// Unknown, or matched by encoding/json case-insensitively.
 			return nil, json.Unmarshal(raw, dst.Addr().Interface())
 		}
 		m.field = k + 1
 	}
-	if aligned {
-		// The fields the JSON sets are those the previous revision's set:
-		// start from that struct whole, and decode again only the members
-		// whose bytes changed (into their field made zero again).
-		dst.Set(prev)
-		for i := range obj {
-			m, pm := &obj[i], &prevObj[i]
-			if m.same || bytes.Equal(pm.value, m.value) {
-				m.sub = pm.sub
-				continue
-			}
-			fd := dt.field[m.field-1]
-			f := dst.FieldByIndex(fd.index)
-			f.SetZero()
-			sub, err := d.decodeValue(f, fd.decodeType(), m.value, m.sub, prev.FieldByIndex(fd.index), pm.sub, levels-1)
-			if err != nil {
-				return nil, err
-			}
-			m.sub = sub
-		}
-		return obj, nil
+	// Each member is copied from the previous revision's member of its
+	// key where their bytes are the same, and decoded where not. Fields
+	// the JSON does not set stay zero, as in the previous revision (when
+	// aligned, it set the same ones): the struct is not copied whole, as
+	// most of what a changed struct holds changed with it. Leaf fields are
+	// copied and decoded through their address.
+	base := dst.Addr().UnsafePointer()
+	var prevBase unsafe.Pointer
+	if prev.IsValid() && prev.CanAddr() {
+		prevBase = prev.Addr().UnsafePointer()
 	}
 	for i := range obj {
 		m := &obj[i]
+		fp := dt.plan[m.field-1]
+		var pm *member
+		if aligned {
+			pm = &prevObj[i]
+		} else {
+			pm = prevObj.find(m.key(), i)
+		}
+		same := pm != nil && (m.same || !m.differs && bytes.Equal(pm.value(), m.value()))
+		if fp.leaf != leafNone {
+			p := unsafe.Add(base, fp.offset)
+			if same && prevBase != nil {
+				fp.leaf.copy(p, unsafe.Add(prevBase, fp.offset))
+				m.copySub(pm)
+				continue
+			}
+			if !same && d.strings.decodeAt(p, fp.leaf, m.value()) {
+				m.setSub(nil)
+				continue
+			}
+		}
 		fd := dt.field[m.field-1]
 		f := dst.FieldByIndex(fd.index)
-		pm := prevObj.find(m.key, i)
-		if pm != nil && (m.same || bytes.Equal(pm.value, m.value)) {
+		if same {
 			f.Set(prev.FieldByIndex(fd.index))
-			m.sub = pm.sub
+			m.copySub(pm)
 			continue
 		}
 		var pv reflect.Value
 		var po object
 		if pm != nil {
-			pv, po = prev.FieldByIndex(fd.index), pm.sub
+			pv, po = prev.FieldByIndex(fd.index), pm.getSub()
 		}
-		sub, err := d.decodeValue(f, fd.decodeType(), m.value, m.sub, pv, po, levels-1)
+		sub, err := d.decodeValue(f, fd.decodeType(), m.value(), m.getSub(), pv, po, levels-1)
 		if err != nil {
 			return nil, err
 		}
-		m.sub = sub
+		m.setSub(sub)
 	}
 	return obj, nil
 }
@@ -252,23 +322,23 @@ func (d *decoder) decodeSlice(dst reflect.Value, et *decodeType, elems object, p
 		if e.same {
 			j = i
 		} else {
-			j = prevElems.index(e.value, i)
+			j = prevElems.index(e.value(), i)
 		}
 		if j >= 0 {
 			dst.Index(i).Set(prev.Index(j))
-			e.sub = prevElems[j].sub
+			e.copySub(&prevElems[j])
 			continue
 		}
 		var pv reflect.Value
 		var po object
 		if i < len(prevElems) {
-			pv, po = prev.Index(i), prevElems[i].sub
+			pv, po = prev.Index(i), prevElems[i].getSub()
 		}
-		sub, err := d.decodeValue(dst.Index(i), et, e.value, e.sub, pv, po, levels-1)
+		sub, err := d.decodeValue(dst.Index(i), et, e.value(), e.getSub(), pv, po, levels-1)
 		if err != nil {
 			return err
 		}
-		e.sub = sub
+		e.setSub(sub)
 	}
 	return nil
 }
@@ -288,9 +358,18 @@ type decodeType struct {
 	// objects with other names to it.
 	fields map[string]int32
 	field  []*decodeField
+	// plan is field's offsets and leaf kinds, side by side: most members
+	// decodeStruct decodes or copies need no more.
+	plan []fieldPlan
 
 	t    reflect.Type
 	elem atomic.Pointer[decodeType] // of t.Elem(), once asked for
+}
+
+// fieldPlan is where a decodeField is and its leafKind.
+type fieldPlan struct {
+	offset uintptr
+	leaf   leafKind
 }
 
 // decodeField is a struct field the decoder decodes by its JSON name.
@@ -299,6 +378,12 @@ type decodeField struct {
 	index []int
 	t     reflect.Type
 	dt    atomic.Pointer[decodeType] // of t, once asked for
+	// offset is where the field is in the outer struct: its index goes
+	// through structs inlined by value only (see addJSONFields).
+	offset uintptr
+	// leaf says how the decoder decodes and copies the field at offset
+	// without reflect, or is leafNone.
+	leaf leafKind
 }
 
 // decodeType returns decodeTypeOf(f.t), kept with f after the first time.
@@ -333,19 +418,34 @@ func decodeTypeOf(t reflect.Type) *decodeType {
 	}
 	p := reflect.PointerTo(t)
 	dt := &decodeType{t: t, unmarshaler: p.Implements(unmarshalerType)}
-	dt.self = dt.unmarshaler || p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
+	dt.self = dt.unmarshaler || p.Implements(textUnmarshalerType)
 	if t.Kind() == reflect.Struct && !dt.self {
 		byName := map[string][]int{}
 		if addJSONFields(t, nil, byName) {
 			dt.fields = make(map[string]int32, len(byName))
 			for name, index := range byName {
 				dt.fields[name] = int32(len(dt.field))
-				dt.field = append(dt.field, &decodeField{name: name, index: index, t: t.FieldByIndex(index).Type})
+				ft := t.FieldByIndex(index).Type
+				fd := &decodeField{name: name, index: index, t: ft, offset: fieldOffset(t, index), leaf: leafOf(ft)}
+				dt.field = append(dt.field, fd)
+				dt.plan = append(dt.plan, fieldPlan{offset: fd.offset, leaf: fd.leaf})
 			}
 		}
 	}
 	v, _ := decodeTypes.LoadOrStore(t, dt)
 	return v.(*decodeType)
+}
+
+// fieldOffset returns the offset in struct t of the field at index, which
+// goes through no pointer.
+func fieldOffset(t reflect.Type, index []int) uintptr {
+	var off uintptr
+	for _, i := range index {
+		f := t.Field(i)
+		off += f.Offset
+		t = f.Type
+	}
+	return off
 }
 
 // addJSONFields adds the fields of struct t, at index in the outer struct,
@@ -383,20 +483,25 @@ func addJSONFields(t reflect.Type, index []int, fields map[string][]int) bool {
 	return true
 }
 
-// splitter splits JSON objects and lists. It builds each in a scratch
-// stack, and cuts the finished ones from blocks of members it allocates a
-// few at a time (members were one allocation per object): what it returned
-// is never written by it again.
+// splitter splits JSON objects and lists. It builds each in room it cuts
+// from blocks of members it allocates a few at a time (members were one
+// allocation per object), or in a scratch stack first when it cannot tell
+// how many members an object has: what it returned is never written by it
+// again until the owner compacts.
 //
 // A block lives as long as any object cut from it: the objects of one
 // revision that the next one shares keep all of that revision's alive,
 // and those the ones they share, back to the first revision. The owner
-// compacts what it keeps (see compact) when blocks says it made enough to
-// matter.
+// compacts what it keeps (see compact) when blocks says it took enough to
+// matter; the blocks are then taken again, not allocated anew.
 type splitter struct {
 	scratch []member // the members of the objects being split, innermost last
 	block   []member // where finished objects are cut from: len is what is taken
-	blocks  int      // how many blocks it made since the last compact
+	blocks  int      // how many blocks it took since the last compact
+	// used is the blocks taken since the last compact (the copy it made
+	// among them); free is blocks that hold nothing the owner keeps, to
+	// take; spare is a list for used, not to allocate one each compact.
+	used, free, spare [][]member
 }
 
 // compactBlocks is how many blocks a splitter makes before its owner
@@ -416,53 +521,67 @@ func (s *splitter) finish(base int) object {
 	if n == 0 {
 		return emptyObject
 	}
-	if len(s.block)+n > cap(s.block) {
-		s.block = make([]member, 0, max(splitBlock, n))
-		s.blocks++
-	}
-	k := len(s.block)
-	s.block = s.block[:k+n]
-	obj := s.block[k : k+n : k+n]
+	obj := s.take(n)
 	copy(obj, s.scratch[base:])
 	s.scratch = s.scratch[:base]
 	return obj
 }
 
-// compact returns a copy of obj and of the objects it holds, all in one
-// allocation of their own, and starts a new block: once the copy replaces
-// obj (and whatever else the owner keeps is compacted likewise), the blocks
-// it was cut from are free. The copy is what obj is, to read and split
-// against.
+// take returns room for n members, cut from the block.
+func (s *splitter) take(n int) object {
+	if len(s.block)+n > cap(s.block) {
+		s.newBlock(n)
+	}
+	k := len(s.block)
+	s.block = s.block[:k+n]
+	return s.block[k : k+n : k+n]
+}
+
+// newBlock makes block a block with room for n members at least: one
+// that is free, or a new one.
+func (s *splitter) newBlock(n int) {
+	if k := len(s.free) - 1; k >= 0 && n <= cap(s.free[k]) {
+		s.block, s.free[k] = s.free[k][:0], nil
+		s.free = s.free[:k]
+	} else {
+		s.block = make([]member, 0, max(splitBlock, n))
+	}
+	s.used = append(s.used, s.block)
+	s.blocks++
+}
+
+// compact returns a copy of obj and of the objects it holds, cut from
+// blocks that hold nothing else the owner keeps. The copy is what obj is,
+// to read and split against, and replaces it: the owner keeps no object
+// it had from the splitter but obj, and uses none of them after, for the
+// blocks they were cut from are free from then on, to be written again.
 func (s *splitter) compact(obj object) object {
-	// Objects cut after the copy must not share a block with those before:
-	// the block would keep them, and all they hold, alive.
-	s.block, s.blocks = nil, 0
-	if obj == nil {
-		return nil
+	// The copy goes to free blocks, or new ones: none that obj is in.
+	old := s.used
+	s.used, s.spare = s.spare[:0], nil
+	s.block = nil
+	out := s.copyObject(obj)
+	for i, b := range old {
+		if cap(b) >= splitBlock {
+			s.free = append(s.free, b)
+		}
+		old[i] = nil
 	}
-	all := make([]member, 0, countMembers(obj))
-	return copyObject(&all, obj)
+	s.spare = old[:0]
+	s.blocks = 0
+	return out
 }
 
-// countMembers counts the members of obj and of the objects it holds.
-func countMembers(obj object) int {
-	n := len(obj)
-	for i := range obj {
-		n += countMembers(obj[i].sub)
-	}
-	return n
-}
-
-// copyObject copies obj, and the objects it holds, into all.
-func copyObject(all *[]member, obj object) object {
+// copyObject copies obj, and the objects it holds, to room taken from
+// blocks.
+func (s *splitter) copyObject(obj object) object {
 	if len(obj) == 0 {
 		return obj // nil, or emptyObject
 	}
-	k := len(*all)
-	*all = append(*all, obj...)
-	out := (*all)[k : k+len(obj) : k+len(obj)]
+	out := s.take(len(obj))
+	copy(out, obj)
 	for i := range out {
-		out[i].sub = copyObject(all, out[i].sub)
+		out[i].setSub(s.copyObject(out[i].getSub()))
 	}
 	return out
 }
@@ -478,6 +597,9 @@ func copyObject(all *[]member, obj object) object {
 // the previous revision is split the same way, into its sub, and scanned
 // only there.
 func (s *splitter) objectAgainst(b []byte, prev object) (object, bool) {
+	if len(b) > maxSplit {
+		return nil, false
+	}
 	i := skipSpace(b, 0)
 	obj, end, ok := s.objectAt(b, i, prev)
 	return obj, ok && skipSpace(b, end) == len(b)
@@ -487,9 +609,23 @@ func (s *splitter) objectAgainst(b []byte, prev object) (object, bool) {
 // into its elements: an element is compared with, or split as, the previous
 // revision's element at its index, as in objectAgainst.
 func (s *splitter) arrayAgainst(b []byte, prev object) (object, bool) {
+	if len(b) > maxSplit {
+		return nil, false
+	}
 	i := skipSpace(b, 0)
 	elems, end, ok := s.arrayAt(b, i, prev)
 	return elems, ok && skipSpace(b, end) == len(b)
+}
+
+// reserve returns room for n members, cut from the block, for an object
+// or list that is expected to have that many (its previous revision's),
+// or nil: then its members go to scratch. Members split into the room are
+// not copied again; room an object does not fill is left unused.
+func (s *splitter) reserve(n int) object {
+	if n == 0 || n > splitBlock {
+		return nil
+	}
+	return s.take(n)
 }
 
 // objectAt splits the object at b[i:] against prev, and returns where it
@@ -502,7 +638,11 @@ func (s *splitter) objectAt(b []byte, i int, prev object) (object, int, bool) {
 	if i < len(b) && b[i] == '}' {
 		return emptyObject, i + 1, true
 	}
-	base := len(s.scratch)
+	// The members go to out, n of them so far, and to scratch[base:]
+	// once they are more than out holds (or there is no out).
+	out := s.reserve(len(prev))
+	base, n := len(s.scratch), 0
+	scratch := out == nil
 	fail := func() (object, int, bool) {
 		s.scratch = s.scratch[:base]
 		return nil, 0, false
@@ -514,18 +654,27 @@ func (s *splitter) objectAt(b []byte, i int, prev object) (object, int, bool) {
 		if i == len(b) || b[i] != '"' {
 			return fail()
 		}
-		end := bytes.IndexByte(b[i+1:], '"')
-		if end < 0 {
-			return fail()
-		}
-		key := b[i+1 : i+1+end]
-		n := len(s.scratch) - base
+		// The key is b[k:k+end]: where aligned, prev[n]'s key (then
+		// the quote after it ends it), else found and checked.
+		k, end := i+1, 0
 		var pm *member
-		if aligned && n < len(prev) && bytes.Equal(prev[n].key, key) {
-			pm = &prev[n]
-		} else {
+		if aligned && n < len(prev) {
+			if pk := prev[n].key(); k+len(pk) < len(b) && b[k+len(pk)] == '"' && string(b[k:k+len(pk)]) == string(pk) {
+				pm, end = &prev[n], len(pk)
+			}
+		}
+		if pm == nil {
 			aligned = false
-			if bytes.IndexByte(key, '\\') >= 0 || object(s.scratch[base:]).find(key, n) != nil {
+			end = bytes.IndexByte(b[k:], '"')
+			if end < 0 {
+				return fail()
+			}
+			key := b[k : k+end]
+			sofar := out[:min(n, len(out))]
+			if scratch {
+				sofar = s.scratch[base:]
+			}
+			if bytes.IndexByte(key, '\\') >= 0 || sofar.find(key, n) != nil {
 				return fail()
 			}
 			pm = prev.find(key, n)
@@ -535,13 +684,27 @@ func (s *splitter) objectAt(b []byte, i int, prev object) (object, int, bool) {
 			return fail()
 		}
 		i = skipSpace(b, i+1)
-		m, ok := s.member(b, i, pm)
-		if !ok {
+		if !scratch && n == len(out) {
+			s.scratch = append(s.scratch, out...)
+			scratch = true
+		}
+		// m: the member's place in out, or tmp, to append to scratch
+		// once split (splitting it may append to scratch).
+		var tmp member
+		m := &tmp
+		if !scratch {
+			m = &out[n]
+		}
+		if !s.member(m, b, i, pm) {
 			return fail()
 		}
-		m.key, m.aligned = key, aligned
-		s.scratch = append(s.scratch, m)
-		i = skipSpace(b, i+len(m.value))
+		m.setKey(i-k, end)
+		m.aligned = aligned
+		if scratch {
+			s.scratch = append(s.scratch, tmp)
+		}
+		n++
+		i = skipSpace(b, i+int(m.valLen))
 		if i == len(b) {
 			return fail()
 		}
@@ -549,7 +712,10 @@ func (s *splitter) objectAt(b []byte, i int, prev object) (object, int, bool) {
 		case ',':
 			i = skipSpace(b, i+1)
 		case '}':
-			return s.finish(base), i + 1, true
+			if scratch {
+				return s.finish(base), i + 1, true
+			}
+			return out[:n:n], i + 1, true
 		default:
 			return fail()
 		}
@@ -565,19 +731,33 @@ func (s *splitter) arrayAt(b []byte, i int, prev object) (object, int, bool) {
 	if i < len(b) && b[i] == ']' {
 		return emptyObject, i + 1, true
 	}
-	base := len(s.scratch)
+	// As in objectAt.
+	out := s.reserve(len(prev))
+	base, n := len(s.scratch), 0
+	scratch := out == nil
 	for {
 		var pm *member
-		if n := len(s.scratch) - base; n < len(prev) {
+		if n < len(prev) {
 			pm = &prev[n]
 		}
-		m, ok := s.member(b, i, pm)
-		if !ok {
+		if !scratch && n == len(out) {
+			s.scratch = append(s.scratch, out...)
+			scratch = true
+		}
+		var tmp member
+		m := &tmp
+		if !scratch {
+			m = &out[n]
+		}
+		if !s.member(m, b, i, pm) {
 			s.scratch = s.scratch[:base]
 			return nil, 0, false
 		}
-		s.scratch = append(s.scratch, m)
-		i = skipSpace(b, i+len(m.value))
+		if scratch {
+			s.scratch = append(s.scratch, tmp)
+		}
+		n++
+		i = skipSpace(b, i+int(m.valLen))
 		if i == len(b) {
 			s.scratch = s.scratch[:base]
 			return nil, 0, false
@@ -586,7 +766,10 @@ func (s *splitter) arrayAt(b []byte, i int, prev object) (object, int, bool) {
 		case ',':
 			i = skipSpace(b, i+1)
 		case ']':
-			return s.finish(base), i + 1, true
+			if scratch {
+				return s.finish(base), i + 1, true
+			}
+			return out[:n:n], i + 1, true
 		default:
 			s.scratch = s.scratch[:base]
 			return nil, 0, false
@@ -594,35 +777,47 @@ func (s *splitter) arrayAt(b []byte, i int, prev object) (object, int, bool) {
 	}
 }
 
-// member finds the value at b[i:], a member or element whose previous
-// revision is pm (or nil): the same bytes, split as pm was, or scanned.
-func (s *splitter) member(b []byte, i int, pm *member) (member, bool) {
-	if pm != nil && len(pm.value) >= 2 && len(b)-i >= len(pm.value) {
-		switch pm.value[0] {
+// member splits the value at b[i:] into *m, a member or element whose
+// previous revision is pm (or nil): the same bytes, split as pm was, or
+// scanned. It marks m differs where it compared the bytes with pm's.
+func (s *splitter) member(m *member, b []byte, i int, pm *member) bool {
+	differs := false
+	if pm != nil && pm.valLen >= 2 {
+		pv := pm.value()
+		switch pv[0] {
 		case '{', '[', '"':
-			if bytes.Equal(b[i:i+len(pm.value)], pm.value) {
-				return member{value: b[i : i+len(pm.value)], same: true}, true
+			if uint(len(b)-i) >= uint(len(pv)) && bytes.Equal(b[i:i+len(pv)], pv) {
+				m.set(b, i, i+len(pv))
+				m.same = true
+				return true
 			}
+			differs = true
 		}
-		if pm.sub != nil && i < len(b) && b[i] == pm.value[0] {
+		// A value shorter than pm's is split as pm was too.
+		if pm.subLen >= 0 && i < len(b) && b[i] == pv[0] {
 			var sub object
 			var end int
 			var ok bool
 			if b[i] == '{' {
-				sub, end, ok = s.objectAt(b, i, pm.sub)
+				sub, end, ok = s.objectAt(b, i, pm.getSub())
 			} else {
-				sub, end, ok = s.arrayAt(b, i, pm.sub)
+				sub, end, ok = s.arrayAt(b, i, pm.getSub())
 			}
 			if ok {
-				return member{value: b[i:end], sub: sub}, true
+				m.set(b, i, end)
+				m.setSub(sub)
+				m.differs = differs
+				return true
 			}
 		}
 	}
 	end, ok := skipValue(b, i)
 	if !ok {
-		return member{}, false
+		return false
 	}
-	return member{value: b[i:end]}, true
+	m.set(b, i, end)
+	m.differs = differs
+	return true
 }
 
 // skipValue returns the end of the JSON value at b[i:].
@@ -660,6 +855,14 @@ func skipValue(b []byte, i int) (int, bool) {
 
 // stringEnd returns the end of the JSON string whose text starts at b[i:].
 func stringEnd(b []byte, i int) (int, bool) {
+	// Most strings (keys, names, reasons) end within a few bytes, sooner
+	// found by a loop than by IndexByte; an escape is left to the loop
+	// below.
+	for end := min(len(b), i+16); i < end && b[i] != '\\'; i++ {
+		if b[i] == '"' {
+			return i + 1, true
+		}
+	}
 	for {
 		q := bytes.IndexByte(b[i:], '"')
 		if q < 0 {
@@ -687,8 +890,9 @@ func skipSpace(b []byte, i int) int {
 }
 
 var (
-	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-	numberType      = reflect.TypeFor[json.Number]()
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	numberType          = reflect.TypeFor[json.Number]()
 )
 
 // decodeLeaf decodes into dst, a zero value, the JSON values that need no
@@ -732,7 +936,8 @@ func (in *interner) str(b []byte) string {
 		return s
 	}
 	if in.m == nil || len(in.m) >= 1024 {
-		in.m = make(map[string]string)
+		// Sized for the short strings of a pod's revisions: about 50.
+		in.m = make(map[string]string, 64)
 	}
 	s := string(b)
 	in.m[s] = s
@@ -807,6 +1012,198 @@ func (in *interner) decodeLeaf(dst reflect.Value, dt *decodeType, raw []byte) bo
 	return false
 }
 
+// leafKind is a type of field whose values decodeLeaf decodes, that the
+// decoder decodes and copies through its address without reflect:
+// decodeAt decodes what decodeLeaf would, as it would.
+type leafKind uint8
+
+const (
+	leafNone      leafKind = iota
+	leafString             // a string kind, not json.Number, decoding itself in no way
+	leafBool               // a bool kind, likewise
+	leafInt64              // an int or int64 kind, likewise
+	leafInt32              // an int32 kind, likewise
+	leafPtrString          // a pointer to a leafString
+	leafPtrBool            // a pointer to a leafBool
+	leafPtrInt64           // a pointer to a leafInt64
+	leafPtrInt32           // a pointer to a leafInt32
+	leafTime               // metav1.Time
+	leafPtrTime            // *metav1.Time
+)
+
+// leafOf returns the leafKind of type t, or leafNone.
+func leafOf(t reflect.Type) leafKind {
+	if t == metaTimeType {
+		return leafTime
+	}
+	if t.Kind() == reflect.Pointer && t.Elem() == metaTimeType {
+		return leafPtrTime
+	}
+	// self: encoding/json hands values of type t (addressable) to their
+	// UnmarshalJSON or UnmarshalText (as decodeType.self).
+	self := func(t reflect.Type) bool {
+		p := reflect.PointerTo(t)
+		return p.Implements(unmarshalerType) || p.Implements(textUnmarshalerType)
+	}
+	plain := func(t reflect.Type) leafKind {
+		var k leafKind
+		switch t.Kind() {
+		case reflect.String:
+			k = leafString
+		case reflect.Bool:
+			k = leafBool
+		case reflect.Int, reflect.Int64:
+			if t.Size() == 8 {
+				k = leafInt64
+			}
+		case reflect.Int32:
+			k = leafInt32
+		}
+		if k == leafNone || t == numberType || self(t) {
+			return leafNone
+		}
+		return k
+	}
+	if t.Kind() != reflect.Pointer {
+		return plain(t)
+	}
+	if self(t) {
+		return leafNone
+	}
+	switch plain(t.Elem()) {
+	case leafString:
+		return leafPtrString
+	case leafBool:
+		return leafPtrBool
+	case leafInt64:
+		return leafPtrInt64
+	case leafInt32:
+		return leafPtrInt32
+	}
+	return leafNone
+}
+
+// copy sets the value of kind k at dst to the one at src.
+func (k leafKind) copy(dst, src unsafe.Pointer) {
+	switch k {
+	case leafString:
+		*(*string)(dst) = *(*string)(src)
+	case leafBool:
+		*(*bool)(dst) = *(*bool)(src)
+	case leafInt64:
+		*(*int64)(dst) = *(*int64)(src)
+	case leafInt32:
+		*(*int32)(dst) = *(*int32)(src)
+	case leafPtrString, leafPtrBool, leafPtrInt64, leafPtrInt32, leafPtrTime:
+		*(*unsafe.Pointer)(dst) = *(*unsafe.Pointer)(src)
+	case leafTime:
+		*(*metav1.Time)(dst) = *(*metav1.Time)(src)
+	}
+}
+
+// decodeAt decodes raw into the zero value of kind k at p, as decodeLeaf
+// would decode it into that value, and reports whether it did; it changes
+// nothing where it did not.
+func (in *interner) decodeAt(p unsafe.Pointer, k leafKind, raw []byte) bool {
+	if string(raw) == "null" {
+		// null leaves a value as it is (zero), and sets a pointer to
+		// nil; metav1.Time's UnmarshalJSON is left to decodeLeaf.
+		return k != leafTime
+	}
+	switch k {
+	case leafString:
+		if !simpleString(raw) {
+			return false
+		}
+		*(*string)(p) = in.str(raw[1 : len(raw)-1])
+		return true
+	case leafBool:
+		switch string(raw) {
+		case "true":
+			*(*bool)(p) = true
+			return true
+		case "false":
+			return true
+		}
+		return false
+	case leafInt64, leafInt32:
+		n, ok := parseJSONInt(raw)
+		if !ok || (k == leafInt32 && int64(int32(n)) != n) {
+			return false
+		}
+		if k == leafInt32 {
+			*(*int32)(p) = int32(n)
+		} else {
+			*(*int64)(p) = n
+		}
+		return true
+	case leafTime:
+		return in.decodeMetaTimeAt((*metav1.Time)(p), raw)
+	case leafPtrString:
+		v := new(string)
+		if !in.decodeAt(unsafe.Pointer(v), leafString, raw) {
+			return false
+		}
+		*(**string)(p) = v
+		return true
+	case leafPtrBool:
+		v := new(bool)
+		if !in.decodeAt(unsafe.Pointer(v), leafBool, raw) {
+			return false
+		}
+		*(**bool)(p) = v
+		return true
+	case leafPtrInt64:
+		v := new(int64)
+		if !in.decodeAt(unsafe.Pointer(v), leafInt64, raw) {
+			return false
+		}
+		*(**int64)(p) = v
+		return true
+	case leafPtrInt32:
+		v := new(int32)
+		if !in.decodeAt(unsafe.Pointer(v), leafInt32, raw) {
+			return false
+		}
+		*(**int32)(p) = v
+		return true
+	case leafPtrTime:
+		v := new(metav1.Time)
+		if !in.decodeMetaTimeAt(v, raw) {
+			return false
+		}
+		*(**metav1.Time)(p) = v
+		return true
+	}
+	return false
+}
+
+// parseJSONInt parses raw, a JSON number written as an integer that fits
+// in an int64, as strconv.ParseInt would.
+func parseJSONInt(raw []byte) (int64, bool) {
+	if !jsonInt(raw) {
+		return 0, false
+	}
+	if len(raw) < 19 {
+		// Up to 18 digits: no overflow.
+		neg := raw[0] == '-'
+		digits := raw
+		if neg {
+			digits = raw[1:]
+		}
+		var n int64
+		for _, c := range digits {
+			n = n*10 + int64(c-'0')
+		}
+		if neg {
+			n = -n
+		}
+		return n, true
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return n, err == nil
+}
+
 // simpleString reports whether raw is a JSON string without escapes, in
 // valid UTF-8.
 func simpleString(raw []byte) bool {
@@ -852,6 +1249,22 @@ func jsonInt(raw []byte) bool {
 // in in (when not nil).
 func (in *interner) decodeMetaTime(dst reflect.Value, raw []byte) bool {
 	var t metav1.Time
+	if !in.decodeMetaTimeAt(&t, raw) {
+		return false
+	}
+	if !dst.CanAddr() {
+		dst.Set(reflect.ValueOf(t))
+		return true
+	}
+	// Set through a pointer: reflect.ValueOf would box the value.
+	*dst.Addr().Interface().(*metav1.Time) = t
+	return true
+}
+
+// decodeMetaTimeAt is decodeMetaTime into *dst; it changes nothing when
+// it reports false.
+func (in *interner) decodeMetaTimeAt(dst *metav1.Time, raw []byte) bool {
+	var t metav1.Time
 	cached := false
 	if in != nil {
 		for i := range in.times {
@@ -875,11 +1288,6 @@ func (in *interner) decodeMetaTime(dst reflect.Value, raw []byte) bool {
 			in.next = (in.next + 1) % len(in.times)
 		}
 	}
-	if !dst.CanAddr() {
-		dst.Set(reflect.ValueOf(t))
-		return true
-	}
-	// Set through a pointer: reflect.ValueOf would box the value.
-	*dst.Addr().Interface().(*metav1.Time) = t
+	*dst = t
 	return true
 }

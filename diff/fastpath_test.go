@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -462,33 +463,85 @@ func TestSplitterCompact(t *testing.T) {
 	members = func(o object, f func(m *member)) {
 		for i := range o {
 			f(&o[i])
-			members(o[i].sub, f)
+			members(o[i].getSub(), f)
 		}
 	}
 	old := map[*member]bool{}
 	members(obj, func(m *member) { old[m] = true })
+	// What splitting against the original gives, split by another
+	// splitter: once compacted, the original's blocks are s's to reuse.
+	var s2 splitter
+	a, okA := s2.objectAgainst(recs[2].Object, obj)
 	c := s.compact(obj)
-	if !reflect.DeepEqual(c, obj) {
+	if !sameSplit(c, obj) {
 		t.Fatalf("compact changed the tree")
 	}
 	n := 0
 	members(c, func(m *member) {
 		n++
 		if old[m] {
-			t.Fatalf("compacted member %q shares memory with the original", m.key)
+			t.Fatalf("compacted member %q shares memory with the original", m.key())
 		}
 	})
 	if n != countMembers(obj) || n != len(old) {
 		t.Errorf("compacted %d members, counted %d, original %d", n, countMembers(obj), len(old))
 	}
-	if s.blocks != 0 || s.block != nil {
-		t.Errorf("compact left blocks %d, block of %d", s.blocks, cap(s.block))
+	if s.blocks != 0 {
+		t.Errorf("compact left blocks %d", s.blocks)
 	}
-	a, okA := s.objectAgainst(recs[2].Object, obj)
+	// The blocks the original was cut from are free, to be written again;
+	// the copy is in none of them.
+	if len(s.free) == 0 || len(s.used) == 0 {
+		t.Errorf("compact freed %d blocks and uses %d, want the original's freed and the copy's used", len(s.free), len(s.used))
+	}
+	in := func(m *member, blocks [][]member) bool {
+		for _, b := range blocks {
+			b = b[:cap(b)]
+			if uintptr(unsafe.Pointer(m)) >= uintptr(unsafe.Pointer(&b[0])) && uintptr(unsafe.Pointer(m)) <= uintptr(unsafe.Pointer(&b[len(b)-1])) {
+				return true
+			}
+		}
+		return false
+	}
+	members(obj, func(m *member) {
+		if !in(m, s.free) {
+			t.Fatalf("member %q of the original is not in a free block", m.key())
+		}
+	})
+	members(c, func(m *member) {
+		if in(m, s.free) || !in(m, s.used) {
+			t.Fatalf("member %q of the copy is in a free block, or in no block used", m.key())
+		}
+	})
 	b, okB := s.objectAgainst(recs[2].Object, c)
-	if okA != okB || !reflect.DeepEqual(a, b) {
+	if okA != okB || !sameSplit(a, b) {
 		t.Errorf("splitting against the copy differs from splitting against the original")
 	}
+}
+
+// countMembers counts the members of obj and of the objects it holds.
+func countMembers(obj object) int {
+	n := len(obj)
+	for i := range obj {
+		n += countMembers(obj[i].getSub())
+	}
+	return n
+}
+
+// sameSplit reports whether a and b are the same tree of members: the
+// same keys and values (by their bytes), marks and fields, split alike.
+func sameSplit(a, b object) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if (x.key() == nil) != (y.key() == nil) || !bytes.Equal(x.key(), y.key()) || !bytes.Equal(x.value(), y.value()) ||
+			x.same != y.same || x.aligned != y.aligned || x.field != y.field || !sameSplit(x.getSub(), y.getSub()) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestDecoderCompacts decodes enough revisions for the decoders to compact
