@@ -31,15 +31,9 @@ func appendJSON(b []byte, v reflect.Value) ([]byte, bool) {
 			c := v.Interface().(metav1.Time)
 			tm = &c
 		}
-		if tm.IsZero() {
-			return append(b, "null"...), true
-		}
-		b = append(b, '"')
-		b = tm.UTC().AppendFormat(b, time.RFC3339)
-		return append(b, '"'), true
+		return appendMetaTimeJSON(b, tm), true
 	}
 	if t == timeType {
-		// What its MarshalJSON writes: its AppendText, quoted.
 		var tm *time.Time
 		if v.CanAddr() {
 			tm = (*time.Time)(v.Addr().UnsafePointer())
@@ -47,12 +41,7 @@ func appendJSON(b []byte, v reflect.Value) ([]byte, bool) {
 			c := v.Interface().(time.Time)
 			tm = &c
 		}
-		b = append(b, '"')
-		b, err := tm.AppendText(b)
-		if err != nil {
-			return b, false
-		}
-		return append(b, '"'), true
+		return appendTimeJSON(b, tm)
 	}
 	k := t.Kind()
 	if k == reflect.Pointer || k == reflect.Interface {
@@ -120,6 +109,29 @@ func appendJSON(b []byte, v reflect.Value) ([]byte, bool) {
 		return append(b, '}'), true
 	}
 	return b, false
+}
+
+// appendMetaTimeJSON appends the JSON of a metav1.Time, as its MarshalJSON
+// writes it.
+func appendMetaTimeJSON(b []byte, t *metav1.Time) []byte {
+	if t.IsZero() {
+		return append(b, "null"...)
+	}
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339)
+	return append(b, '"')
+}
+
+// appendTimeJSON appends the JSON of a time.Time, as its MarshalJSON writes
+// it: its AppendText, quoted. It reports false for a time AppendText
+// refuses (a year out of its range).
+func appendTimeJSON(b []byte, t *time.Time) ([]byte, bool) {
+	b = append(b, '"')
+	b, err := t.AppendText(b)
+	if err != nil {
+		return b, false
+	}
+	return append(b, '"'), true
 }
 
 // appendJSONString appends s quoted, when it is printable ASCII.

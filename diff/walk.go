@@ -5,12 +5,14 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -21,24 +23,36 @@ import (
 // the parts two revisions share in memory (see decoder). Ordered lists that
 // differ are compared along a deterministic edit script (see ordered.go).
 type walker struct {
-	steps   []walkStep
+	// steps are the steps of the path, without pointers: pushing and
+	// popping them writes none (no write barriers).
+	steps   []pathStep
 	changes []Change
 	// path is the path of the steps in JSON field names, built as they
-	// are pushed; each step remembers where it began.
+	// are pushed; each step remembers where it began, and its name is
+	// read from it.
 	path []byte
-	// fields is the path in managedFields notation, one string per step;
-	// a list element's or map entry's is made when a change first needs it.
-	fields []string
-	// pathArena and fieldArena hold the paths of the changes reported:
+	// lists are the lists of the element steps among steps, in order.
+	lists []listKind
+	// paths are the paths of the changes reported, as pathOf returns
+	// them: a walker reports changes at the same few paths revision after
+	// revision, and they share one string and fieldPath. pathIndex finds
+	// them by path (1 + their index in paths).
+	paths     []pathEntry
+	pathIndex map[string]int32
+	// pathArena, fieldArena and stepArena hold the paths pathOf renders:
 	// what is in them is never written again.
 	pathArena  []byte
 	fieldArena []string
+	stepArena  []pathStep
 	// changeArena holds the changes nextChanges returned: what is in it
 	// is never written again.
 	changeArena []Change
 	// elemFields caches elementField's strings over the revisions that a
 	// walker compares in turn.
 	elemFields map[elemField]string
+	// scratch is where the typed reports (reportTime, formatTyped...)
+	// format values.
+	scratch []byte
 }
 
 // elemField is the key of walker.elemFields.
@@ -47,22 +61,48 @@ type elemField struct {
 	name string
 }
 
-// walkStep is one step of the walker's path: a struct field, or the key of
-// a map entry or of a list element.
+// walkStep is a step of the walker's path to push (see pushBracket): the
+// key of a map entry or of a list element, or the index of an ordered
+// list's.
 type walkStep struct {
-	name  string        // a field's JSON name, or an element's key
-	key   reflect.Value // a map entry's key
-	elem  bool          // name is the key of a list element
-	index bool          // name is the index of an ordered list element
-	list  listKind      // the element's list
-	start int           // where the step begins in walker.path
+	name  string   // a field's JSON name, or an element's key
+	elem  bool     // name is the key of a list element
+	index bool     // name is the index of an ordered list element
+	list  listKind // the element's list
+}
+
+// pathStep is a step of the walker's path as it keeps it: its name is in
+// walker.path, and an element's list in walker.lists.
+type pathStep struct {
+	start int32 // where the step begins in walker.path
+	kind  stepKind
+}
+
+// stepKind is what a pathStep steps into.
+type stepKind uint8
+
+const (
+	fieldStep stepKind = iota // a struct field: ".name" in the path ("name" first)
+	elemStep                  // an element of a list compared by key or as a set: "[key]"
+	indexStep                 // an element of an ordered list: "[index]"
+	keyStep                   // a map entry: "[key]"
+)
+
+// pathEntry is a path pathOf rendered: its text, its fieldPath, and the
+// steps and lists it was rendered from, which make its fieldPath (a map
+// key or list key may hold dots or brackets: one text may be two paths).
+type pathEntry struct {
+	path   string
+	fields fieldPath
+	steps  []pathStep
+	lists  []listKind
+	next   int32 // 1 + the index of the next path of the same text, or 0
 }
 
 // structField is what the walker needs of a struct field.
 type structField struct {
 	index int
 	name  string // JSON name; "" for an inlined struct
-	field string // f:name
 	list  listKind
 	keyed bool // a list compared by key or as a set
 	// bitwise: the field is a struct or array that equal bytes make equal
@@ -132,7 +172,7 @@ func structFieldsOf(t reflect.Type) []structField {
 		lk, keyed := lookupList(t, i)
 		name := jsonName(f)
 		bitwise := (f.Type.Kind() == reflect.Struct || f.Type.Kind() == reflect.Array) && bitwiseComparable(f.Type)
-		fields = append(fields, structField{index: i, name: name, field: "f:" + name, list: lk, keyed: keyed, bitwise: bitwise})
+		fields = append(fields, structField{index: i, name: name, list: lk, keyed: keyed, bitwise: bitwise})
 	}
 	// In the order of their JSON names: the changes come out mostly in
 	// the path order comparePods sorts them into, and sorting what is
@@ -143,42 +183,54 @@ func structFieldsOf(t reflect.Type) []structField {
 
 // pushField pushes a struct field with JSON name name (f:name in
 // managedFields notation).
-func (w *walker) pushField(name, field string) {
-	w.steps = append(w.steps, walkStep{name: name, start: len(w.path)})
+func (w *walker) pushField(name string) {
+	w.steps = append(w.steps, pathStep{start: int32(len(w.path)), kind: fieldStep})
 	if len(w.path) > 0 {
 		w.path = append(w.path, '.')
 	}
 	w.path = append(w.path, name...)
-	w.fields = append(w.fields, field)
 }
 
 // pushElem pushes the element of list lk whose key is name.
 func (w *walker) pushElem(lk listKind, name string) {
-	w.pushBracket(walkStep{name: name, elem: true, list: lk}, name)
+	w.lists = append(w.lists, lk)
+	w.pushName(elemStep, name)
 }
 
 // pushKey pushes the map entry of key k.
 func (w *walker) pushKey(k reflect.Value) {
-	w.pushBracket(walkStep{key: k}, mapKeyString(k))
+	w.pushName(keyStep, mapKeyString(k))
 }
 
 // pushBracket pushes step, named "[name]" in the path; its managedFields
 // name is made by pathOf, when a change needs it.
 func (w *walker) pushBracket(step walkStep, name string) {
-	step.start = len(w.path)
-	w.steps = append(w.steps, step)
+	switch {
+	case step.elem:
+		w.pushElem(step.list, name)
+	case step.index:
+		w.pushName(indexStep, name)
+	default:
+		w.pushName(keyStep, name)
+	}
+}
+
+// pushName pushes a step of kind k, named "[name]" in the path.
+func (w *walker) pushName(k stepKind, name string) {
+	w.steps = append(w.steps, pathStep{start: int32(len(w.path)), kind: k})
 	w.path = append(w.path, '[')
 	w.path = append(w.path, name...)
 	w.path = append(w.path, ']')
-	w.fields = append(w.fields, "")
 }
 
 func (w *walker) pop() {
 	n := len(w.steps) - 1
-	w.path = w.path[:w.steps[n].start]
-	w.steps[n] = walkStep{}
+	s := w.steps[n]
+	w.path = w.path[:s.start]
+	if s.kind == elemStep {
+		w.lists = w.lists[:len(w.lists)-1]
+	}
 	w.steps = w.steps[:n]
-	w.fields = w.fields[:n]
 }
 
 // mapKeyString is a map key as a path shows it.
@@ -372,7 +424,7 @@ func (w *walker) compareStruct(fields []structField, x, y reflect.Value) {
 			continue
 		}
 		if f.name != "" {
-			w.pushField(f.name, f.field)
+			w.pushField(f.name)
 		}
 		if f.keyed {
 			w.compareKeyed(f.list, fx, fy)
@@ -496,51 +548,383 @@ func (w *walker) reportElem(lk listKind, x, y reflect.Value) {
 	w.changes = append(w.changes, c)
 }
 
-// pathOf renders the walker's path in JSON field names, and in
-// managedFields notation for attribution.
-func (w *walker) pathOf() (string, fieldPath) {
-	for i := range w.steps {
-		if w.fields[i] != "" {
-			continue
-		}
-		switch s := &w.steps[i]; {
-		case s.elem:
-			w.fields[i] = w.elementField(s.list, s.name)
-		case s.index:
-			w.fields[i] = "i:" + s.name
-		case s.key.IsValid():
-			w.fields[i] = "f:" + mapKeyString(s.key)
-		}
+// The typed reports below are report for the values the generated
+// functions (zz_generated_walk.go) compare in place: they make the Change
+// newChange makes of the two values (an Op from which is absent or empty,
+// as isEmpty says, Old and New as formatValue writes them) without
+// reflection. TestTypedReport holds them to newChange.
+
+// opOf is newChange's Op for two values of which none, one or both are
+// absent or empty.
+func opOf(xEmpty, yEmpty bool) Op {
+	switch {
+	case xEmpty:
+		return OpAdd
+	case yEmpty:
+		return OpRemove
 	}
-	// Paths are cut from arenas: a revision's changes are kept together.
-	if len(w.pathArena)+len(w.path) > cap(w.pathArena) {
-		w.pathArena = make([]byte, 0, max(1024, len(w.path)))
-	}
-	start := len(w.pathArena)
-	w.pathArena = append(w.pathArena, w.path...)
-	path := unsafe.String(unsafe.SliceData(w.pathArena[start:]), len(w.path)) // never written again
-	if len(w.fieldArena)+len(w.fields) > cap(w.fieldArena) {
-		w.fieldArena = make([]string, 0, max(64, len(w.fields)))
-	}
-	n := len(w.fieldArena)
-	w.fieldArena = append(w.fieldArena, w.fields...)
-	return path, fieldPath(w.fieldArena[n:len(w.fieldArena):len(w.fieldArena)])
+	return OpChange
 }
 
-// elementField is elementField, cached over the walker's revisions.
+// reportOp reports the change op at the walker's path, old and new
+// formatted; newChange leaves out the old value of an addition and the new
+// value of a removal.
+func (w *walker) reportOp(op Op, old, new string) {
+	path, fields := w.pathOf()
+	c := Change{Path: path, Op: op, fields: fields}
+	if op != OpAdd {
+		c.Old = old
+	}
+	if op != OpRemove {
+		c.New = new
+	}
+	w.changes = append(w.changes, c)
+}
+
+// integer and unsigned are the kinds formatValue writes with strconv.
+type (
+	integer interface {
+		~int | ~int8 | ~int16 | ~int32 | ~int64
+	}
+	unsigned interface {
+		~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64
+	}
+)
+
+// reportString is report for two strings of a type without methods.
+func reportString[T ~string](w *walker, x, y T) {
+	w.reportOp(opOf(x == "", y == ""), string(x), string(y))
+}
+
+// reportBool is report for two bools of a type without methods.
+func reportBool[T ~bool](w *walker, x, y T) {
+	w.reportOp(opOf(!bool(x), !bool(y)), strconv.FormatBool(bool(x)), strconv.FormatBool(bool(y)))
+}
+
+// reportInt is report for two integers of a type without methods.
+func reportInt[T integer](w *walker, x, y T) {
+	op := opOf(x == 0, y == 0)
+	var old, new string
+	if op != OpAdd {
+		old = w.formatInt(int64(x))
+	}
+	if op != OpRemove {
+		new = w.formatInt(int64(y))
+	}
+	w.reportOp(op, old, new)
+}
+
+// reportUint is report for two unsigned integers of a type without
+// methods.
+func reportUint[T unsigned](w *walker, x, y T) {
+	op := opOf(x == 0, y == 0)
+	var old, new string
+	if op != OpAdd {
+		old = w.formatUint(uint64(x))
+	}
+	if op != OpRemove {
+		new = w.formatUint(uint64(y))
+	}
+	w.reportOp(op, old, new)
+}
+
+// reportStringPtr is report for two pointers to strings of a type without
+// methods, one of them nil.
+func reportStringPtr[T ~string](w *walker, x, y *T) {
+	op := opOf(x == nil, y == nil)
+	var old, new string
+	if op != OpAdd {
+		old = string(*x)
+	}
+	if op != OpRemove {
+		new = string(*y)
+	}
+	w.reportOp(op, old, new)
+}
+
+// reportBoolPtr is report for two pointers to bools of a type without
+// methods, one of them nil.
+func reportBoolPtr[T ~bool](w *walker, x, y *T) {
+	op := opOf(x == nil, y == nil)
+	var old, new string
+	if op != OpAdd {
+		old = strconv.FormatBool(bool(*x))
+	}
+	if op != OpRemove {
+		new = strconv.FormatBool(bool(*y))
+	}
+	w.reportOp(op, old, new)
+}
+
+// reportIntPtr is report for two pointers to integers of a type without
+// methods, one of them nil.
+func reportIntPtr[T integer](w *walker, x, y *T) {
+	op := opOf(x == nil, y == nil)
+	var old, new string
+	if op != OpAdd {
+		old = w.formatInt(int64(*x))
+	}
+	if op != OpRemove {
+		new = w.formatInt(int64(*y))
+	}
+	w.reportOp(op, old, new)
+}
+
+// reportUintPtr is report for two pointers to unsigned integers of a type
+// without methods, one of them nil.
+func reportUintPtr[T unsigned](w *walker, x, y *T) {
+	op := opOf(x == nil, y == nil)
+	var old, new string
+	if op != OpAdd {
+		old = w.formatUint(uint64(*x))
+	}
+	if op != OpRemove {
+		new = w.formatUint(uint64(*y))
+	}
+	w.reportOp(op, old, new)
+}
+
+// reportTime is report for two time.Times that Equal found different.
+func (w *walker) reportTime(x, y *time.Time) {
+	op := opOf(*x == time.Time{}, *y == time.Time{})
+	var old, new string
+	if op != OpAdd {
+		old = w.formatTime(x)
+	}
+	if op != OpRemove {
+		new = w.formatTime(y)
+	}
+	w.reportOp(op, old, new)
+}
+
+// reportMetaTime is report for two *metav1.Times that Equal found
+// different.
+func (w *walker) reportMetaTime(x, y *metav1.Time) {
+	op := opOf(x == nil, y == nil)
+	var old, new string
+	if op != OpAdd {
+		old = w.formatMetaTime(x)
+	}
+	if op != OpRemove {
+		new = w.formatMetaTime(y)
+	}
+	w.reportOp(op, old, new)
+}
+
+// reportStructPtr is report for two pointers to structs of type T, one of
+// them nil, whose JSON appendT appends (see formatTyped).
+func reportStructPtr[T any](w *walker, x, y *T, appendT func([]byte, *T) ([]byte, bool)) {
+	op := opOf(x == nil, y == nil)
+	var old, new string
+	if op != OpAdd {
+		old = formatTyped(w, x, appendT)
+	}
+	if op != OpRemove {
+		new = formatTyped(w, y, appendT)
+	}
+	w.reportOp(op, old, new)
+}
+
+// reportTypedElem is reportElem for an element of type T of list lk,
+// present in one list only (at x or at y, the other nil), whose JSON
+// appendT appends.
+func reportTypedElem[T any](w *walker, lk listKind, x, y *T, appendT func([]byte, *T) ([]byte, bool)) {
+	op := OpRemove
+	if x == nil {
+		op = OpAdd
+	}
+	var old, new string
+	if !lk.set { // a set element carries its value in the path
+		if x != nil {
+			old = formatTyped(w, x, appendT)
+		} else {
+			new = formatTyped(w, y, appendT)
+		}
+	}
+	w.reportOp(op, old, new)
+}
+
+// formatTyped is formatValue for the struct at v, whose JSON appendT
+// appends as appendJSON does; when appendT declines, formatValue formats
+// it.
+func formatTyped[T any](w *walker, v *T, appendT func([]byte, *T) ([]byte, bool)) string {
+	b, ok := appendT(w.scratch[:0], v)
+	if !ok {
+		return formatValue(reflect.ValueOf(v).Elem())
+	}
+	w.scratch = b
+	return w.valueString(b)
+}
+
+// formatTime is formatValue for a time.Time.
+func (w *walker) formatTime(t *time.Time) string {
+	b, ok := appendTimeJSON(w.scratch[:0], t)
+	if !ok {
+		return formatValue(reflect.ValueOf(t).Elem())
+	}
+	w.scratch = b
+	return w.valueString(b)
+}
+
+// formatMetaTime is formatValue for a *metav1.Time.
+func (w *walker) formatMetaTime(t *metav1.Time) string {
+	if t == nil {
+		return ""
+	}
+	b := appendMetaTimeJSON(w.scratch[:0], t)
+	w.scratch = b
+	return w.valueString(b)
+}
+
+// formatInt is formatValue for an integer.
+func (w *walker) formatInt(i int64) string { return strconv.FormatInt(i, 10) }
+
+// formatUint is formatValue for an unsigned integer.
+func (w *walker) formatUint(i uint64) string { return strconv.FormatUint(i, 10) }
+
+// valueString is a value the typed reports formatted in b, as a string of
+// its own: the changes' values outlive the walker one by one (a report
+// keeps some), so they are not cut from an arena, as paths are.
+func (w *walker) valueString(b []byte) string { return string(b) }
+
+// pathOf renders the walker's path in JSON field names, and in
+// managedFields notation for attribution. A path it rendered before it
+// returns again, string and fieldPath: what they hold is never written.
+func (w *walker) pathOf() (string, fieldPath) {
+	first := w.pathIndex[string(w.path)]
+	for i := first; i != 0; i = w.paths[i-1].next {
+		if e := &w.paths[i-1]; slices.Equal(e.steps, w.steps) && slices.Equal(e.lists, w.lists) {
+			return e.path, e.fields
+		}
+	}
+	// Cut from arenas: one walker renders tens of paths, or, comparing
+	// two pods once (ComparePods), its changes' paths.
+	if len(w.fieldArena)+len(w.steps) > cap(w.fieldArena) {
+		w.fieldArena = make([]string, 0, max(64, len(w.steps)))
+	}
+	n := len(w.fieldArena)
+	w.fieldArena = w.fieldArena[:n+len(w.steps)]
+	fields := fieldPath(w.fieldArena[n : n+len(w.steps) : n+len(w.steps)])
+	li := 0
+	for i, s := range w.steps {
+		name := w.stepName(i) // a view of w.path: copied where kept
+		switch s.kind {
+		case fieldStep:
+			f, ok := fieldNames[name]
+			if !ok {
+				f = w.elementField(listKind{}, name)
+			}
+			fields[i] = f
+		case elemStep:
+			fields[i] = w.elementField(w.lists[li], name)
+			li++
+		case indexStep:
+			fields[i] = "i:" + name
+		default:
+			fields[i] = w.elementField(listKind{}, name)
+		}
+	}
+	if len(w.stepArena)+len(w.steps) > cap(w.stepArena) {
+		w.stepArena = make([]pathStep, 0, max(128, len(w.steps)))
+	}
+	n = len(w.stepArena)
+	w.stepArena = append(w.stepArena, w.steps...)
+	e := pathEntry{
+		path:   w.arenaString(w.path),
+		fields: fields,
+		steps:  w.stepArena[n:len(w.stepArena):len(w.stepArena)],
+		next:   first,
+	}
+	if len(w.lists) > 0 {
+		e.lists = slices.Clone(w.lists)
+	}
+	if w.pathIndex == nil {
+		w.pathIndex = make(map[string]int32)
+	} else if len(w.paths) >= 4096 {
+		clear(w.pathIndex)
+		clear(w.paths)
+		w.paths = w.paths[:0]
+		e.next = 0
+	}
+	w.paths = append(w.paths, e)
+	w.pathIndex[e.path] = int32(len(w.paths))
+	return e.path, e.fields
+}
+
+// arenaString returns b as a string cut from w.pathArena.
+func (w *walker) arenaString(b []byte) string {
+	if len(w.pathArena)+len(b) > cap(w.pathArena) {
+		w.pathArena = make([]byte, 0, max(1024, len(b)))
+	}
+	start := len(w.pathArena)
+	w.pathArena = append(w.pathArena, b...)
+	return unsafe.String(unsafe.SliceData(w.pathArena[start:]), len(b)) // never written again
+}
+
+// stepName is the name of step i: a field's JSON name, or what is in
+// brackets. It is a view of w.path, good until the path changes.
+func (w *walker) stepName(i int) string {
+	start, end := int(w.steps[i].start), len(w.path)
+	if i+1 < len(w.steps) {
+		end = int(w.steps[i+1].start)
+	}
+	if w.steps[i].kind != fieldStep {
+		start, end = start+1, end-1
+	} else if start > 0 {
+		start++ // the dot
+	}
+	if start == end {
+		return ""
+	}
+	return unsafe.String(&w.path[start], end-start)
+}
+
+// fieldNames are "f:"+name for the JSON names of the fields of the types
+// of a pod, made once.
+var fieldNames = func() map[string]string {
+	names := map[string]string{}
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			if name := jsonName(t.Field(i)); name != "" {
+				names[name] = "f:" + name
+			}
+			walk(t.Field(i).Type)
+		}
+	}
+	walk(reflect.TypeFor[corev1.Pod]())
+	return names
+}()
+
+// elementField is elementField, cached over the walker's revisions; for
+// the zero listKind (a struct field's or a map key's), it is "f:"+name.
+// name may be a view of memory that changes: what is kept is copied.
 func (w *walker) elementField(lk listKind, name string) string {
 	if w.elemFields == nil {
 		w.elemFields = make(map[elemField]string)
 	}
-	k := elemField{lk, name}
-	if f, ok := w.elemFields[k]; ok {
+	if f, ok := w.elemFields[elemField{lk, name}]; ok {
 		return f
 	}
-	f := elementField(lk, name)
+	name = strings.Clone(name)
+	var f string
+	if lk == (listKind{}) {
+		f = "f:" + name
+	} else {
+		f = elementField(lk, name)
+	}
 	if len(w.elemFields) >= 4096 {
 		clear(w.elemFields)
 	}
-	w.elemFields[k] = f
+	w.elemFields[elemField{lk, name}] = f
 	return f
 }
 

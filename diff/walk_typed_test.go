@@ -373,9 +373,12 @@ func mutateValue(v reflect.Value, r *rand.Rand, depth int) {
 }
 
 var (
-	randomStrings    = []string{"", "a", "b", "build", "helper", "10.0.0.1", "<x> & y", "name"}
+	randomStrings    = []string{"", "a", "b", "build", "helper", "10.0.0.1", "<x> & y", "name", "é", `"q"`}
 	randomQuantities = []string{"0", "1", "1000m", "2", "250m", "1Gi", "1024Mi"}
-	randomTimes      = []time.Time{{}, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 10, 0, 1, 0, time.UTC)}
+	// Times that differ, and that are Equal but written differently (a
+	// zone other than UTC, a zero time with a location).
+	randomTimes = []time.Time{{}, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 10, 0, 1, 0, time.UTC),
+		time.Date(2026, 12, 1, 11, 0, 1, 500, time.FixedZone("CET", 3600)), time.Time{}.In(time.FixedZone("CET", 3600))}
 )
 
 // fillValue sets v, settable, to a random value: scalars from small sets

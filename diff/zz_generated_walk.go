@@ -3,12 +3,14 @@
 // The functions below compare two values of the struct types reachable
 // from corev1.Pod that the walker compares field by field, as
 // walker.compareStruct does (walk.go), without reflection where nothing
-// changed. typedWalks registers them for the walker's reflective path.
+// changed, and report what did with the typed reports of walk.go; and
+// the functions that append the JSON of the structs reported whole as
+// appendJSON does (format.go). typedWalks registers the first for the
+// walker's reflective path.
 //
 // Fields handed to the reflective walker.compareUnlike (or compareKeyed),
 // by type:
 //   - *k8s.io/apimachinery/pkg/api/resource.Quantity (pointer to a struct)
-//   - *k8s.io/apimachinery/pkg/apis/meta/v1.Time (Equal method)
 //   - []int32 (ordered list)
 //   - []int64 (ordered list)
 //   - []k8s.io/api/core/v1.Capability (ordered list)
@@ -36,7 +38,6 @@
 //   - k8s.io/api/core/v1.ResourceName (string)
 //   - k8s.io/apimachinery/pkg/api/resource.Quantity (quantity)
 //   - map[string]string (map)
-//   - time.Time (Equal method)
 
 package diff
 
@@ -55,6 +56,10 @@ import (
 // typedWalks are the generated functions by the type they compare (see
 // walkFacts.typed), set by init: they call the walker, which looks here.
 var typedWalks map[reflect.Type]func(w *walker, x, y unsafe.Pointer)
+
+// typedAppenders are the generated JSON appenders by the type whose JSON
+// they append, for the tests.
+var typedAppenders map[reflect.Type]func(b []byte, v unsafe.Pointer) ([]byte, bool)
 
 func init() {
 	typedWalks = map[reflect.Type]func(w *walker, x, y unsafe.Pointer){
@@ -459,6 +464,343 @@ func init() {
 			walkMetav1TypeMeta(w, (*metav1.TypeMeta)(x), (*metav1.TypeMeta)(y))
 		},
 	}
+	typedAppenders = map[reflect.Type]func(b []byte, v unsafe.Pointer) ([]byte, bool){
+		reflect.TypeFor[corev1.AWSElasticBlockStoreVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1AWSElasticBlockStoreVolumeSource(b, (*corev1.AWSElasticBlockStoreVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.Affinity](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1Affinity(b, (*corev1.Affinity)(v))
+		},
+		reflect.TypeFor[corev1.AppArmorProfile](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1AppArmorProfile(b, (*corev1.AppArmorProfile)(v))
+		},
+		reflect.TypeFor[corev1.AzureDiskVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1AzureDiskVolumeSource(b, (*corev1.AzureDiskVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.AzureFileVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1AzureFileVolumeSource(b, (*corev1.AzureFileVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.CSIVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1CSIVolumeSource(b, (*corev1.CSIVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.Capabilities](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1Capabilities(b, (*corev1.Capabilities)(v))
+		},
+		reflect.TypeFor[corev1.CephFSVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1CephFSVolumeSource(b, (*corev1.CephFSVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.CinderVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1CinderVolumeSource(b, (*corev1.CinderVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.ClusterTrustBundleProjection](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ClusterTrustBundleProjection(b, (*corev1.ClusterTrustBundleProjection)(v))
+		},
+		reflect.TypeFor[corev1.Container](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1Container(b, (*corev1.Container)(v))
+		},
+		reflect.TypeFor[corev1.ContainerExtendedResourceRequest](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerExtendedResourceRequest(b, (*corev1.ContainerExtendedResourceRequest)(v))
+		},
+		reflect.TypeFor[corev1.ContainerPort](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerPort(b, (*corev1.ContainerPort)(v))
+		},
+		reflect.TypeFor[corev1.ContainerResizePolicy](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerResizePolicy(b, (*corev1.ContainerResizePolicy)(v))
+		},
+		reflect.TypeFor[corev1.ContainerRestartRule](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerRestartRule(b, (*corev1.ContainerRestartRule)(v))
+		},
+		reflect.TypeFor[corev1.ContainerRestartRuleOnExitCodes](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerRestartRuleOnExitCodes(b, (*corev1.ContainerRestartRuleOnExitCodes)(v))
+		},
+		reflect.TypeFor[corev1.ContainerState](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerState(b, (*corev1.ContainerState)(v))
+		},
+		reflect.TypeFor[corev1.ContainerStateRunning](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerStateRunning(b, (*corev1.ContainerStateRunning)(v))
+		},
+		reflect.TypeFor[corev1.ContainerStateTerminated](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerStateTerminated(b, (*corev1.ContainerStateTerminated)(v))
+		},
+		reflect.TypeFor[corev1.ContainerStateWaiting](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerStateWaiting(b, (*corev1.ContainerStateWaiting)(v))
+		},
+		reflect.TypeFor[corev1.ContainerStatus](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerStatus(b, (*corev1.ContainerStatus)(v))
+		},
+		reflect.TypeFor[corev1.ContainerUser](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ContainerUser(b, (*corev1.ContainerUser)(v))
+		},
+		reflect.TypeFor[corev1.DownwardAPIProjection](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1DownwardAPIProjection(b, (*corev1.DownwardAPIProjection)(v))
+		},
+		reflect.TypeFor[corev1.DownwardAPIVolumeFile](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1DownwardAPIVolumeFile(b, (*corev1.DownwardAPIVolumeFile)(v))
+		},
+		reflect.TypeFor[corev1.DownwardAPIVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1DownwardAPIVolumeSource(b, (*corev1.DownwardAPIVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.EmptyDirVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1EmptyDirVolumeSource(b, (*corev1.EmptyDirVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.EnvFromSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1EnvFromSource(b, (*corev1.EnvFromSource)(v))
+		},
+		reflect.TypeFor[corev1.EnvVar](): func(b []byte, v unsafe.Pointer) ([]byte, bool) { return appendJSONCorev1EnvVar(b, (*corev1.EnvVar)(v)) },
+		reflect.TypeFor[corev1.EnvVarSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1EnvVarSource(b, (*corev1.EnvVarSource)(v))
+		},
+		reflect.TypeFor[corev1.EphemeralVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1EphemeralVolumeSource(b, (*corev1.EphemeralVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.EvictionResponder](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1EvictionResponder(b, (*corev1.EvictionResponder)(v))
+		},
+		reflect.TypeFor[corev1.ExecAction](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ExecAction(b, (*corev1.ExecAction)(v))
+		},
+		reflect.TypeFor[corev1.FCVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1FCVolumeSource(b, (*corev1.FCVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.FileKeySelector](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1FileKeySelector(b, (*corev1.FileKeySelector)(v))
+		},
+		reflect.TypeFor[corev1.FlexVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1FlexVolumeSource(b, (*corev1.FlexVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.FlockerVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1FlockerVolumeSource(b, (*corev1.FlockerVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.GCEPersistentDiskVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1GCEPersistentDiskVolumeSource(b, (*corev1.GCEPersistentDiskVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.GRPCAction](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1GRPCAction(b, (*corev1.GRPCAction)(v))
+		},
+		reflect.TypeFor[corev1.GitRepoVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1GitRepoVolumeSource(b, (*corev1.GitRepoVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.GlusterfsVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1GlusterfsVolumeSource(b, (*corev1.GlusterfsVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.HTTPGetAction](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1HTTPGetAction(b, (*corev1.HTTPGetAction)(v))
+		},
+		reflect.TypeFor[corev1.HTTPHeader](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1HTTPHeader(b, (*corev1.HTTPHeader)(v))
+		},
+		reflect.TypeFor[corev1.HostAlias](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1HostAlias(b, (*corev1.HostAlias)(v))
+		},
+		reflect.TypeFor[corev1.HostIP](): func(b []byte, v unsafe.Pointer) ([]byte, bool) { return appendJSONCorev1HostIP(b, (*corev1.HostIP)(v)) },
+		reflect.TypeFor[corev1.HostPathVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1HostPathVolumeSource(b, (*corev1.HostPathVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.ISCSIVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ISCSIVolumeSource(b, (*corev1.ISCSIVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.ImageVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ImageVolumeSource(b, (*corev1.ImageVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.ImageVolumeStatus](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ImageVolumeStatus(b, (*corev1.ImageVolumeStatus)(v))
+		},
+		reflect.TypeFor[corev1.KeyToPath](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1KeyToPath(b, (*corev1.KeyToPath)(v))
+		},
+		reflect.TypeFor[corev1.Lifecycle](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1Lifecycle(b, (*corev1.Lifecycle)(v))
+		},
+		reflect.TypeFor[corev1.LifecycleHandler](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1LifecycleHandler(b, (*corev1.LifecycleHandler)(v))
+		},
+		reflect.TypeFor[corev1.LinuxContainerUser](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1LinuxContainerUser(b, (*corev1.LinuxContainerUser)(v))
+		},
+		reflect.TypeFor[corev1.LocalObjectReference](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1LocalObjectReference(b, (*corev1.LocalObjectReference)(v))
+		},
+		reflect.TypeFor[corev1.NFSVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1NFSVolumeSource(b, (*corev1.NFSVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.NodeAffinity](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1NodeAffinity(b, (*corev1.NodeAffinity)(v))
+		},
+		reflect.TypeFor[corev1.NodeAllocatableMappedResources](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1NodeAllocatableMappedResources(b, (*corev1.NodeAllocatableMappedResources)(v))
+		},
+		reflect.TypeFor[corev1.NodeAllocatableOverheadResources](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1NodeAllocatableOverheadResources(b, (*corev1.NodeAllocatableOverheadResources)(v))
+		},
+		reflect.TypeFor[corev1.NodeAllocatableResourceClaimStatus](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1NodeAllocatableResourceClaimStatus(b, (*corev1.NodeAllocatableResourceClaimStatus)(v))
+		},
+		reflect.TypeFor[corev1.NodeSelector](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1NodeSelector(b, (*corev1.NodeSelector)(v))
+		},
+		reflect.TypeFor[corev1.NodeSelectorRequirement](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1NodeSelectorRequirement(b, (*corev1.NodeSelectorRequirement)(v))
+		},
+		reflect.TypeFor[corev1.NodeSelectorTerm](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1NodeSelectorTerm(b, (*corev1.NodeSelectorTerm)(v))
+		},
+		reflect.TypeFor[corev1.ObjectFieldSelector](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ObjectFieldSelector(b, (*corev1.ObjectFieldSelector)(v))
+		},
+		reflect.TypeFor[corev1.PersistentVolumeClaimVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PersistentVolumeClaimVolumeSource(b, (*corev1.PersistentVolumeClaimVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.PhotonPersistentDiskVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PhotonPersistentDiskVolumeSource(b, (*corev1.PhotonPersistentDiskVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.PodAffinity](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodAffinity(b, (*corev1.PodAffinity)(v))
+		},
+		reflect.TypeFor[corev1.PodAffinityTerm](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodAffinityTerm(b, (*corev1.PodAffinityTerm)(v))
+		},
+		reflect.TypeFor[corev1.PodAntiAffinity](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodAntiAffinity(b, (*corev1.PodAntiAffinity)(v))
+		},
+		reflect.TypeFor[corev1.PodCertificateProjection](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodCertificateProjection(b, (*corev1.PodCertificateProjection)(v))
+		},
+		reflect.TypeFor[corev1.PodCondition](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodCondition(b, (*corev1.PodCondition)(v))
+		},
+		reflect.TypeFor[corev1.PodDNSConfig](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodDNSConfig(b, (*corev1.PodDNSConfig)(v))
+		},
+		reflect.TypeFor[corev1.PodDNSConfigOption](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodDNSConfigOption(b, (*corev1.PodDNSConfigOption)(v))
+		},
+		reflect.TypeFor[corev1.PodExtendedResourceClaimStatus](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodExtendedResourceClaimStatus(b, (*corev1.PodExtendedResourceClaimStatus)(v))
+		},
+		reflect.TypeFor[corev1.PodIP](): func(b []byte, v unsafe.Pointer) ([]byte, bool) { return appendJSONCorev1PodIP(b, (*corev1.PodIP)(v)) },
+		reflect.TypeFor[corev1.PodOS](): func(b []byte, v unsafe.Pointer) ([]byte, bool) { return appendJSONCorev1PodOS(b, (*corev1.PodOS)(v)) },
+		reflect.TypeFor[corev1.PodResourceClaim](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodResourceClaim(b, (*corev1.PodResourceClaim)(v))
+		},
+		reflect.TypeFor[corev1.PodResourceClaimStatus](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodResourceClaimStatus(b, (*corev1.PodResourceClaimStatus)(v))
+		},
+		reflect.TypeFor[corev1.PodSchedulingGate](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodSchedulingGate(b, (*corev1.PodSchedulingGate)(v))
+		},
+		reflect.TypeFor[corev1.PodSchedulingGroup](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodSchedulingGroup(b, (*corev1.PodSchedulingGroup)(v))
+		},
+		reflect.TypeFor[corev1.PodSecurityContext](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodSecurityContext(b, (*corev1.PodSecurityContext)(v))
+		},
+		reflect.TypeFor[corev1.PodVolumeHealth](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PodVolumeHealth(b, (*corev1.PodVolumeHealth)(v))
+		},
+		reflect.TypeFor[corev1.PortworxVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PortworxVolumeSource(b, (*corev1.PortworxVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.PreferredSchedulingTerm](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1PreferredSchedulingTerm(b, (*corev1.PreferredSchedulingTerm)(v))
+		},
+		reflect.TypeFor[corev1.ProjectedVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ProjectedVolumeSource(b, (*corev1.ProjectedVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.QuobyteVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1QuobyteVolumeSource(b, (*corev1.QuobyteVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.RBDVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1RBDVolumeSource(b, (*corev1.RBDVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.ResourceClaim](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ResourceClaim(b, (*corev1.ResourceClaim)(v))
+		},
+		reflect.TypeFor[corev1.ResourceFieldSelector](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ResourceFieldSelector(b, (*corev1.ResourceFieldSelector)(v))
+		},
+		reflect.TypeFor[corev1.ResourceHealth](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ResourceHealth(b, (*corev1.ResourceHealth)(v))
+		},
+		reflect.TypeFor[corev1.ResourceRequirements](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ResourceRequirements(b, (*corev1.ResourceRequirements)(v))
+		},
+		reflect.TypeFor[corev1.ResourceStatus](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ResourceStatus(b, (*corev1.ResourceStatus)(v))
+		},
+		reflect.TypeFor[corev1.SELinuxOptions](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1SELinuxOptions(b, (*corev1.SELinuxOptions)(v))
+		},
+		reflect.TypeFor[corev1.ScaleIOVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ScaleIOVolumeSource(b, (*corev1.ScaleIOVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.SeccompProfile](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1SeccompProfile(b, (*corev1.SeccompProfile)(v))
+		},
+		reflect.TypeFor[corev1.SecretVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1SecretVolumeSource(b, (*corev1.SecretVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.SecurityContext](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1SecurityContext(b, (*corev1.SecurityContext)(v))
+		},
+		reflect.TypeFor[corev1.ServiceAccountTokenProjection](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1ServiceAccountTokenProjection(b, (*corev1.ServiceAccountTokenProjection)(v))
+		},
+		reflect.TypeFor[corev1.SleepAction](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1SleepAction(b, (*corev1.SleepAction)(v))
+		},
+		reflect.TypeFor[corev1.StorageOSVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1StorageOSVolumeSource(b, (*corev1.StorageOSVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.Sysctl](): func(b []byte, v unsafe.Pointer) ([]byte, bool) { return appendJSONCorev1Sysctl(b, (*corev1.Sysctl)(v)) },
+		reflect.TypeFor[corev1.TCPSocketAction](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1TCPSocketAction(b, (*corev1.TCPSocketAction)(v))
+		},
+		reflect.TypeFor[corev1.TopologySpreadConstraint](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1TopologySpreadConstraint(b, (*corev1.TopologySpreadConstraint)(v))
+		},
+		reflect.TypeFor[corev1.TypedLocalObjectReference](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1TypedLocalObjectReference(b, (*corev1.TypedLocalObjectReference)(v))
+		},
+		reflect.TypeFor[corev1.TypedObjectReference](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1TypedObjectReference(b, (*corev1.TypedObjectReference)(v))
+		},
+		reflect.TypeFor[corev1.VolumeDevice](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1VolumeDevice(b, (*corev1.VolumeDevice)(v))
+		},
+		reflect.TypeFor[corev1.VolumeHealthCondition](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1VolumeHealthCondition(b, (*corev1.VolumeHealthCondition)(v))
+		},
+		reflect.TypeFor[corev1.VolumeMount](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1VolumeMount(b, (*corev1.VolumeMount)(v))
+		},
+		reflect.TypeFor[corev1.VolumeMountStatus](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1VolumeMountStatus(b, (*corev1.VolumeMountStatus)(v))
+		},
+		reflect.TypeFor[corev1.VolumeProjection](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1VolumeProjection(b, (*corev1.VolumeProjection)(v))
+		},
+		reflect.TypeFor[corev1.VolumeStatus](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1VolumeStatus(b, (*corev1.VolumeStatus)(v))
+		},
+		reflect.TypeFor[corev1.VsphereVirtualDiskVolumeSource](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1VsphereVirtualDiskVolumeSource(b, (*corev1.VsphereVirtualDiskVolumeSource)(v))
+		},
+		reflect.TypeFor[corev1.WeightedPodAffinityTerm](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1WeightedPodAffinityTerm(b, (*corev1.WeightedPodAffinityTerm)(v))
+		},
+		reflect.TypeFor[corev1.WindowsSecurityContextOptions](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONCorev1WindowsSecurityContextOptions(b, (*corev1.WindowsSecurityContextOptions)(v))
+		},
+		reflect.TypeFor[metav1.LabelSelector](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONMetav1LabelSelector(b, (*metav1.LabelSelector)(v))
+		},
+		reflect.TypeFor[metav1.LabelSelectorRequirement](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONMetav1LabelSelectorRequirement(b, (*metav1.LabelSelectorRequirement)(v))
+		},
+		reflect.TypeFor[metav1.OwnerReference](): func(b []byte, v unsafe.Pointer) ([]byte, bool) {
+			return appendJSONMetav1OwnerReference(b, (*metav1.OwnerReference)(v))
+		},
+	}
 }
 
 // typedSameBytes is sameBytes for the n bytes at x and y.
@@ -472,10 +814,11 @@ func typedMapPointer(m unsafe.Pointer) unsafe.Pointer { return *(*unsafe.Pointer
 // typedCompareKeyed is compareKeyed for two lists of elements compared by
 // walk, whose keys key returns (the field keyFieldIndex names, as
 // scalarString writes it), size the size of an element when equal bytes
-// make two equal (see sameMemory), else 0. When a list has an element
-// whose key is empty, or two elements with one key, it is compareKeyed's:
-// appendElementKeys makes up their keys.
-func typedCompareKeyed[E any](w *walker, lk listKind, x, y []E, key func(*E) string, walk func(*walker, *E, *E), size uintptr) {
+// make two equal (see sameMemory), else 0; appendE, when not nil, appends
+// the JSON of an element added or removed (see reportTypedElem). When a
+// list has an element whose key is empty, or two elements with one key, it
+// is compareKeyed's: appendElementKeys makes up their keys.
+func typedCompareKeyed[E any](w *walker, lk listKind, x, y []E, key func(*E) string, walk func(*walker, *E, *E), size uintptr, appendE func([]byte, *E) ([]byte, bool)) {
 	var bx, by [8]keyIndex
 	kx, okx := typedSortedKeys(x, bx[:0], key)
 	ky, oky := typedSortedKeys(y, by[:0], key)
@@ -509,10 +852,18 @@ func typedCompareKeyed[E any](w *walker, lk listKind, x, y []E, key func(*E) str
 			walk(w, ex, ey)
 		case ix >= 0:
 			w.pushElem(lk, k)
-			w.reportElem(lk, boxed(reflect.ValueOf(&x[ix]).Elem()), reflect.Value{})
+			if appendE != nil {
+				reportTypedElem(w, lk, &x[ix], nil, appendE)
+			} else {
+				w.reportElem(lk, boxed(reflect.ValueOf(&x[ix]).Elem()), reflect.Value{})
+			}
 		default:
 			w.pushElem(lk, k)
-			w.reportElem(lk, reflect.Value{}, boxed(reflect.ValueOf(&y[iy]).Elem()))
+			if appendE != nil {
+				reportTypedElem(w, lk, nil, &y[iy], appendE)
+			} else {
+				w.reportElem(lk, reflect.Value{}, boxed(reflect.ValueOf(&y[iy]).Elem()))
+			}
 		}
 		w.pop()
 	}
@@ -543,6 +894,4697 @@ func typedSortedKeys[E any](x []E, buf []keyIndex, key func(*E) string) ([]keyIn
 		}
 	}
 	return buf, true
+}
+
+// appendJSONCorev1AWSElasticBlockStoreVolumeSource appends the JSON of a corev1.AWSElasticBlockStoreVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1AWSElasticBlockStoreVolumeSource(b []byte, v *corev1.AWSElasticBlockStoreVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"volumeID\":"...)
+	if b, ok = appendJSONString(b, string(v.VolumeID)); !ok {
+		return b, false
+	}
+	if !(len(v.FSType) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(v.Partition == 0) {
+		b = append(b, ',')
+		b = append(b, "\"partition\":"...)
+		b = strconv.AppendInt(b, int64(v.Partition), 10)
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1Affinity appends the JSON of a corev1.Affinity as appendJSON does, or reports false.
+func appendJSONCorev1Affinity(b []byte, v *corev1.Affinity) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.NodeAffinity == nil) {
+		b = append(b, "\"nodeAffinity\":"...)
+		if v.NodeAffinity == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1NodeAffinity(b, v.NodeAffinity); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.PodAffinity == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"podAffinity\":"...)
+		if v.PodAffinity == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1PodAffinity(b, v.PodAffinity); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.PodAntiAffinity == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"podAntiAffinity\":"...)
+		if v.PodAntiAffinity == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1PodAntiAffinity(b, v.PodAntiAffinity); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1AppArmorProfile appends the JSON of a corev1.AppArmorProfile as appendJSON does, or reports false.
+func appendJSONCorev1AppArmorProfile(b []byte, v *corev1.AppArmorProfile) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"type\":"...)
+	if b, ok = appendJSONString(b, string(v.Type)); !ok {
+		return b, false
+	}
+	if !(v.LocalhostProfile == nil) {
+		b = append(b, ',')
+		b = append(b, "\"localhostProfile\":"...)
+		if v.LocalhostProfile == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.LocalhostProfile))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1AzureDiskVolumeSource appends the JSON of a corev1.AzureDiskVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1AzureDiskVolumeSource(b []byte, v *corev1.AzureDiskVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"diskName\":"...)
+	if b, ok = appendJSONString(b, string(v.DiskName)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"diskURI\":"...)
+	if b, ok = appendJSONString(b, string(v.DataDiskURI)); !ok {
+		return b, false
+	}
+	if !(v.CachingMode == nil) {
+		b = append(b, ',')
+		b = append(b, "\"cachingMode\":"...)
+		if v.CachingMode == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.CachingMode))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.FSType == nil) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if v.FSType == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.FSType))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.ReadOnly == nil) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		if v.ReadOnly == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.ReadOnly)))
+		}
+	}
+	if !(v.Kind == nil) {
+		b = append(b, ',')
+		b = append(b, "\"kind\":"...)
+		if v.Kind == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.Kind))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1AzureFileVolumeSource appends the JSON of a corev1.AzureFileVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1AzureFileVolumeSource(b []byte, v *corev1.AzureFileVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"secretName\":"...)
+	if b, ok = appendJSONString(b, string(v.SecretName)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"shareName\":"...)
+	if b, ok = appendJSONString(b, string(v.ShareName)); !ok {
+		return b, false
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1CSIVolumeSource appends the JSON of a corev1.CSIVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1CSIVolumeSource(b []byte, v *corev1.CSIVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"driver\":"...)
+	if b, ok = appendJSONString(b, string(v.Driver)); !ok {
+		return b, false
+	}
+	if !(v.ReadOnly == nil) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		if v.ReadOnly == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.ReadOnly)))
+		}
+	}
+	if !(v.FSType == nil) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if v.FSType == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.FSType))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(len(v.VolumeAttributes) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"volumeAttributes\":"...)
+		if b, ok = appendJSON(b, reflect.ValueOf(&v.VolumeAttributes).Elem()); !ok {
+			return b, false
+		}
+	}
+	if !(v.NodePublishSecretRef == nil) {
+		b = append(b, ',')
+		b = append(b, "\"nodePublishSecretRef\":"...)
+		if v.NodePublishSecretRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1LocalObjectReference(b, v.NodePublishSecretRef); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1Capabilities appends the JSON of a corev1.Capabilities as appendJSON does, or reports false.
+func appendJSONCorev1Capabilities(b []byte, v *corev1.Capabilities) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Add) == 0) {
+		b = append(b, "\"add\":"...)
+		if v.Add == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Add {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Add[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.Drop) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"drop\":"...)
+		if v.Drop == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Drop {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Drop[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1CephFSVolumeSource appends the JSON of a corev1.CephFSVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1CephFSVolumeSource(b []byte, v *corev1.CephFSVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"monitors\":"...)
+	if v.Monitors == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i0 := range v.Monitors {
+			if i0 > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendJSONString(b, string(v.Monitors[i0])); !ok {
+				return b, false
+			}
+		}
+		b = append(b, ']')
+	}
+	if !(len(v.Path) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"path\":"...)
+		if b, ok = appendJSONString(b, string(v.Path)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.User) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"user\":"...)
+		if b, ok = appendJSONString(b, string(v.User)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.SecretFile) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"secretFile\":"...)
+		if b, ok = appendJSONString(b, string(v.SecretFile)); !ok {
+			return b, false
+		}
+	}
+	if !(v.SecretRef == nil) {
+		b = append(b, ',')
+		b = append(b, "\"secretRef\":"...)
+		if v.SecretRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1LocalObjectReference(b, v.SecretRef); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1CinderVolumeSource appends the JSON of a corev1.CinderVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1CinderVolumeSource(b []byte, v *corev1.CinderVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"volumeID\":"...)
+	if b, ok = appendJSONString(b, string(v.VolumeID)); !ok {
+		return b, false
+	}
+	if !(len(v.FSType) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	if !(v.SecretRef == nil) {
+		b = append(b, ',')
+		b = append(b, "\"secretRef\":"...)
+		if v.SecretRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1LocalObjectReference(b, v.SecretRef); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ClusterTrustBundleProjection appends the JSON of a corev1.ClusterTrustBundleProjection as appendJSON does, or reports false.
+func appendJSONCorev1ClusterTrustBundleProjection(b []byte, v *corev1.ClusterTrustBundleProjection) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.Name == nil) {
+		b = append(b, "\"name\":"...)
+		if v.Name == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.Name))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.SignerName == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"signerName\":"...)
+		if v.SignerName == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.SignerName))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.LabelSelector == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"labelSelector\":"...)
+		if v.LabelSelector == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONMetav1LabelSelector(b, v.LabelSelector); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.Optional == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"optional\":"...)
+		if v.Optional == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.Optional)))
+		}
+	}
+	if len(b) > start+1 {
+		b = append(b, ',')
+	}
+	b = append(b, "\"path\":"...)
+	if b, ok = appendJSONString(b, string(v.Path)); !ok {
+		return b, false
+	}
+	if !(v.User == nil) {
+		b = append(b, ',')
+		b = append(b, "\"user\":"...)
+		if v.User == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.User)), 10)
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1Container appends the JSON of a corev1.Container as appendJSON does, or reports false.
+func appendJSONCorev1Container(b []byte, v *corev1.Container) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	if !(len(v.Image) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"image\":"...)
+		if b, ok = appendJSONString(b, string(v.Image)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Command) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"command\":"...)
+		if v.Command == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Command {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Command[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.Args) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"args\":"...)
+		if v.Args == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Args {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Args[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.WorkingDir) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"workingDir\":"...)
+		if b, ok = appendJSONString(b, string(v.WorkingDir)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Ports) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"ports\":"...)
+		if v.Ports == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Ports {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1ContainerPort(b, &v.Ports[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.EnvFrom) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"envFrom\":"...)
+		if v.EnvFrom == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.EnvFrom {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1EnvFromSource(b, &v.EnvFrom[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.Env) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"env\":"...)
+		if v.Env == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Env {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1EnvVar(b, &v.Env[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	b = append(b, ',')
+	b = append(b, "\"resources\":"...)
+	if b, ok = appendJSONCorev1ResourceRequirements(b, &v.Resources); !ok {
+		return b, false
+	}
+	if !(len(v.ResizePolicy) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"resizePolicy\":"...)
+		if v.ResizePolicy == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.ResizePolicy {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1ContainerResizePolicy(b, &v.ResizePolicy[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(v.RestartPolicy == nil) {
+		b = append(b, ',')
+		b = append(b, "\"restartPolicy\":"...)
+		if v.RestartPolicy == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.RestartPolicy))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(len(v.RestartPolicyRules) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"restartPolicyRules\":"...)
+		if v.RestartPolicyRules == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.RestartPolicyRules {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1ContainerRestartRule(b, &v.RestartPolicyRules[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.VolumeMounts) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"volumeMounts\":"...)
+		if v.VolumeMounts == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.VolumeMounts {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1VolumeMount(b, &v.VolumeMounts[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.VolumeDevices) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"volumeDevices\":"...)
+		if v.VolumeDevices == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.VolumeDevices {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1VolumeDevice(b, &v.VolumeDevices[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(v.LivenessProbe == nil) {
+		b = append(b, ',')
+		b = append(b, "\"livenessProbe\":"...)
+		if v.LivenessProbe == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(v.LivenessProbe).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.ReadinessProbe == nil) {
+		b = append(b, ',')
+		b = append(b, "\"readinessProbe\":"...)
+		if v.ReadinessProbe == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(v.ReadinessProbe).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.StartupProbe == nil) {
+		b = append(b, ',')
+		b = append(b, "\"startupProbe\":"...)
+		if v.StartupProbe == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(v.StartupProbe).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.Lifecycle == nil) {
+		b = append(b, ',')
+		b = append(b, "\"lifecycle\":"...)
+		if v.Lifecycle == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1Lifecycle(b, v.Lifecycle); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(len(v.TerminationMessagePath) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"terminationMessagePath\":"...)
+		if b, ok = appendJSONString(b, string(v.TerminationMessagePath)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.TerminationMessagePolicy) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"terminationMessagePolicy\":"...)
+		if b, ok = appendJSONString(b, string(v.TerminationMessagePolicy)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.ImagePullPolicy) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"imagePullPolicy\":"...)
+		if b, ok = appendJSONString(b, string(v.ImagePullPolicy)); !ok {
+			return b, false
+		}
+	}
+	if !(v.SecurityContext == nil) {
+		b = append(b, ',')
+		b = append(b, "\"securityContext\":"...)
+		if v.SecurityContext == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1SecurityContext(b, v.SecurityContext); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(!v.Stdin) {
+		b = append(b, ',')
+		b = append(b, "\"stdin\":"...)
+		b = strconv.AppendBool(b, bool(v.Stdin))
+	}
+	if !(!v.StdinOnce) {
+		b = append(b, ',')
+		b = append(b, "\"stdinOnce\":"...)
+		b = strconv.AppendBool(b, bool(v.StdinOnce))
+	}
+	if !(!v.TTY) {
+		b = append(b, ',')
+		b = append(b, "\"tty\":"...)
+		b = strconv.AppendBool(b, bool(v.TTY))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerExtendedResourceRequest appends the JSON of a corev1.ContainerExtendedResourceRequest as appendJSON does, or reports false.
+func appendJSONCorev1ContainerExtendedResourceRequest(b []byte, v *corev1.ContainerExtendedResourceRequest) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"containerName\":"...)
+	if b, ok = appendJSONString(b, string(v.ContainerName)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"resourceName\":"...)
+	if b, ok = appendJSONString(b, string(v.ResourceName)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"requestName\":"...)
+	if b, ok = appendJSONString(b, string(v.RequestName)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerPort appends the JSON of a corev1.ContainerPort as appendJSON does, or reports false.
+func appendJSONCorev1ContainerPort(b []byte, v *corev1.ContainerPort) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Name) == 0) {
+		b = append(b, "\"name\":"...)
+		if b, ok = appendJSONString(b, string(v.Name)); !ok {
+			return b, false
+		}
+	}
+	if !(v.HostPort == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"hostPort\":"...)
+		b = strconv.AppendInt(b, int64(v.HostPort), 10)
+	}
+	if len(b) > start+1 {
+		b = append(b, ',')
+	}
+	b = append(b, "\"containerPort\":"...)
+	b = strconv.AppendInt(b, int64(v.ContainerPort), 10)
+	if !(len(v.Protocol) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"protocol\":"...)
+		if b, ok = appendJSONString(b, string(v.Protocol)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.HostIP) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"hostIP\":"...)
+		if b, ok = appendJSONString(b, string(v.HostIP)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerResizePolicy appends the JSON of a corev1.ContainerResizePolicy as appendJSON does, or reports false.
+func appendJSONCorev1ContainerResizePolicy(b []byte, v *corev1.ContainerResizePolicy) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"resourceName\":"...)
+	if b, ok = appendJSONString(b, string(v.ResourceName)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"restartPolicy\":"...)
+	if b, ok = appendJSONString(b, string(v.RestartPolicy)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerRestartRule appends the JSON of a corev1.ContainerRestartRule as appendJSON does, or reports false.
+func appendJSONCorev1ContainerRestartRule(b []byte, v *corev1.ContainerRestartRule) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Action) == 0) {
+		b = append(b, "\"action\":"...)
+		if b, ok = appendJSONString(b, string(v.Action)); !ok {
+			return b, false
+		}
+	}
+	if !(v.ExitCodes == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"exitCodes\":"...)
+		if v.ExitCodes == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ContainerRestartRuleOnExitCodes(b, v.ExitCodes); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerRestartRuleOnExitCodes appends the JSON of a corev1.ContainerRestartRuleOnExitCodes as appendJSON does, or reports false.
+func appendJSONCorev1ContainerRestartRuleOnExitCodes(b []byte, v *corev1.ContainerRestartRuleOnExitCodes) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Operator) == 0) {
+		b = append(b, "\"operator\":"...)
+		if b, ok = appendJSONString(b, string(v.Operator)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Values) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"values\":"...)
+		if v.Values == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Values {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(v.Values[i0]), 10)
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerState appends the JSON of a corev1.ContainerState as appendJSON does, or reports false.
+func appendJSONCorev1ContainerState(b []byte, v *corev1.ContainerState) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.Waiting == nil) {
+		b = append(b, "\"waiting\":"...)
+		if v.Waiting == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ContainerStateWaiting(b, v.Waiting); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.Running == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"running\":"...)
+		if v.Running == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ContainerStateRunning(b, v.Running); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.Terminated == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"terminated\":"...)
+		if v.Terminated == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ContainerStateTerminated(b, v.Terminated); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerStateRunning appends the JSON of a corev1.ContainerStateRunning as appendJSON does, or reports false.
+func appendJSONCorev1ContainerStateRunning(b []byte, v *corev1.ContainerStateRunning) ([]byte, bool) {
+	b = append(b, '{')
+	b = append(b, "\"startedAt\":"...)
+	b = appendMetaTimeJSON(b, &v.StartedAt)
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerStateTerminated appends the JSON of a corev1.ContainerStateTerminated as appendJSON does, or reports false.
+func appendJSONCorev1ContainerStateTerminated(b []byte, v *corev1.ContainerStateTerminated) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"exitCode\":"...)
+	b = strconv.AppendInt(b, int64(v.ExitCode), 10)
+	if !(v.Signal == 0) {
+		b = append(b, ',')
+		b = append(b, "\"signal\":"...)
+		b = strconv.AppendInt(b, int64(v.Signal), 10)
+	}
+	if !(len(v.Reason) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"reason\":"...)
+		if b, ok = appendJSONString(b, string(v.Reason)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Message) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"message\":"...)
+		if b, ok = appendJSONString(b, string(v.Message)); !ok {
+			return b, false
+		}
+	}
+	b = append(b, ',')
+	b = append(b, "\"startedAt\":"...)
+	b = appendMetaTimeJSON(b, &v.StartedAt)
+	b = append(b, ',')
+	b = append(b, "\"finishedAt\":"...)
+	b = appendMetaTimeJSON(b, &v.FinishedAt)
+	if !(len(v.ContainerID) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"containerID\":"...)
+		if b, ok = appendJSONString(b, string(v.ContainerID)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerStateWaiting appends the JSON of a corev1.ContainerStateWaiting as appendJSON does, or reports false.
+func appendJSONCorev1ContainerStateWaiting(b []byte, v *corev1.ContainerStateWaiting) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Reason) == 0) {
+		b = append(b, "\"reason\":"...)
+		if b, ok = appendJSONString(b, string(v.Reason)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Message) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"message\":"...)
+		if b, ok = appendJSONString(b, string(v.Message)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerStatus appends the JSON of a corev1.ContainerStatus as appendJSON does, or reports false.
+func appendJSONCorev1ContainerStatus(b []byte, v *corev1.ContainerStatus) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"state\":"...)
+	if b, ok = appendJSONCorev1ContainerState(b, &v.State); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"lastState\":"...)
+	if b, ok = appendJSONCorev1ContainerState(b, &v.LastTerminationState); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"ready\":"...)
+	b = strconv.AppendBool(b, bool(v.Ready))
+	b = append(b, ',')
+	b = append(b, "\"restartCount\":"...)
+	b = strconv.AppendInt(b, int64(v.RestartCount), 10)
+	b = append(b, ',')
+	b = append(b, "\"image\":"...)
+	if b, ok = appendJSONString(b, string(v.Image)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"imageID\":"...)
+	if b, ok = appendJSONString(b, string(v.ImageID)); !ok {
+		return b, false
+	}
+	if !(len(v.ContainerID) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"containerID\":"...)
+		if b, ok = appendJSONString(b, string(v.ContainerID)); !ok {
+			return b, false
+		}
+	}
+	if !(v.Started == nil) {
+		b = append(b, ',')
+		b = append(b, "\"started\":"...)
+		if v.Started == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.Started)))
+		}
+	}
+	if !(len(v.AllocatedResources) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"allocatedResources\":"...)
+		if b, ok = appendJSON(b, reflect.ValueOf(&v.AllocatedResources).Elem()); !ok {
+			return b, false
+		}
+	}
+	if !(v.Resources == nil) {
+		b = append(b, ',')
+		b = append(b, "\"resources\":"...)
+		if v.Resources == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ResourceRequirements(b, v.Resources); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(len(v.VolumeMounts) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"volumeMounts\":"...)
+		if v.VolumeMounts == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.VolumeMounts {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1VolumeMountStatus(b, &v.VolumeMounts[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(v.User == nil) {
+		b = append(b, ',')
+		b = append(b, "\"user\":"...)
+		if v.User == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ContainerUser(b, v.User); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(len(v.AllocatedResourcesStatus) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"allocatedResourcesStatus\":"...)
+		if v.AllocatedResourcesStatus == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.AllocatedResourcesStatus {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1ResourceStatus(b, &v.AllocatedResourcesStatus[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(v.StopSignal == nil) {
+		b = append(b, ',')
+		b = append(b, "\"stopSignal\":"...)
+		if v.StopSignal == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.StopSignal))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ContainerUser appends the JSON of a corev1.ContainerUser as appendJSON does, or reports false.
+func appendJSONCorev1ContainerUser(b []byte, v *corev1.ContainerUser) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	if !(v.Linux == nil) {
+		b = append(b, "\"linux\":"...)
+		if v.Linux == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1LinuxContainerUser(b, v.Linux); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1DownwardAPIProjection appends the JSON of a corev1.DownwardAPIProjection as appendJSON does, or reports false.
+func appendJSONCorev1DownwardAPIProjection(b []byte, v *corev1.DownwardAPIProjection) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	if !(len(v.Items) == 0) {
+		b = append(b, "\"items\":"...)
+		if v.Items == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Items {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1DownwardAPIVolumeFile(b, &v.Items[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1DownwardAPIVolumeFile appends the JSON of a corev1.DownwardAPIVolumeFile as appendJSON does, or reports false.
+func appendJSONCorev1DownwardAPIVolumeFile(b []byte, v *corev1.DownwardAPIVolumeFile) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"path\":"...)
+	if b, ok = appendJSONString(b, string(v.Path)); !ok {
+		return b, false
+	}
+	if !(v.FieldRef == nil) {
+		b = append(b, ',')
+		b = append(b, "\"fieldRef\":"...)
+		if v.FieldRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ObjectFieldSelector(b, v.FieldRef); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.ResourceFieldRef == nil) {
+		b = append(b, ',')
+		b = append(b, "\"resourceFieldRef\":"...)
+		if v.ResourceFieldRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ResourceFieldSelector(b, v.ResourceFieldRef); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.Mode == nil) {
+		b = append(b, ',')
+		b = append(b, "\"mode\":"...)
+		if v.Mode == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.Mode)), 10)
+		}
+	}
+	if !(v.User == nil) {
+		b = append(b, ',')
+		b = append(b, "\"user\":"...)
+		if v.User == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.User)), 10)
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1DownwardAPIVolumeSource appends the JSON of a corev1.DownwardAPIVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1DownwardAPIVolumeSource(b []byte, v *corev1.DownwardAPIVolumeSource) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Items) == 0) {
+		b = append(b, "\"items\":"...)
+		if v.Items == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Items {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1DownwardAPIVolumeFile(b, &v.Items[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(v.DefaultMode == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"defaultMode\":"...)
+		if v.DefaultMode == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.DefaultMode)), 10)
+		}
+	}
+	if !(v.DefaultUser == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"defaultUser\":"...)
+		if v.DefaultUser == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.DefaultUser)), 10)
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1EmptyDirVolumeSource appends the JSON of a corev1.EmptyDirVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1EmptyDirVolumeSource(b []byte, v *corev1.EmptyDirVolumeSource) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Medium) == 0) {
+		b = append(b, "\"medium\":"...)
+		if b, ok = appendJSONString(b, string(v.Medium)); !ok {
+			return b, false
+		}
+	}
+	if !(v.SizeLimit == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"sizeLimit\":"...)
+		if v.SizeLimit == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(&v.SizeLimit).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.Mode == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"mode\":"...)
+		if v.Mode == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.Mode)), 10)
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1EnvFromSource appends the JSON of a corev1.EnvFromSource as appendJSON does, or reports false.
+func appendJSONCorev1EnvFromSource(b []byte, v *corev1.EnvFromSource) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Prefix) == 0) {
+		b = append(b, "\"prefix\":"...)
+		if b, ok = appendJSONString(b, string(v.Prefix)); !ok {
+			return b, false
+		}
+	}
+	if !(v.ConfigMapRef == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"configMapRef\":"...)
+		if v.ConfigMapRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(v.ConfigMapRef).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.SecretRef == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"secretRef\":"...)
+		if v.SecretRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(v.SecretRef).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1EnvVar appends the JSON of a corev1.EnvVar as appendJSON does, or reports false.
+func appendJSONCorev1EnvVar(b []byte, v *corev1.EnvVar) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	if !(len(v.Value) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"value\":"...)
+		if b, ok = appendJSONString(b, string(v.Value)); !ok {
+			return b, false
+		}
+	}
+	if !(v.ValueFrom == nil) {
+		b = append(b, ',')
+		b = append(b, "\"valueFrom\":"...)
+		if v.ValueFrom == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1EnvVarSource(b, v.ValueFrom); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1EnvVarSource appends the JSON of a corev1.EnvVarSource as appendJSON does, or reports false.
+func appendJSONCorev1EnvVarSource(b []byte, v *corev1.EnvVarSource) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.FieldRef == nil) {
+		b = append(b, "\"fieldRef\":"...)
+		if v.FieldRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ObjectFieldSelector(b, v.FieldRef); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.ResourceFieldRef == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"resourceFieldRef\":"...)
+		if v.ResourceFieldRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ResourceFieldSelector(b, v.ResourceFieldRef); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.ConfigMapKeyRef == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"configMapKeyRef\":"...)
+		if v.ConfigMapKeyRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(v.ConfigMapKeyRef).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.SecretKeyRef == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"secretKeyRef\":"...)
+		if v.SecretKeyRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(v.SecretKeyRef).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.FileKeyRef == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"fileKeyRef\":"...)
+		if v.FileKeyRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1FileKeySelector(b, v.FileKeyRef); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1EphemeralVolumeSource appends the JSON of a corev1.EphemeralVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1EphemeralVolumeSource(b []byte, v *corev1.EphemeralVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	if !(v.VolumeClaimTemplate == nil) {
+		b = append(b, "\"volumeClaimTemplate\":"...)
+		if v.VolumeClaimTemplate == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(v.VolumeClaimTemplate).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1EvictionResponder appends the JSON of a corev1.EvictionResponder as appendJSON does, or reports false.
+func appendJSONCorev1EvictionResponder(b []byte, v *corev1.EvictionResponder) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"priority\":"...)
+	if v.Priority == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, int64((*v.Priority)), 10)
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ExecAction appends the JSON of a corev1.ExecAction as appendJSON does, or reports false.
+func appendJSONCorev1ExecAction(b []byte, v *corev1.ExecAction) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	if !(len(v.Command) == 0) {
+		b = append(b, "\"command\":"...)
+		if v.Command == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Command {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Command[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1FCVolumeSource appends the JSON of a corev1.FCVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1FCVolumeSource(b []byte, v *corev1.FCVolumeSource) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.TargetWWNs) == 0) {
+		b = append(b, "\"targetWWNs\":"...)
+		if v.TargetWWNs == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.TargetWWNs {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.TargetWWNs[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(v.Lun == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"lun\":"...)
+		if v.Lun == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.Lun)), 10)
+		}
+	}
+	if !(len(v.FSType) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(!v.ReadOnly) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	if !(len(v.WWIDs) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"wwids\":"...)
+		if v.WWIDs == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.WWIDs {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.WWIDs[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1FileKeySelector appends the JSON of a corev1.FileKeySelector as appendJSON does, or reports false.
+func appendJSONCorev1FileKeySelector(b []byte, v *corev1.FileKeySelector) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"volumeName\":"...)
+	if b, ok = appendJSONString(b, string(v.VolumeName)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"path\":"...)
+	if b, ok = appendJSONString(b, string(v.Path)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"key\":"...)
+	if b, ok = appendJSONString(b, string(v.Key)); !ok {
+		return b, false
+	}
+	if !(v.Optional == nil) {
+		b = append(b, ',')
+		b = append(b, "\"optional\":"...)
+		if v.Optional == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.Optional)))
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1FlexVolumeSource appends the JSON of a corev1.FlexVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1FlexVolumeSource(b []byte, v *corev1.FlexVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"driver\":"...)
+	if b, ok = appendJSONString(b, string(v.Driver)); !ok {
+		return b, false
+	}
+	if !(len(v.FSType) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(v.SecretRef == nil) {
+		b = append(b, ',')
+		b = append(b, "\"secretRef\":"...)
+		if v.SecretRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1LocalObjectReference(b, v.SecretRef); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	if !(len(v.Options) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"options\":"...)
+		if b, ok = appendJSON(b, reflect.ValueOf(&v.Options).Elem()); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1FlockerVolumeSource appends the JSON of a corev1.FlockerVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1FlockerVolumeSource(b []byte, v *corev1.FlockerVolumeSource) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.DatasetName) == 0) {
+		b = append(b, "\"datasetName\":"...)
+		if b, ok = appendJSONString(b, string(v.DatasetName)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.DatasetUUID) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"datasetUUID\":"...)
+		if b, ok = appendJSONString(b, string(v.DatasetUUID)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1GCEPersistentDiskVolumeSource appends the JSON of a corev1.GCEPersistentDiskVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1GCEPersistentDiskVolumeSource(b []byte, v *corev1.GCEPersistentDiskVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"pdName\":"...)
+	if b, ok = appendJSONString(b, string(v.PDName)); !ok {
+		return b, false
+	}
+	if !(len(v.FSType) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(v.Partition == 0) {
+		b = append(b, ',')
+		b = append(b, "\"partition\":"...)
+		b = strconv.AppendInt(b, int64(v.Partition), 10)
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1GRPCAction appends the JSON of a corev1.GRPCAction as appendJSON does, or reports false.
+func appendJSONCorev1GRPCAction(b []byte, v *corev1.GRPCAction) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"port\":"...)
+	b = strconv.AppendInt(b, int64(v.Port), 10)
+	b = append(b, ',')
+	b = append(b, "\"service\":"...)
+	if v.Service == nil {
+		b = append(b, "null"...)
+	} else {
+		if b, ok = appendJSONString(b, string((*v.Service))); !ok {
+			return b, false
+		}
+	}
+	if !(v.Mode == nil) {
+		b = append(b, ',')
+		b = append(b, "\"mode\":"...)
+		if v.Mode == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.Mode))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1GitRepoVolumeSource appends the JSON of a corev1.GitRepoVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1GitRepoVolumeSource(b []byte, v *corev1.GitRepoVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"repository\":"...)
+	if b, ok = appendJSONString(b, string(v.Repository)); !ok {
+		return b, false
+	}
+	if !(len(v.Revision) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"revision\":"...)
+		if b, ok = appendJSONString(b, string(v.Revision)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Directory) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"directory\":"...)
+		if b, ok = appendJSONString(b, string(v.Directory)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1GlusterfsVolumeSource appends the JSON of a corev1.GlusterfsVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1GlusterfsVolumeSource(b []byte, v *corev1.GlusterfsVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"endpoints\":"...)
+	if b, ok = appendJSONString(b, string(v.EndpointsName)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"path\":"...)
+	if b, ok = appendJSONString(b, string(v.Path)); !ok {
+		return b, false
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1HTTPGetAction appends the JSON of a corev1.HTTPGetAction as appendJSON does, or reports false.
+func appendJSONCorev1HTTPGetAction(b []byte, v *corev1.HTTPGetAction) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Path) == 0) {
+		b = append(b, "\"path\":"...)
+		if b, ok = appendJSONString(b, string(v.Path)); !ok {
+			return b, false
+		}
+	}
+	if len(b) > start+1 {
+		b = append(b, ',')
+	}
+	b = append(b, "\"port\":"...)
+	if b, ok = appendJSON(b, reflect.ValueOf(&v.Port).Elem()); !ok {
+		return b, false
+	}
+	if !(len(v.Host) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"host\":"...)
+		if b, ok = appendJSONString(b, string(v.Host)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Scheme) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"scheme\":"...)
+		if b, ok = appendJSONString(b, string(v.Scheme)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.HTTPHeaders) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"httpHeaders\":"...)
+		if v.HTTPHeaders == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.HTTPHeaders {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1HTTPHeader(b, &v.HTTPHeaders[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(v.Protocol == nil) {
+		b = append(b, ',')
+		b = append(b, "\"protocol\":"...)
+		if v.Protocol == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.Protocol))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1HTTPHeader appends the JSON of a corev1.HTTPHeader as appendJSON does, or reports false.
+func appendJSONCorev1HTTPHeader(b []byte, v *corev1.HTTPHeader) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"value\":"...)
+	if b, ok = appendJSONString(b, string(v.Value)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1HostAlias appends the JSON of a corev1.HostAlias as appendJSON does, or reports false.
+func appendJSONCorev1HostAlias(b []byte, v *corev1.HostAlias) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"ip\":"...)
+	if b, ok = appendJSONString(b, string(v.IP)); !ok {
+		return b, false
+	}
+	if !(len(v.Hostnames) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"hostnames\":"...)
+		if v.Hostnames == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Hostnames {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Hostnames[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1HostIP appends the JSON of a corev1.HostIP as appendJSON does, or reports false.
+func appendJSONCorev1HostIP(b []byte, v *corev1.HostIP) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"ip\":"...)
+	if b, ok = appendJSONString(b, string(v.IP)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1HostPathVolumeSource appends the JSON of a corev1.HostPathVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1HostPathVolumeSource(b []byte, v *corev1.HostPathVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"path\":"...)
+	if b, ok = appendJSONString(b, string(v.Path)); !ok {
+		return b, false
+	}
+	if !(v.Type == nil) {
+		b = append(b, ',')
+		b = append(b, "\"type\":"...)
+		if v.Type == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.Type))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ISCSIVolumeSource appends the JSON of a corev1.ISCSIVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1ISCSIVolumeSource(b []byte, v *corev1.ISCSIVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"targetPortal\":"...)
+	if b, ok = appendJSONString(b, string(v.TargetPortal)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"iqn\":"...)
+	if b, ok = appendJSONString(b, string(v.IQN)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"lun\":"...)
+	b = strconv.AppendInt(b, int64(v.Lun), 10)
+	if !(len(v.ISCSIInterface) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"iscsiInterface\":"...)
+		if b, ok = appendJSONString(b, string(v.ISCSIInterface)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.FSType) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	if !(len(v.Portals) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"portals\":"...)
+		if v.Portals == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Portals {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Portals[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(!v.DiscoveryCHAPAuth) {
+		b = append(b, ',')
+		b = append(b, "\"chapAuthDiscovery\":"...)
+		b = strconv.AppendBool(b, bool(v.DiscoveryCHAPAuth))
+	}
+	if !(!v.SessionCHAPAuth) {
+		b = append(b, ',')
+		b = append(b, "\"chapAuthSession\":"...)
+		b = strconv.AppendBool(b, bool(v.SessionCHAPAuth))
+	}
+	if !(v.SecretRef == nil) {
+		b = append(b, ',')
+		b = append(b, "\"secretRef\":"...)
+		if v.SecretRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1LocalObjectReference(b, v.SecretRef); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.InitiatorName == nil) {
+		b = append(b, ',')
+		b = append(b, "\"initiatorName\":"...)
+		if v.InitiatorName == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.InitiatorName))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ImageVolumeSource appends the JSON of a corev1.ImageVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1ImageVolumeSource(b []byte, v *corev1.ImageVolumeSource) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Reference) == 0) {
+		b = append(b, "\"reference\":"...)
+		if b, ok = appendJSONString(b, string(v.Reference)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.PullPolicy) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"pullPolicy\":"...)
+		if b, ok = appendJSONString(b, string(v.PullPolicy)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ImageVolumeStatus appends the JSON of a corev1.ImageVolumeStatus as appendJSON does, or reports false.
+func appendJSONCorev1ImageVolumeStatus(b []byte, v *corev1.ImageVolumeStatus) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	if !(len(v.ImageRef) == 0) {
+		b = append(b, "\"imageRef\":"...)
+		if b, ok = appendJSONString(b, string(v.ImageRef)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1KeyToPath appends the JSON of a corev1.KeyToPath as appendJSON does, or reports false.
+func appendJSONCorev1KeyToPath(b []byte, v *corev1.KeyToPath) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"key\":"...)
+	if b, ok = appendJSONString(b, string(v.Key)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"path\":"...)
+	if b, ok = appendJSONString(b, string(v.Path)); !ok {
+		return b, false
+	}
+	if !(v.Mode == nil) {
+		b = append(b, ',')
+		b = append(b, "\"mode\":"...)
+		if v.Mode == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.Mode)), 10)
+		}
+	}
+	if !(v.User == nil) {
+		b = append(b, ',')
+		b = append(b, "\"user\":"...)
+		if v.User == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.User)), 10)
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1Lifecycle appends the JSON of a corev1.Lifecycle as appendJSON does, or reports false.
+func appendJSONCorev1Lifecycle(b []byte, v *corev1.Lifecycle) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.PostStart == nil) {
+		b = append(b, "\"postStart\":"...)
+		if v.PostStart == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1LifecycleHandler(b, v.PostStart); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.PreStop == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"preStop\":"...)
+		if v.PreStop == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1LifecycleHandler(b, v.PreStop); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.StopSignal == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"stopSignal\":"...)
+		if v.StopSignal == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.StopSignal))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1LifecycleHandler appends the JSON of a corev1.LifecycleHandler as appendJSON does, or reports false.
+func appendJSONCorev1LifecycleHandler(b []byte, v *corev1.LifecycleHandler) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.Exec == nil) {
+		b = append(b, "\"exec\":"...)
+		if v.Exec == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ExecAction(b, v.Exec); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.HTTPGet == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"httpGet\":"...)
+		if v.HTTPGet == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1HTTPGetAction(b, v.HTTPGet); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.TCPSocket == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"tcpSocket\":"...)
+		if v.TCPSocket == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1TCPSocketAction(b, v.TCPSocket); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.Sleep == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"sleep\":"...)
+		if v.Sleep == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1SleepAction(b, v.Sleep); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1LinuxContainerUser appends the JSON of a corev1.LinuxContainerUser as appendJSON does, or reports false.
+func appendJSONCorev1LinuxContainerUser(b []byte, v *corev1.LinuxContainerUser) ([]byte, bool) {
+	b = append(b, '{')
+	b = append(b, "\"uid\":"...)
+	b = strconv.AppendInt(b, int64(v.UID), 10)
+	b = append(b, ',')
+	b = append(b, "\"gid\":"...)
+	b = strconv.AppendInt(b, int64(v.GID), 10)
+	if !(len(v.SupplementalGroups) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"supplementalGroups\":"...)
+		if v.SupplementalGroups == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.SupplementalGroups {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(v.SupplementalGroups[i0]), 10)
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1LocalObjectReference appends the JSON of a corev1.LocalObjectReference as appendJSON does, or reports false.
+func appendJSONCorev1LocalObjectReference(b []byte, v *corev1.LocalObjectReference) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	if !(len(v.Name) == 0) {
+		b = append(b, "\"name\":"...)
+		if b, ok = appendJSONString(b, string(v.Name)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1NFSVolumeSource appends the JSON of a corev1.NFSVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1NFSVolumeSource(b []byte, v *corev1.NFSVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"server\":"...)
+	if b, ok = appendJSONString(b, string(v.Server)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"path\":"...)
+	if b, ok = appendJSONString(b, string(v.Path)); !ok {
+		return b, false
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1NodeAffinity appends the JSON of a corev1.NodeAffinity as appendJSON does, or reports false.
+func appendJSONCorev1NodeAffinity(b []byte, v *corev1.NodeAffinity) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.RequiredDuringSchedulingIgnoredDuringExecution == nil) {
+		b = append(b, "\"requiredDuringSchedulingIgnoredDuringExecution\":"...)
+		if v.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1NodeSelector(b, v.RequiredDuringSchedulingIgnoredDuringExecution); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(len(v.PreferredDuringSchedulingIgnoredDuringExecution) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"preferredDuringSchedulingIgnoredDuringExecution\":"...)
+		if v.PreferredDuringSchedulingIgnoredDuringExecution == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1PreferredSchedulingTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1NodeAllocatableMappedResources appends the JSON of a corev1.NodeAllocatableMappedResources as appendJSON does, or reports false.
+func appendJSONCorev1NodeAllocatableMappedResources(b []byte, v *corev1.NodeAllocatableMappedResources) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"quantity\":"...)
+	if v.Quantity == nil {
+		b = append(b, "null"...)
+	} else {
+		if b, ok = appendJSON(b, reflect.ValueOf(&v.Quantity).Elem()); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1NodeAllocatableOverheadResources appends the JSON of a corev1.NodeAllocatableOverheadResources as appendJSON does, or reports false.
+func appendJSONCorev1NodeAllocatableOverheadResources(b []byte, v *corev1.NodeAllocatableOverheadResources) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	if !(v.PerPod == nil) {
+		b = append(b, ',')
+		b = append(b, "\"perPod\":"...)
+		if v.PerPod == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(&v.PerPod).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.PerContainer == nil) {
+		b = append(b, ',')
+		b = append(b, "\"perContainer\":"...)
+		if v.PerContainer == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(&v.PerContainer).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1NodeAllocatableResourceClaimStatus appends the JSON of a corev1.NodeAllocatableResourceClaimStatus as appendJSON does, or reports false.
+func appendJSONCorev1NodeAllocatableResourceClaimStatus(b []byte, v *corev1.NodeAllocatableResourceClaimStatus) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"resourceClaimName\":"...)
+	if b, ok = appendJSONString(b, string(v.ResourceClaimName)); !ok {
+		return b, false
+	}
+	if !(len(v.Containers) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"containers\":"...)
+		if v.Containers == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Containers {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Containers[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.Mapping) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"mapping\":"...)
+		if v.Mapping == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Mapping {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1NodeAllocatableMappedResources(b, &v.Mapping[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.Overhead) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"overhead\":"...)
+		if v.Overhead == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Overhead {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1NodeAllocatableOverheadResources(b, &v.Overhead[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1NodeSelector appends the JSON of a corev1.NodeSelector as appendJSON does, or reports false.
+func appendJSONCorev1NodeSelector(b []byte, v *corev1.NodeSelector) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"nodeSelectorTerms\":"...)
+	if v.NodeSelectorTerms == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i0 := range v.NodeSelectorTerms {
+			if i0 > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendJSONCorev1NodeSelectorTerm(b, &v.NodeSelectorTerms[i0]); !ok {
+				return b, false
+			}
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1NodeSelectorRequirement appends the JSON of a corev1.NodeSelectorRequirement as appendJSON does, or reports false.
+func appendJSONCorev1NodeSelectorRequirement(b []byte, v *corev1.NodeSelectorRequirement) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"key\":"...)
+	if b, ok = appendJSONString(b, string(v.Key)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"operator\":"...)
+	if b, ok = appendJSONString(b, string(v.Operator)); !ok {
+		return b, false
+	}
+	if !(len(v.Values) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"values\":"...)
+		if v.Values == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Values {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Values[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1NodeSelectorTerm appends the JSON of a corev1.NodeSelectorTerm as appendJSON does, or reports false.
+func appendJSONCorev1NodeSelectorTerm(b []byte, v *corev1.NodeSelectorTerm) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.MatchExpressions) == 0) {
+		b = append(b, "\"matchExpressions\":"...)
+		if v.MatchExpressions == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.MatchExpressions {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1NodeSelectorRequirement(b, &v.MatchExpressions[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.MatchFields) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"matchFields\":"...)
+		if v.MatchFields == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.MatchFields {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1NodeSelectorRequirement(b, &v.MatchFields[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ObjectFieldSelector appends the JSON of a corev1.ObjectFieldSelector as appendJSON does, or reports false.
+func appendJSONCorev1ObjectFieldSelector(b []byte, v *corev1.ObjectFieldSelector) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.APIVersion) == 0) {
+		b = append(b, "\"apiVersion\":"...)
+		if b, ok = appendJSONString(b, string(v.APIVersion)); !ok {
+			return b, false
+		}
+	}
+	if len(b) > start+1 {
+		b = append(b, ',')
+	}
+	b = append(b, "\"fieldPath\":"...)
+	if b, ok = appendJSONString(b, string(v.FieldPath)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PersistentVolumeClaimVolumeSource appends the JSON of a corev1.PersistentVolumeClaimVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1PersistentVolumeClaimVolumeSource(b []byte, v *corev1.PersistentVolumeClaimVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"claimName\":"...)
+	if b, ok = appendJSONString(b, string(v.ClaimName)); !ok {
+		return b, false
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PhotonPersistentDiskVolumeSource appends the JSON of a corev1.PhotonPersistentDiskVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1PhotonPersistentDiskVolumeSource(b []byte, v *corev1.PhotonPersistentDiskVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"pdID\":"...)
+	if b, ok = appendJSONString(b, string(v.PdID)); !ok {
+		return b, false
+	}
+	if !(len(v.FSType) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodAffinity appends the JSON of a corev1.PodAffinity as appendJSON does, or reports false.
+func appendJSONCorev1PodAffinity(b []byte, v *corev1.PodAffinity) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.RequiredDuringSchedulingIgnoredDuringExecution) == 0) {
+		b = append(b, "\"requiredDuringSchedulingIgnoredDuringExecution\":"...)
+		if v.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.RequiredDuringSchedulingIgnoredDuringExecution {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1PodAffinityTerm(b, &v.RequiredDuringSchedulingIgnoredDuringExecution[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.PreferredDuringSchedulingIgnoredDuringExecution) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"preferredDuringSchedulingIgnoredDuringExecution\":"...)
+		if v.PreferredDuringSchedulingIgnoredDuringExecution == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1WeightedPodAffinityTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodAffinityTerm appends the JSON of a corev1.PodAffinityTerm as appendJSON does, or reports false.
+func appendJSONCorev1PodAffinityTerm(b []byte, v *corev1.PodAffinityTerm) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.LabelSelector == nil) {
+		b = append(b, "\"labelSelector\":"...)
+		if v.LabelSelector == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONMetav1LabelSelector(b, v.LabelSelector); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(len(v.Namespaces) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"namespaces\":"...)
+		if v.Namespaces == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Namespaces {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Namespaces[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if len(b) > start+1 {
+		b = append(b, ',')
+	}
+	b = append(b, "\"topologyKey\":"...)
+	if b, ok = appendJSONString(b, string(v.TopologyKey)); !ok {
+		return b, false
+	}
+	if !(v.NamespaceSelector == nil) {
+		b = append(b, ',')
+		b = append(b, "\"namespaceSelector\":"...)
+		if v.NamespaceSelector == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONMetav1LabelSelector(b, v.NamespaceSelector); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(len(v.MatchLabelKeys) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"matchLabelKeys\":"...)
+		if v.MatchLabelKeys == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.MatchLabelKeys {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.MatchLabelKeys[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.MismatchLabelKeys) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"mismatchLabelKeys\":"...)
+		if v.MismatchLabelKeys == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.MismatchLabelKeys {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.MismatchLabelKeys[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodAntiAffinity appends the JSON of a corev1.PodAntiAffinity as appendJSON does, or reports false.
+func appendJSONCorev1PodAntiAffinity(b []byte, v *corev1.PodAntiAffinity) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.RequiredDuringSchedulingIgnoredDuringExecution) == 0) {
+		b = append(b, "\"requiredDuringSchedulingIgnoredDuringExecution\":"...)
+		if v.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.RequiredDuringSchedulingIgnoredDuringExecution {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1PodAffinityTerm(b, &v.RequiredDuringSchedulingIgnoredDuringExecution[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.PreferredDuringSchedulingIgnoredDuringExecution) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"preferredDuringSchedulingIgnoredDuringExecution\":"...)
+		if v.PreferredDuringSchedulingIgnoredDuringExecution == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.PreferredDuringSchedulingIgnoredDuringExecution {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1WeightedPodAffinityTerm(b, &v.PreferredDuringSchedulingIgnoredDuringExecution[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodCertificateProjection appends the JSON of a corev1.PodCertificateProjection as appendJSON does, or reports false.
+func appendJSONCorev1PodCertificateProjection(b []byte, v *corev1.PodCertificateProjection) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.SignerName) == 0) {
+		b = append(b, "\"signerName\":"...)
+		if b, ok = appendJSONString(b, string(v.SignerName)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.KeyType) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"keyType\":"...)
+		if b, ok = appendJSONString(b, string(v.KeyType)); !ok {
+			return b, false
+		}
+	}
+	if !(v.MaxExpirationSeconds == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"maxExpirationSeconds\":"...)
+		if v.MaxExpirationSeconds == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.MaxExpirationSeconds)), 10)
+		}
+	}
+	if !(len(v.CredentialBundlePath) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"credentialBundlePath\":"...)
+		if b, ok = appendJSONString(b, string(v.CredentialBundlePath)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.KeyPath) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"keyPath\":"...)
+		if b, ok = appendJSONString(b, string(v.KeyPath)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.CertificateChainPath) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"certificateChainPath\":"...)
+		if b, ok = appendJSONString(b, string(v.CertificateChainPath)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.UserAnnotations) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"userAnnotations\":"...)
+		if b, ok = appendJSON(b, reflect.ValueOf(&v.UserAnnotations).Elem()); !ok {
+			return b, false
+		}
+	}
+	if !(v.User == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"user\":"...)
+		if v.User == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.User)), 10)
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodCondition appends the JSON of a corev1.PodCondition as appendJSON does, or reports false.
+func appendJSONCorev1PodCondition(b []byte, v *corev1.PodCondition) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"type\":"...)
+	if b, ok = appendJSONString(b, string(v.Type)); !ok {
+		return b, false
+	}
+	if !(v.ObservedGeneration == 0) {
+		b = append(b, ',')
+		b = append(b, "\"observedGeneration\":"...)
+		b = strconv.AppendInt(b, int64(v.ObservedGeneration), 10)
+	}
+	b = append(b, ',')
+	b = append(b, "\"status\":"...)
+	if b, ok = appendJSONString(b, string(v.Status)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"lastProbeTime\":"...)
+	b = appendMetaTimeJSON(b, &v.LastProbeTime)
+	b = append(b, ',')
+	b = append(b, "\"lastTransitionTime\":"...)
+	b = appendMetaTimeJSON(b, &v.LastTransitionTime)
+	if !(len(v.Reason) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"reason\":"...)
+		if b, ok = appendJSONString(b, string(v.Reason)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Message) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"message\":"...)
+		if b, ok = appendJSONString(b, string(v.Message)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodDNSConfig appends the JSON of a corev1.PodDNSConfig as appendJSON does, or reports false.
+func appendJSONCorev1PodDNSConfig(b []byte, v *corev1.PodDNSConfig) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Nameservers) == 0) {
+		b = append(b, "\"nameservers\":"...)
+		if v.Nameservers == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Nameservers {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Nameservers[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.Searches) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"searches\":"...)
+		if v.Searches == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Searches {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Searches[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(len(v.Options) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"options\":"...)
+		if v.Options == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Options {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1PodDNSConfigOption(b, &v.Options[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodDNSConfigOption appends the JSON of a corev1.PodDNSConfigOption as appendJSON does, or reports false.
+func appendJSONCorev1PodDNSConfigOption(b []byte, v *corev1.PodDNSConfigOption) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Name) == 0) {
+		b = append(b, "\"name\":"...)
+		if b, ok = appendJSONString(b, string(v.Name)); !ok {
+			return b, false
+		}
+	}
+	if !(v.Value == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"value\":"...)
+		if v.Value == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.Value))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodExtendedResourceClaimStatus appends the JSON of a corev1.PodExtendedResourceClaimStatus as appendJSON does, or reports false.
+func appendJSONCorev1PodExtendedResourceClaimStatus(b []byte, v *corev1.PodExtendedResourceClaimStatus) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"requestMappings\":"...)
+	if v.RequestMappings == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i0 := range v.RequestMappings {
+			if i0 > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendJSONCorev1ContainerExtendedResourceRequest(b, &v.RequestMappings[i0]); !ok {
+				return b, false
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ',')
+	b = append(b, "\"resourceClaimName\":"...)
+	if b, ok = appendJSONString(b, string(v.ResourceClaimName)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodIP appends the JSON of a corev1.PodIP as appendJSON does, or reports false.
+func appendJSONCorev1PodIP(b []byte, v *corev1.PodIP) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"ip\":"...)
+	if b, ok = appendJSONString(b, string(v.IP)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodOS appends the JSON of a corev1.PodOS as appendJSON does, or reports false.
+func appendJSONCorev1PodOS(b []byte, v *corev1.PodOS) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodResourceClaim appends the JSON of a corev1.PodResourceClaim as appendJSON does, or reports false.
+func appendJSONCorev1PodResourceClaim(b []byte, v *corev1.PodResourceClaim) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	if !(v.ResourceClaimName == nil) {
+		b = append(b, ',')
+		b = append(b, "\"resourceClaimName\":"...)
+		if v.ResourceClaimName == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.ResourceClaimName))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.ResourceClaimTemplateName == nil) {
+		b = append(b, ',')
+		b = append(b, "\"resourceClaimTemplateName\":"...)
+		if v.ResourceClaimTemplateName == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.ResourceClaimTemplateName))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodResourceClaimStatus appends the JSON of a corev1.PodResourceClaimStatus as appendJSON does, or reports false.
+func appendJSONCorev1PodResourceClaimStatus(b []byte, v *corev1.PodResourceClaimStatus) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	if !(v.ResourceClaimName == nil) {
+		b = append(b, ',')
+		b = append(b, "\"resourceClaimName\":"...)
+		if v.ResourceClaimName == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.ResourceClaimName))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodSchedulingGate appends the JSON of a corev1.PodSchedulingGate as appendJSON does, or reports false.
+func appendJSONCorev1PodSchedulingGate(b []byte, v *corev1.PodSchedulingGate) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodSchedulingGroup appends the JSON of a corev1.PodSchedulingGroup as appendJSON does, or reports false.
+func appendJSONCorev1PodSchedulingGroup(b []byte, v *corev1.PodSchedulingGroup) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	if !(v.PodGroupName == nil) {
+		b = append(b, "\"podGroupName\":"...)
+		if v.PodGroupName == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.PodGroupName))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodSecurityContext appends the JSON of a corev1.PodSecurityContext as appendJSON does, or reports false.
+func appendJSONCorev1PodSecurityContext(b []byte, v *corev1.PodSecurityContext) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.SELinuxOptions == nil) {
+		b = append(b, "\"seLinuxOptions\":"...)
+		if v.SELinuxOptions == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1SELinuxOptions(b, v.SELinuxOptions); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.WindowsOptions == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"windowsOptions\":"...)
+		if v.WindowsOptions == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1WindowsSecurityContextOptions(b, v.WindowsOptions); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.RunAsUser == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"runAsUser\":"...)
+		if v.RunAsUser == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.RunAsUser)), 10)
+		}
+	}
+	if !(v.RunAsGroup == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"runAsGroup\":"...)
+		if v.RunAsGroup == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.RunAsGroup)), 10)
+		}
+	}
+	if !(v.RunAsNonRoot == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"runAsNonRoot\":"...)
+		if v.RunAsNonRoot == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.RunAsNonRoot)))
+		}
+	}
+	if !(len(v.SupplementalGroups) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"supplementalGroups\":"...)
+		if v.SupplementalGroups == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.SupplementalGroups {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(v.SupplementalGroups[i0]), 10)
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(v.SupplementalGroupsPolicy == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"supplementalGroupsPolicy\":"...)
+		if v.SupplementalGroupsPolicy == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.SupplementalGroupsPolicy))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.FSGroup == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"fsGroup\":"...)
+		if v.FSGroup == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.FSGroup)), 10)
+		}
+	}
+	if !(len(v.Sysctls) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"sysctls\":"...)
+		if v.Sysctls == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Sysctls {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1Sysctl(b, &v.Sysctls[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(v.FSGroupChangePolicy == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"fsGroupChangePolicy\":"...)
+		if v.FSGroupChangePolicy == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.FSGroupChangePolicy))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.SeccompProfile == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"seccompProfile\":"...)
+		if v.SeccompProfile == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1SeccompProfile(b, v.SeccompProfile); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.AppArmorProfile == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"appArmorProfile\":"...)
+		if v.AppArmorProfile == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1AppArmorProfile(b, v.AppArmorProfile); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.SELinuxChangePolicy == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"seLinuxChangePolicy\":"...)
+		if v.SELinuxChangePolicy == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.SELinuxChangePolicy))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PodVolumeHealth appends the JSON of a corev1.PodVolumeHealth as appendJSON does, or reports false.
+func appendJSONCorev1PodVolumeHealth(b []byte, v *corev1.PodVolumeHealth) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	if !(len(v.HealthConditions) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"healthConditions\":"...)
+		if v.HealthConditions == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.HealthConditions {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1VolumeHealthCondition(b, &v.HealthConditions[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	b = append(b, ',')
+	b = append(b, "\"lastTransitionTime\":"...)
+	b = appendMetaTimeJSON(b, &v.LastTransitionTime)
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PortworxVolumeSource appends the JSON of a corev1.PortworxVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1PortworxVolumeSource(b []byte, v *corev1.PortworxVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"volumeID\":"...)
+	if b, ok = appendJSONString(b, string(v.VolumeID)); !ok {
+		return b, false
+	}
+	if !(len(v.FSType) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1PreferredSchedulingTerm appends the JSON of a corev1.PreferredSchedulingTerm as appendJSON does, or reports false.
+func appendJSONCorev1PreferredSchedulingTerm(b []byte, v *corev1.PreferredSchedulingTerm) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"weight\":"...)
+	b = strconv.AppendInt(b, int64(v.Weight), 10)
+	b = append(b, ',')
+	b = append(b, "\"preference\":"...)
+	if b, ok = appendJSONCorev1NodeSelectorTerm(b, &v.Preference); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ProjectedVolumeSource appends the JSON of a corev1.ProjectedVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1ProjectedVolumeSource(b []byte, v *corev1.ProjectedVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"sources\":"...)
+	if v.Sources == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i0 := range v.Sources {
+			if i0 > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendJSONCorev1VolumeProjection(b, &v.Sources[i0]); !ok {
+				return b, false
+			}
+		}
+		b = append(b, ']')
+	}
+	if !(v.DefaultMode == nil) {
+		b = append(b, ',')
+		b = append(b, "\"defaultMode\":"...)
+		if v.DefaultMode == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.DefaultMode)), 10)
+		}
+	}
+	if !(v.DefaultUser == nil) {
+		b = append(b, ',')
+		b = append(b, "\"defaultUser\":"...)
+		if v.DefaultUser == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.DefaultUser)), 10)
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1QuobyteVolumeSource appends the JSON of a corev1.QuobyteVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1QuobyteVolumeSource(b []byte, v *corev1.QuobyteVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"registry\":"...)
+	if b, ok = appendJSONString(b, string(v.Registry)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"volume\":"...)
+	if b, ok = appendJSONString(b, string(v.Volume)); !ok {
+		return b, false
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	if !(len(v.User) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"user\":"...)
+		if b, ok = appendJSONString(b, string(v.User)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Group) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"group\":"...)
+		if b, ok = appendJSONString(b, string(v.Group)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Tenant) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"tenant\":"...)
+		if b, ok = appendJSONString(b, string(v.Tenant)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1RBDVolumeSource appends the JSON of a corev1.RBDVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1RBDVolumeSource(b []byte, v *corev1.RBDVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"monitors\":"...)
+	if v.CephMonitors == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i0 := range v.CephMonitors {
+			if i0 > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendJSONString(b, string(v.CephMonitors[i0])); !ok {
+				return b, false
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ',')
+	b = append(b, "\"image\":"...)
+	if b, ok = appendJSONString(b, string(v.RBDImage)); !ok {
+		return b, false
+	}
+	if !(len(v.FSType) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.RBDPool) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"pool\":"...)
+		if b, ok = appendJSONString(b, string(v.RBDPool)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.RadosUser) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"user\":"...)
+		if b, ok = appendJSONString(b, string(v.RadosUser)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Keyring) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"keyring\":"...)
+		if b, ok = appendJSONString(b, string(v.Keyring)); !ok {
+			return b, false
+		}
+	}
+	if !(v.SecretRef == nil) {
+		b = append(b, ',')
+		b = append(b, "\"secretRef\":"...)
+		if v.SecretRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1LocalObjectReference(b, v.SecretRef); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ResourceClaim appends the JSON of a corev1.ResourceClaim as appendJSON does, or reports false.
+func appendJSONCorev1ResourceClaim(b []byte, v *corev1.ResourceClaim) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	if !(len(v.Request) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"request\":"...)
+		if b, ok = appendJSONString(b, string(v.Request)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ResourceFieldSelector appends the JSON of a corev1.ResourceFieldSelector as appendJSON does, or reports false.
+func appendJSONCorev1ResourceFieldSelector(b []byte, v *corev1.ResourceFieldSelector) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.ContainerName) == 0) {
+		b = append(b, "\"containerName\":"...)
+		if b, ok = appendJSONString(b, string(v.ContainerName)); !ok {
+			return b, false
+		}
+	}
+	if len(b) > start+1 {
+		b = append(b, ',')
+	}
+	b = append(b, "\"resource\":"...)
+	if b, ok = appendJSONString(b, string(v.Resource)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"divisor\":"...)
+	if b, ok = appendJSON(b, reflect.ValueOf(&v.Divisor).Elem()); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ResourceHealth appends the JSON of a corev1.ResourceHealth as appendJSON does, or reports false.
+func appendJSONCorev1ResourceHealth(b []byte, v *corev1.ResourceHealth) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"resourceID\":"...)
+	if b, ok = appendJSONString(b, string(v.ResourceID)); !ok {
+		return b, false
+	}
+	if !(len(v.Health) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"health\":"...)
+		if b, ok = appendJSONString(b, string(v.Health)); !ok {
+			return b, false
+		}
+	}
+	if !(v.Message == nil) {
+		b = append(b, ',')
+		b = append(b, "\"message\":"...)
+		if v.Message == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.Message))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ResourceRequirements appends the JSON of a corev1.ResourceRequirements as appendJSON does, or reports false.
+func appendJSONCorev1ResourceRequirements(b []byte, v *corev1.ResourceRequirements) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Limits) == 0) {
+		b = append(b, "\"limits\":"...)
+		if b, ok = appendJSON(b, reflect.ValueOf(&v.Limits).Elem()); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Requests) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"requests\":"...)
+		if b, ok = appendJSON(b, reflect.ValueOf(&v.Requests).Elem()); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Claims) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"claims\":"...)
+		if v.Claims == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Claims {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1ResourceClaim(b, &v.Claims[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ResourceStatus appends the JSON of a corev1.ResourceStatus as appendJSON does, or reports false.
+func appendJSONCorev1ResourceStatus(b []byte, v *corev1.ResourceStatus) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	if !(len(v.Resources) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"resources\":"...)
+		if v.Resources == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Resources {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1ResourceHealth(b, &v.Resources[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1SELinuxOptions appends the JSON of a corev1.SELinuxOptions as appendJSON does, or reports false.
+func appendJSONCorev1SELinuxOptions(b []byte, v *corev1.SELinuxOptions) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.User) == 0) {
+		b = append(b, "\"user\":"...)
+		if b, ok = appendJSONString(b, string(v.User)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Role) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"role\":"...)
+		if b, ok = appendJSONString(b, string(v.Role)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Type) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"type\":"...)
+		if b, ok = appendJSONString(b, string(v.Type)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Level) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"level\":"...)
+		if b, ok = appendJSONString(b, string(v.Level)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ScaleIOVolumeSource appends the JSON of a corev1.ScaleIOVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1ScaleIOVolumeSource(b []byte, v *corev1.ScaleIOVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"gateway\":"...)
+	if b, ok = appendJSONString(b, string(v.Gateway)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"system\":"...)
+	if b, ok = appendJSONString(b, string(v.System)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"secretRef\":"...)
+	if v.SecretRef == nil {
+		b = append(b, "null"...)
+	} else {
+		if b, ok = appendJSONCorev1LocalObjectReference(b, v.SecretRef); !ok {
+			return b, false
+		}
+	}
+	if !(!v.SSLEnabled) {
+		b = append(b, ',')
+		b = append(b, "\"sslEnabled\":"...)
+		b = strconv.AppendBool(b, bool(v.SSLEnabled))
+	}
+	if !(len(v.ProtectionDomain) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"protectionDomain\":"...)
+		if b, ok = appendJSONString(b, string(v.ProtectionDomain)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.StoragePool) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"storagePool\":"...)
+		if b, ok = appendJSONString(b, string(v.StoragePool)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.StorageMode) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"storageMode\":"...)
+		if b, ok = appendJSONString(b, string(v.StorageMode)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.VolumeName) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"volumeName\":"...)
+		if b, ok = appendJSONString(b, string(v.VolumeName)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.FSType) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1SeccompProfile appends the JSON of a corev1.SeccompProfile as appendJSON does, or reports false.
+func appendJSONCorev1SeccompProfile(b []byte, v *corev1.SeccompProfile) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"type\":"...)
+	if b, ok = appendJSONString(b, string(v.Type)); !ok {
+		return b, false
+	}
+	if !(v.LocalhostProfile == nil) {
+		b = append(b, ',')
+		b = append(b, "\"localhostProfile\":"...)
+		if v.LocalhostProfile == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.LocalhostProfile))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1SecretVolumeSource appends the JSON of a corev1.SecretVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1SecretVolumeSource(b []byte, v *corev1.SecretVolumeSource) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.SecretName) == 0) {
+		b = append(b, "\"secretName\":"...)
+		if b, ok = appendJSONString(b, string(v.SecretName)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.Items) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"items\":"...)
+		if v.Items == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Items {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONCorev1KeyToPath(b, &v.Items[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	if !(v.DefaultMode == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"defaultMode\":"...)
+		if v.DefaultMode == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.DefaultMode)), 10)
+		}
+	}
+	if !(v.Optional == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"optional\":"...)
+		if v.Optional == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.Optional)))
+		}
+	}
+	if !(v.DefaultUser == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"defaultUser\":"...)
+		if v.DefaultUser == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.DefaultUser)), 10)
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1SecurityContext appends the JSON of a corev1.SecurityContext as appendJSON does, or reports false.
+func appendJSONCorev1SecurityContext(b []byte, v *corev1.SecurityContext) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.Capabilities == nil) {
+		b = append(b, "\"capabilities\":"...)
+		if v.Capabilities == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1Capabilities(b, v.Capabilities); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.Privileged == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"privileged\":"...)
+		if v.Privileged == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.Privileged)))
+		}
+	}
+	if !(v.SELinuxOptions == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"seLinuxOptions\":"...)
+		if v.SELinuxOptions == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1SELinuxOptions(b, v.SELinuxOptions); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.WindowsOptions == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"windowsOptions\":"...)
+		if v.WindowsOptions == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1WindowsSecurityContextOptions(b, v.WindowsOptions); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.RunAsUser == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"runAsUser\":"...)
+		if v.RunAsUser == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.RunAsUser)), 10)
+		}
+	}
+	if !(v.RunAsGroup == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"runAsGroup\":"...)
+		if v.RunAsGroup == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.RunAsGroup)), 10)
+		}
+	}
+	if !(v.RunAsNonRoot == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"runAsNonRoot\":"...)
+		if v.RunAsNonRoot == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.RunAsNonRoot)))
+		}
+	}
+	if !(v.ReadOnlyRootFilesystem == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"readOnlyRootFilesystem\":"...)
+		if v.ReadOnlyRootFilesystem == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.ReadOnlyRootFilesystem)))
+		}
+	}
+	if !(v.AllowPrivilegeEscalation == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"allowPrivilegeEscalation\":"...)
+		if v.AllowPrivilegeEscalation == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.AllowPrivilegeEscalation)))
+		}
+	}
+	if !(v.ProcMount == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"procMount\":"...)
+		if v.ProcMount == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.ProcMount))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.SeccompProfile == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"seccompProfile\":"...)
+		if v.SeccompProfile == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1SeccompProfile(b, v.SeccompProfile); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.AppArmorProfile == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"appArmorProfile\":"...)
+		if v.AppArmorProfile == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1AppArmorProfile(b, v.AppArmorProfile); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1ServiceAccountTokenProjection appends the JSON of a corev1.ServiceAccountTokenProjection as appendJSON does, or reports false.
+func appendJSONCorev1ServiceAccountTokenProjection(b []byte, v *corev1.ServiceAccountTokenProjection) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.Audience) == 0) {
+		b = append(b, "\"audience\":"...)
+		if b, ok = appendJSONString(b, string(v.Audience)); !ok {
+			return b, false
+		}
+	}
+	if !(v.ExpirationSeconds == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"expirationSeconds\":"...)
+		if v.ExpirationSeconds == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.ExpirationSeconds)), 10)
+		}
+	}
+	if len(b) > start+1 {
+		b = append(b, ',')
+	}
+	b = append(b, "\"path\":"...)
+	if b, ok = appendJSONString(b, string(v.Path)); !ok {
+		return b, false
+	}
+	if !(v.User == nil) {
+		b = append(b, ',')
+		b = append(b, "\"user\":"...)
+		if v.User == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.User)), 10)
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1SleepAction appends the JSON of a corev1.SleepAction as appendJSON does, or reports false.
+func appendJSONCorev1SleepAction(b []byte, v *corev1.SleepAction) ([]byte, bool) {
+	b = append(b, '{')
+	b = append(b, "\"seconds\":"...)
+	b = strconv.AppendInt(b, int64(v.Seconds), 10)
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1StorageOSVolumeSource appends the JSON of a corev1.StorageOSVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1StorageOSVolumeSource(b []byte, v *corev1.StorageOSVolumeSource) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.VolumeName) == 0) {
+		b = append(b, "\"volumeName\":"...)
+		if b, ok = appendJSONString(b, string(v.VolumeName)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.VolumeNamespace) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"volumeNamespace\":"...)
+		if b, ok = appendJSONString(b, string(v.VolumeNamespace)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.FSType) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(!v.ReadOnly) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	if !(v.SecretRef == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"secretRef\":"...)
+		if v.SecretRef == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1LocalObjectReference(b, v.SecretRef); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1Sysctl appends the JSON of a corev1.Sysctl as appendJSON does, or reports false.
+func appendJSONCorev1Sysctl(b []byte, v *corev1.Sysctl) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"value\":"...)
+	if b, ok = appendJSONString(b, string(v.Value)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1TCPSocketAction appends the JSON of a corev1.TCPSocketAction as appendJSON does, or reports false.
+func appendJSONCorev1TCPSocketAction(b []byte, v *corev1.TCPSocketAction) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"port\":"...)
+	if b, ok = appendJSON(b, reflect.ValueOf(&v.Port).Elem()); !ok {
+		return b, false
+	}
+	if !(len(v.Host) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"host\":"...)
+		if b, ok = appendJSONString(b, string(v.Host)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1TopologySpreadConstraint appends the JSON of a corev1.TopologySpreadConstraint as appendJSON does, or reports false.
+func appendJSONCorev1TopologySpreadConstraint(b []byte, v *corev1.TopologySpreadConstraint) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"maxSkew\":"...)
+	b = strconv.AppendInt(b, int64(v.MaxSkew), 10)
+	b = append(b, ',')
+	b = append(b, "\"topologyKey\":"...)
+	if b, ok = appendJSONString(b, string(v.TopologyKey)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"whenUnsatisfiable\":"...)
+	if b, ok = appendJSONString(b, string(v.WhenUnsatisfiable)); !ok {
+		return b, false
+	}
+	if !(v.LabelSelector == nil) {
+		b = append(b, ',')
+		b = append(b, "\"labelSelector\":"...)
+		if v.LabelSelector == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONMetav1LabelSelector(b, v.LabelSelector); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.MinDomains == nil) {
+		b = append(b, ',')
+		b = append(b, "\"minDomains\":"...)
+		if v.MinDomains == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendInt(b, int64((*v.MinDomains)), 10)
+		}
+	}
+	if !(v.NodeAffinityPolicy == nil) {
+		b = append(b, ',')
+		b = append(b, "\"nodeAffinityPolicy\":"...)
+		if v.NodeAffinityPolicy == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.NodeAffinityPolicy))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.NodeTaintsPolicy == nil) {
+		b = append(b, ',')
+		b = append(b, "\"nodeTaintsPolicy\":"...)
+		if v.NodeTaintsPolicy == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.NodeTaintsPolicy))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(len(v.MatchLabelKeys) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"matchLabelKeys\":"...)
+		if v.MatchLabelKeys == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.MatchLabelKeys {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.MatchLabelKeys[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1TypedLocalObjectReference appends the JSON of a corev1.TypedLocalObjectReference as appendJSON does, or reports false.
+func appendJSONCorev1TypedLocalObjectReference(b []byte, v *corev1.TypedLocalObjectReference) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"apiGroup\":"...)
+	if v.APIGroup == nil {
+		b = append(b, "null"...)
+	} else {
+		if b, ok = appendJSONString(b, string((*v.APIGroup))); !ok {
+			return b, false
+		}
+	}
+	b = append(b, ',')
+	b = append(b, "\"kind\":"...)
+	if b, ok = appendJSONString(b, string(v.Kind)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1TypedObjectReference appends the JSON of a corev1.TypedObjectReference as appendJSON does, or reports false.
+func appendJSONCorev1TypedObjectReference(b []byte, v *corev1.TypedObjectReference) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"apiGroup\":"...)
+	if v.APIGroup == nil {
+		b = append(b, "null"...)
+	} else {
+		if b, ok = appendJSONString(b, string((*v.APIGroup))); !ok {
+			return b, false
+		}
+	}
+	b = append(b, ',')
+	b = append(b, "\"kind\":"...)
+	if b, ok = appendJSONString(b, string(v.Kind)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	if !(v.Namespace == nil) {
+		b = append(b, ',')
+		b = append(b, "\"namespace\":"...)
+		if v.Namespace == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.Namespace))); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1VolumeDevice appends the JSON of a corev1.VolumeDevice as appendJSON does, or reports false.
+func appendJSONCorev1VolumeDevice(b []byte, v *corev1.VolumeDevice) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"devicePath\":"...)
+	if b, ok = appendJSONString(b, string(v.DevicePath)); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1VolumeHealthCondition appends the JSON of a corev1.VolumeHealthCondition as appendJSON does, or reports false.
+func appendJSONCorev1VolumeHealthCondition(b []byte, v *corev1.VolumeHealthCondition) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"status\":"...)
+	if b, ok = appendJSONString(b, string(v.Status)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"reason\":"...)
+	if b, ok = appendJSONString(b, string(v.Reason)); !ok {
+		return b, false
+	}
+	if !(len(v.Message) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"message\":"...)
+		if b, ok = appendJSONString(b, string(v.Message)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1VolumeMount appends the JSON of a corev1.VolumeMount as appendJSON does, or reports false.
+func appendJSONCorev1VolumeMount(b []byte, v *corev1.VolumeMount) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	if !(v.RecursiveReadOnly == nil) {
+		b = append(b, ',')
+		b = append(b, "\"recursiveReadOnly\":"...)
+		if v.RecursiveReadOnly == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.RecursiveReadOnly))); !ok {
+				return b, false
+			}
+		}
+	}
+	b = append(b, ',')
+	b = append(b, "\"mountPath\":"...)
+	if b, ok = appendJSONString(b, string(v.MountPath)); !ok {
+		return b, false
+	}
+	if !(len(v.SubPath) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"subPath\":"...)
+		if b, ok = appendJSONString(b, string(v.SubPath)); !ok {
+			return b, false
+		}
+	}
+	if !(v.MountPropagation == nil) {
+		b = append(b, ',')
+		b = append(b, "\"mountPropagation\":"...)
+		if v.MountPropagation == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.MountPropagation))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(len(v.SubPathExpr) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"subPathExpr\":"...)
+		if b, ok = appendJSONString(b, string(v.SubPathExpr)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.BindMountOptions) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"bindMountOptions\":"...)
+		if v.BindMountOptions == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.BindMountOptions {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.BindMountOptions[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1VolumeMountStatus appends the JSON of a corev1.VolumeMountStatus as appendJSON does, or reports false.
+func appendJSONCorev1VolumeMountStatus(b []byte, v *corev1.VolumeMountStatus) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"mountPath\":"...)
+	if b, ok = appendJSONString(b, string(v.MountPath)); !ok {
+		return b, false
+	}
+	if !(!v.ReadOnly) {
+		b = append(b, ',')
+		b = append(b, "\"readOnly\":"...)
+		b = strconv.AppendBool(b, bool(v.ReadOnly))
+	}
+	if !(v.RecursiveReadOnly == nil) {
+		b = append(b, ',')
+		b = append(b, "\"recursiveReadOnly\":"...)
+		if v.RecursiveReadOnly == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.RecursiveReadOnly))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.VolumeStatus == nil) {
+		b = append(b, ',')
+		b = append(b, "\"volumeStatus\":"...)
+		if v.VolumeStatus == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1VolumeStatus(b, v.VolumeStatus); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1VolumeProjection appends the JSON of a corev1.VolumeProjection as appendJSON does, or reports false.
+func appendJSONCorev1VolumeProjection(b []byte, v *corev1.VolumeProjection) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.Secret == nil) {
+		b = append(b, "\"secret\":"...)
+		if v.Secret == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(v.Secret).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.DownwardAPI == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"downwardAPI\":"...)
+		if v.DownwardAPI == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1DownwardAPIProjection(b, v.DownwardAPI); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.ConfigMap == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"configMap\":"...)
+		if v.ConfigMap == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSON(b, reflect.ValueOf(v.ConfigMap).Elem()); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.ServiceAccountToken == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"serviceAccountToken\":"...)
+		if v.ServiceAccountToken == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ServiceAccountTokenProjection(b, v.ServiceAccountToken); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.ClusterTrustBundle == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"clusterTrustBundle\":"...)
+		if v.ClusterTrustBundle == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ClusterTrustBundleProjection(b, v.ClusterTrustBundle); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.PodCertificate == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"podCertificate\":"...)
+		if v.PodCertificate == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1PodCertificateProjection(b, v.PodCertificate); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1VolumeStatus appends the JSON of a corev1.VolumeStatus as appendJSON does, or reports false.
+func appendJSONCorev1VolumeStatus(b []byte, v *corev1.VolumeStatus) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	if !(v.Image == nil) {
+		b = append(b, "\"image\":"...)
+		if v.Image == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONCorev1ImageVolumeStatus(b, v.Image); !ok {
+				return b, false
+			}
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1VsphereVirtualDiskVolumeSource appends the JSON of a corev1.VsphereVirtualDiskVolumeSource as appendJSON does, or reports false.
+func appendJSONCorev1VsphereVirtualDiskVolumeSource(b []byte, v *corev1.VsphereVirtualDiskVolumeSource) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"volumePath\":"...)
+	if b, ok = appendJSONString(b, string(v.VolumePath)); !ok {
+		return b, false
+	}
+	if !(len(v.FSType) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"fsType\":"...)
+		if b, ok = appendJSONString(b, string(v.FSType)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.StoragePolicyName) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"storagePolicyName\":"...)
+		if b, ok = appendJSONString(b, string(v.StoragePolicyName)); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.StoragePolicyID) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"storagePolicyID\":"...)
+		if b, ok = appendJSONString(b, string(v.StoragePolicyID)); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1WeightedPodAffinityTerm appends the JSON of a corev1.WeightedPodAffinityTerm as appendJSON does, or reports false.
+func appendJSONCorev1WeightedPodAffinityTerm(b []byte, v *corev1.WeightedPodAffinityTerm) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"weight\":"...)
+	b = strconv.AppendInt(b, int64(v.Weight), 10)
+	b = append(b, ',')
+	b = append(b, "\"podAffinityTerm\":"...)
+	if b, ok = appendJSONCorev1PodAffinityTerm(b, &v.PodAffinityTerm); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONCorev1WindowsSecurityContextOptions appends the JSON of a corev1.WindowsSecurityContextOptions as appendJSON does, or reports false.
+func appendJSONCorev1WindowsSecurityContextOptions(b []byte, v *corev1.WindowsSecurityContextOptions) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(v.GMSACredentialSpecName == nil) {
+		b = append(b, "\"gmsaCredentialSpecName\":"...)
+		if v.GMSACredentialSpecName == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.GMSACredentialSpecName))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.GMSACredentialSpec == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"gmsaCredentialSpec\":"...)
+		if v.GMSACredentialSpec == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.GMSACredentialSpec))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.RunAsUserName == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"runAsUserName\":"...)
+		if v.RunAsUserName == nil {
+			b = append(b, "null"...)
+		} else {
+			if b, ok = appendJSONString(b, string((*v.RunAsUserName))); !ok {
+				return b, false
+			}
+		}
+	}
+	if !(v.HostProcess == nil) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"hostProcess\":"...)
+		if v.HostProcess == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.HostProcess)))
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONMetav1LabelSelector appends the JSON of a metav1.LabelSelector as appendJSON does, or reports false.
+func appendJSONMetav1LabelSelector(b []byte, v *metav1.LabelSelector) ([]byte, bool) {
+	var ok bool
+	start := len(b)
+	b = append(b, '{')
+	if !(len(v.MatchLabels) == 0) {
+		b = append(b, "\"matchLabels\":"...)
+		if b, ok = appendJSON(b, reflect.ValueOf(&v.MatchLabels).Elem()); !ok {
+			return b, false
+		}
+	}
+	if !(len(v.MatchExpressions) == 0) {
+		if len(b) > start+1 {
+			b = append(b, ',')
+		}
+		b = append(b, "\"matchExpressions\":"...)
+		if v.MatchExpressions == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.MatchExpressions {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONMetav1LabelSelectorRequirement(b, &v.MatchExpressions[i0]); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONMetav1LabelSelectorRequirement appends the JSON of a metav1.LabelSelectorRequirement as appendJSON does, or reports false.
+func appendJSONMetav1LabelSelectorRequirement(b []byte, v *metav1.LabelSelectorRequirement) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"key\":"...)
+	if b, ok = appendJSONString(b, string(v.Key)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"operator\":"...)
+	if b, ok = appendJSONString(b, string(v.Operator)); !ok {
+		return b, false
+	}
+	if !(len(v.Values) == 0) {
+		b = append(b, ',')
+		b = append(b, "\"values\":"...)
+		if v.Values == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i0 := range v.Values {
+				if i0 > 0 {
+					b = append(b, ',')
+				}
+				if b, ok = appendJSONString(b, string(v.Values[i0])); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONMetav1OwnerReference appends the JSON of a metav1.OwnerReference as appendJSON does, or reports false.
+func appendJSONMetav1OwnerReference(b []byte, v *metav1.OwnerReference) ([]byte, bool) {
+	var ok bool
+	b = append(b, '{')
+	b = append(b, "\"apiVersion\":"...)
+	if b, ok = appendJSONString(b, string(v.APIVersion)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"kind\":"...)
+	if b, ok = appendJSONString(b, string(v.Kind)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"name\":"...)
+	if b, ok = appendJSONString(b, string(v.Name)); !ok {
+		return b, false
+	}
+	b = append(b, ',')
+	b = append(b, "\"uid\":"...)
+	if b, ok = appendJSONString(b, string(v.UID)); !ok {
+		return b, false
+	}
+	if !(v.Controller == nil) {
+		b = append(b, ',')
+		b = append(b, "\"controller\":"...)
+		if v.Controller == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.Controller)))
+		}
+	}
+	if !(v.BlockOwnerDeletion == nil) {
+		b = append(b, ',')
+		b = append(b, "\"blockOwnerDeletion\":"...)
+		if v.BlockOwnerDeletion == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendBool(b, bool((*v.BlockOwnerDeletion)))
+		}
+	}
+	return append(b, '}'), true
 }
 
 // keyCorev1Container is the key of a corev1.Container in a list compared by key.
@@ -645,23 +5687,23 @@ func keyMetav1OwnerReference(e *metav1.OwnerReference) string { return string(e.
 // walkCorev1AWSElasticBlockStoreVolumeSource compares two corev1.AWSElasticBlockStoreVolumeSource as compareStruct does.
 func walkCorev1AWSElasticBlockStoreVolumeSource(w *walker, x, y *corev1.AWSElasticBlockStoreVolumeSource) {
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.Partition != y.Partition {
-		w.pushField("partition", "f:partition")
-		w.report(reflect.ValueOf(&x.Partition).Elem(), reflect.ValueOf(&y.Partition).Elem())
+		w.pushField("partition")
+		reportInt(w, x.Partition, y.Partition)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.VolumeID != y.VolumeID {
-		w.pushField("volumeID", "f:volumeID")
-		w.report(reflect.ValueOf(&x.VolumeID).Elem(), reflect.ValueOf(&y.VolumeID).Elem())
+		w.pushField("volumeID")
+		reportString(w, x.VolumeID, y.VolumeID)
 		w.pop()
 	}
 }
@@ -669,27 +5711,27 @@ func walkCorev1AWSElasticBlockStoreVolumeSource(w *walker, x, y *corev1.AWSElast
 // walkCorev1Affinity compares two corev1.Affinity as compareStruct does.
 func walkCorev1Affinity(w *walker, x, y *corev1.Affinity) {
 	if x.NodeAffinity != y.NodeAffinity {
-		w.pushField("nodeAffinity", "f:nodeAffinity")
+		w.pushField("nodeAffinity")
 		if x.NodeAffinity == nil || y.NodeAffinity == nil {
-			w.report(reflect.ValueOf(&x.NodeAffinity).Elem(), reflect.ValueOf(&y.NodeAffinity).Elem())
+			reportStructPtr(w, x.NodeAffinity, y.NodeAffinity, appendJSONCorev1NodeAffinity)
 		} else if !typedSameBytes(unsafe.Pointer(x.NodeAffinity), unsafe.Pointer(y.NodeAffinity), unsafe.Sizeof(*x.NodeAffinity)) {
 			walkCorev1NodeAffinity(w, x.NodeAffinity, y.NodeAffinity)
 		}
 		w.pop()
 	}
 	if x.PodAffinity != y.PodAffinity {
-		w.pushField("podAffinity", "f:podAffinity")
+		w.pushField("podAffinity")
 		if x.PodAffinity == nil || y.PodAffinity == nil {
-			w.report(reflect.ValueOf(&x.PodAffinity).Elem(), reflect.ValueOf(&y.PodAffinity).Elem())
+			reportStructPtr(w, x.PodAffinity, y.PodAffinity, appendJSONCorev1PodAffinity)
 		} else if !typedSameBytes(unsafe.Pointer(x.PodAffinity), unsafe.Pointer(y.PodAffinity), unsafe.Sizeof(*x.PodAffinity)) {
 			walkCorev1PodAffinity(w, x.PodAffinity, y.PodAffinity)
 		}
 		w.pop()
 	}
 	if x.PodAntiAffinity != y.PodAntiAffinity {
-		w.pushField("podAntiAffinity", "f:podAntiAffinity")
+		w.pushField("podAntiAffinity")
 		if x.PodAntiAffinity == nil || y.PodAntiAffinity == nil {
-			w.report(reflect.ValueOf(&x.PodAntiAffinity).Elem(), reflect.ValueOf(&y.PodAntiAffinity).Elem())
+			reportStructPtr(w, x.PodAntiAffinity, y.PodAntiAffinity, appendJSONCorev1PodAntiAffinity)
 		} else if !typedSameBytes(unsafe.Pointer(x.PodAntiAffinity), unsafe.Pointer(y.PodAntiAffinity), unsafe.Sizeof(*x.PodAntiAffinity)) {
 			walkCorev1PodAntiAffinity(w, x.PodAntiAffinity, y.PodAntiAffinity)
 		}
@@ -700,17 +5742,17 @@ func walkCorev1Affinity(w *walker, x, y *corev1.Affinity) {
 // walkCorev1AppArmorProfile compares two corev1.AppArmorProfile as compareStruct does.
 func walkCorev1AppArmorProfile(w *walker, x, y *corev1.AppArmorProfile) {
 	if x.LocalhostProfile != y.LocalhostProfile {
-		w.pushField("localhostProfile", "f:localhostProfile")
+		w.pushField("localhostProfile")
 		if x.LocalhostProfile == nil || y.LocalhostProfile == nil {
-			w.report(reflect.ValueOf(&x.LocalhostProfile).Elem(), reflect.ValueOf(&y.LocalhostProfile).Elem())
+			reportStringPtr(w, x.LocalhostProfile, y.LocalhostProfile)
 		} else if *x.LocalhostProfile != *y.LocalhostProfile {
-			w.report(reflect.ValueOf(x.LocalhostProfile).Elem(), reflect.ValueOf(y.LocalhostProfile).Elem())
+			reportString(w, *x.LocalhostProfile, *y.LocalhostProfile)
 		}
 		w.pop()
 	}
 	if x.Type != y.Type {
-		w.pushField("type", "f:type")
-		w.report(reflect.ValueOf(&x.Type).Elem(), reflect.ValueOf(&y.Type).Elem())
+		w.pushField("type")
+		reportString(w, x.Type, y.Type)
 		w.pop()
 	}
 }
@@ -718,48 +5760,48 @@ func walkCorev1AppArmorProfile(w *walker, x, y *corev1.AppArmorProfile) {
 // walkCorev1AzureDiskVolumeSource compares two corev1.AzureDiskVolumeSource as compareStruct does.
 func walkCorev1AzureDiskVolumeSource(w *walker, x, y *corev1.AzureDiskVolumeSource) {
 	if x.CachingMode != y.CachingMode {
-		w.pushField("cachingMode", "f:cachingMode")
+		w.pushField("cachingMode")
 		if x.CachingMode == nil || y.CachingMode == nil {
-			w.report(reflect.ValueOf(&x.CachingMode).Elem(), reflect.ValueOf(&y.CachingMode).Elem())
+			reportStringPtr(w, x.CachingMode, y.CachingMode)
 		} else if *x.CachingMode != *y.CachingMode {
-			w.report(reflect.ValueOf(x.CachingMode).Elem(), reflect.ValueOf(y.CachingMode).Elem())
+			reportString(w, *x.CachingMode, *y.CachingMode)
 		}
 		w.pop()
 	}
 	if x.DiskName != y.DiskName {
-		w.pushField("diskName", "f:diskName")
-		w.report(reflect.ValueOf(&x.DiskName).Elem(), reflect.ValueOf(&y.DiskName).Elem())
+		w.pushField("diskName")
+		reportString(w, x.DiskName, y.DiskName)
 		w.pop()
 	}
 	if x.DataDiskURI != y.DataDiskURI {
-		w.pushField("diskURI", "f:diskURI")
-		w.report(reflect.ValueOf(&x.DataDiskURI).Elem(), reflect.ValueOf(&y.DataDiskURI).Elem())
+		w.pushField("diskURI")
+		reportString(w, x.DataDiskURI, y.DataDiskURI)
 		w.pop()
 	}
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
+		w.pushField("fsType")
 		if x.FSType == nil || y.FSType == nil {
-			w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+			reportStringPtr(w, x.FSType, y.FSType)
 		} else if *x.FSType != *y.FSType {
-			w.report(reflect.ValueOf(x.FSType).Elem(), reflect.ValueOf(y.FSType).Elem())
+			reportString(w, *x.FSType, *y.FSType)
 		}
 		w.pop()
 	}
 	if x.Kind != y.Kind {
-		w.pushField("kind", "f:kind")
+		w.pushField("kind")
 		if x.Kind == nil || y.Kind == nil {
-			w.report(reflect.ValueOf(&x.Kind).Elem(), reflect.ValueOf(&y.Kind).Elem())
+			reportStringPtr(w, x.Kind, y.Kind)
 		} else if *x.Kind != *y.Kind {
-			w.report(reflect.ValueOf(x.Kind).Elem(), reflect.ValueOf(y.Kind).Elem())
+			reportString(w, *x.Kind, *y.Kind)
 		}
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
+		w.pushField("readOnly")
 		if x.ReadOnly == nil || y.ReadOnly == nil {
-			w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+			reportBoolPtr(w, x.ReadOnly, y.ReadOnly)
 		} else if *x.ReadOnly != *y.ReadOnly {
-			w.report(reflect.ValueOf(x.ReadOnly).Elem(), reflect.ValueOf(y.ReadOnly).Elem())
+			reportBool(w, *x.ReadOnly, *y.ReadOnly)
 		}
 		w.pop()
 	}
@@ -768,18 +5810,18 @@ func walkCorev1AzureDiskVolumeSource(w *walker, x, y *corev1.AzureDiskVolumeSour
 // walkCorev1AzureFileVolumeSource compares two corev1.AzureFileVolumeSource as compareStruct does.
 func walkCorev1AzureFileVolumeSource(w *walker, x, y *corev1.AzureFileVolumeSource) {
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.SecretName != y.SecretName {
-		w.pushField("secretName", "f:secretName")
-		w.report(reflect.ValueOf(&x.SecretName).Elem(), reflect.ValueOf(&y.SecretName).Elem())
+		w.pushField("secretName")
+		reportString(w, x.SecretName, y.SecretName)
 		w.pop()
 	}
 	if x.ShareName != y.ShareName {
-		w.pushField("shareName", "f:shareName")
-		w.report(reflect.ValueOf(&x.ShareName).Elem(), reflect.ValueOf(&y.ShareName).Elem())
+		w.pushField("shareName")
+		reportString(w, x.ShareName, y.ShareName)
 		w.pop()
 	}
 }
@@ -787,39 +5829,39 @@ func walkCorev1AzureFileVolumeSource(w *walker, x, y *corev1.AzureFileVolumeSour
 // walkCorev1CSIVolumeSource compares two corev1.CSIVolumeSource as compareStruct does.
 func walkCorev1CSIVolumeSource(w *walker, x, y *corev1.CSIVolumeSource) {
 	if x.Driver != y.Driver {
-		w.pushField("driver", "f:driver")
-		w.report(reflect.ValueOf(&x.Driver).Elem(), reflect.ValueOf(&y.Driver).Elem())
+		w.pushField("driver")
+		reportString(w, x.Driver, y.Driver)
 		w.pop()
 	}
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
+		w.pushField("fsType")
 		if x.FSType == nil || y.FSType == nil {
-			w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+			reportStringPtr(w, x.FSType, y.FSType)
 		} else if *x.FSType != *y.FSType {
-			w.report(reflect.ValueOf(x.FSType).Elem(), reflect.ValueOf(y.FSType).Elem())
+			reportString(w, *x.FSType, *y.FSType)
 		}
 		w.pop()
 	}
 	if x.NodePublishSecretRef != y.NodePublishSecretRef {
-		w.pushField("nodePublishSecretRef", "f:nodePublishSecretRef")
+		w.pushField("nodePublishSecretRef")
 		if x.NodePublishSecretRef == nil || y.NodePublishSecretRef == nil {
-			w.report(reflect.ValueOf(&x.NodePublishSecretRef).Elem(), reflect.ValueOf(&y.NodePublishSecretRef).Elem())
+			reportStructPtr(w, x.NodePublishSecretRef, y.NodePublishSecretRef, appendJSONCorev1LocalObjectReference)
 		} else if !typedSameBytes(unsafe.Pointer(x.NodePublishSecretRef), unsafe.Pointer(y.NodePublishSecretRef), unsafe.Sizeof(*x.NodePublishSecretRef)) {
 			walkCorev1LocalObjectReference(w, x.NodePublishSecretRef, y.NodePublishSecretRef)
 		}
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
+		w.pushField("readOnly")
 		if x.ReadOnly == nil || y.ReadOnly == nil {
-			w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+			reportBoolPtr(w, x.ReadOnly, y.ReadOnly)
 		} else if *x.ReadOnly != *y.ReadOnly {
-			w.report(reflect.ValueOf(x.ReadOnly).Elem(), reflect.ValueOf(y.ReadOnly).Elem())
+			reportBool(w, *x.ReadOnly, *y.ReadOnly)
 		}
 		w.pop()
 	}
 	if !(len(x.VolumeAttributes) == 0 && len(y.VolumeAttributes) == 0 || len(x.VolumeAttributes) == len(y.VolumeAttributes) && typedMapPointer(unsafe.Pointer(&x.VolumeAttributes)) == typedMapPointer(unsafe.Pointer(&y.VolumeAttributes))) {
-		w.pushField("volumeAttributes", "f:volumeAttributes")
+		w.pushField("volumeAttributes")
 		w.compareUnlike(reflect.ValueOf(&x.VolumeAttributes).Elem(), reflect.ValueOf(&y.VolumeAttributes).Elem())
 		w.pop()
 	}
@@ -828,12 +5870,12 @@ func walkCorev1CSIVolumeSource(w *walker, x, y *corev1.CSIVolumeSource) {
 // walkCorev1Capabilities compares two corev1.Capabilities as compareStruct does.
 func walkCorev1Capabilities(w *walker, x, y *corev1.Capabilities) {
 	if !(len(x.Add) == 0 && len(y.Add) == 0 || len(x.Add) == len(y.Add) && unsafe.SliceData(x.Add) == unsafe.SliceData(y.Add)) {
-		w.pushField("add", "f:add")
+		w.pushField("add")
 		w.compareUnlike(reflect.ValueOf(&x.Add).Elem(), reflect.ValueOf(&y.Add).Elem())
 		w.pop()
 	}
 	if !(len(x.Drop) == 0 && len(y.Drop) == 0 || len(x.Drop) == len(y.Drop) && unsafe.SliceData(x.Drop) == unsafe.SliceData(y.Drop)) {
-		w.pushField("drop", "f:drop")
+		w.pushField("drop")
 		w.compareUnlike(reflect.ValueOf(&x.Drop).Elem(), reflect.ValueOf(&y.Drop).Elem())
 		w.pop()
 	}
@@ -842,37 +5884,37 @@ func walkCorev1Capabilities(w *walker, x, y *corev1.Capabilities) {
 // walkCorev1CephFSVolumeSource compares two corev1.CephFSVolumeSource as compareStruct does.
 func walkCorev1CephFSVolumeSource(w *walker, x, y *corev1.CephFSVolumeSource) {
 	if !(len(x.Monitors) == 0 && len(y.Monitors) == 0 || len(x.Monitors) == len(y.Monitors) && unsafe.SliceData(x.Monitors) == unsafe.SliceData(y.Monitors)) {
-		w.pushField("monitors", "f:monitors")
+		w.pushField("monitors")
 		w.compareUnlike(reflect.ValueOf(&x.Monitors).Elem(), reflect.ValueOf(&y.Monitors).Elem())
 		w.pop()
 	}
 	if x.Path != y.Path {
-		w.pushField("path", "f:path")
-		w.report(reflect.ValueOf(&x.Path).Elem(), reflect.ValueOf(&y.Path).Elem())
+		w.pushField("path")
+		reportString(w, x.Path, y.Path)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.SecretFile != y.SecretFile {
-		w.pushField("secretFile", "f:secretFile")
-		w.report(reflect.ValueOf(&x.SecretFile).Elem(), reflect.ValueOf(&y.SecretFile).Elem())
+		w.pushField("secretFile")
+		reportString(w, x.SecretFile, y.SecretFile)
 		w.pop()
 	}
 	if x.SecretRef != y.SecretRef {
-		w.pushField("secretRef", "f:secretRef")
+		w.pushField("secretRef")
 		if x.SecretRef == nil || y.SecretRef == nil {
-			w.report(reflect.ValueOf(&x.SecretRef).Elem(), reflect.ValueOf(&y.SecretRef).Elem())
+			reportStructPtr(w, x.SecretRef, y.SecretRef, appendJSONCorev1LocalObjectReference)
 		} else if !typedSameBytes(unsafe.Pointer(x.SecretRef), unsafe.Pointer(y.SecretRef), unsafe.Sizeof(*x.SecretRef)) {
 			walkCorev1LocalObjectReference(w, x.SecretRef, y.SecretRef)
 		}
 		w.pop()
 	}
 	if x.User != y.User {
-		w.pushField("user", "f:user")
-		w.report(reflect.ValueOf(&x.User).Elem(), reflect.ValueOf(&y.User).Elem())
+		w.pushField("user")
+		reportString(w, x.User, y.User)
 		w.pop()
 	}
 }
@@ -880,27 +5922,27 @@ func walkCorev1CephFSVolumeSource(w *walker, x, y *corev1.CephFSVolumeSource) {
 // walkCorev1CinderVolumeSource compares two corev1.CinderVolumeSource as compareStruct does.
 func walkCorev1CinderVolumeSource(w *walker, x, y *corev1.CinderVolumeSource) {
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.SecretRef != y.SecretRef {
-		w.pushField("secretRef", "f:secretRef")
+		w.pushField("secretRef")
 		if x.SecretRef == nil || y.SecretRef == nil {
-			w.report(reflect.ValueOf(&x.SecretRef).Elem(), reflect.ValueOf(&y.SecretRef).Elem())
+			reportStructPtr(w, x.SecretRef, y.SecretRef, appendJSONCorev1LocalObjectReference)
 		} else if !typedSameBytes(unsafe.Pointer(x.SecretRef), unsafe.Pointer(y.SecretRef), unsafe.Sizeof(*x.SecretRef)) {
 			walkCorev1LocalObjectReference(w, x.SecretRef, y.SecretRef)
 		}
 		w.pop()
 	}
 	if x.VolumeID != y.VolumeID {
-		w.pushField("volumeID", "f:volumeID")
-		w.report(reflect.ValueOf(&x.VolumeID).Elem(), reflect.ValueOf(&y.VolumeID).Elem())
+		w.pushField("volumeID")
+		reportString(w, x.VolumeID, y.VolumeID)
 		w.pop()
 	}
 }
@@ -908,52 +5950,52 @@ func walkCorev1CinderVolumeSource(w *walker, x, y *corev1.CinderVolumeSource) {
 // walkCorev1ClusterTrustBundleProjection compares two corev1.ClusterTrustBundleProjection as compareStruct does.
 func walkCorev1ClusterTrustBundleProjection(w *walker, x, y *corev1.ClusterTrustBundleProjection) {
 	if x.LabelSelector != y.LabelSelector {
-		w.pushField("labelSelector", "f:labelSelector")
+		w.pushField("labelSelector")
 		if x.LabelSelector == nil || y.LabelSelector == nil {
-			w.report(reflect.ValueOf(&x.LabelSelector).Elem(), reflect.ValueOf(&y.LabelSelector).Elem())
+			reportStructPtr(w, x.LabelSelector, y.LabelSelector, appendJSONMetav1LabelSelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.LabelSelector), unsafe.Pointer(y.LabelSelector), unsafe.Sizeof(*x.LabelSelector)) {
 			walkMetav1LabelSelector(w, x.LabelSelector, y.LabelSelector)
 		}
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
+		w.pushField("name")
 		if x.Name == nil || y.Name == nil {
-			w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+			reportStringPtr(w, x.Name, y.Name)
 		} else if *x.Name != *y.Name {
-			w.report(reflect.ValueOf(x.Name).Elem(), reflect.ValueOf(y.Name).Elem())
+			reportString(w, *x.Name, *y.Name)
 		}
 		w.pop()
 	}
 	if x.Optional != y.Optional {
-		w.pushField("optional", "f:optional")
+		w.pushField("optional")
 		if x.Optional == nil || y.Optional == nil {
-			w.report(reflect.ValueOf(&x.Optional).Elem(), reflect.ValueOf(&y.Optional).Elem())
+			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			w.report(reflect.ValueOf(x.Optional).Elem(), reflect.ValueOf(y.Optional).Elem())
+			reportBool(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
 	if x.Path != y.Path {
-		w.pushField("path", "f:path")
-		w.report(reflect.ValueOf(&x.Path).Elem(), reflect.ValueOf(&y.Path).Elem())
+		w.pushField("path")
+		reportString(w, x.Path, y.Path)
 		w.pop()
 	}
 	if x.SignerName != y.SignerName {
-		w.pushField("signerName", "f:signerName")
+		w.pushField("signerName")
 		if x.SignerName == nil || y.SignerName == nil {
-			w.report(reflect.ValueOf(&x.SignerName).Elem(), reflect.ValueOf(&y.SignerName).Elem())
+			reportStringPtr(w, x.SignerName, y.SignerName)
 		} else if *x.SignerName != *y.SignerName {
-			w.report(reflect.ValueOf(x.SignerName).Elem(), reflect.ValueOf(y.SignerName).Elem())
+			reportString(w, *x.SignerName, *y.SignerName)
 		}
 		w.pop()
 	}
 	if x.User != y.User {
-		w.pushField("user", "f:user")
+		w.pushField("user")
 		if x.User == nil || y.User == nil {
-			w.report(reflect.ValueOf(&x.User).Elem(), reflect.ValueOf(&y.User).Elem())
+			reportIntPtr(w, x.User, y.User)
 		} else if *x.User != *y.User {
-			w.report(reflect.ValueOf(x.User).Elem(), reflect.ValueOf(y.User).Elem())
+			reportInt(w, *x.User, *y.User)
 		}
 		w.pop()
 	}
@@ -965,11 +6007,11 @@ func walkCorev1ConfigMapEnvSource(w *walker, x, y *corev1.ConfigMapEnvSource) {
 		walkCorev1LocalObjectReference(w, &x.LocalObjectReference, &y.LocalObjectReference)
 	}
 	if x.Optional != y.Optional {
-		w.pushField("optional", "f:optional")
+		w.pushField("optional")
 		if x.Optional == nil || y.Optional == nil {
-			w.report(reflect.ValueOf(&x.Optional).Elem(), reflect.ValueOf(&y.Optional).Elem())
+			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			w.report(reflect.ValueOf(x.Optional).Elem(), reflect.ValueOf(y.Optional).Elem())
+			reportBool(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -981,16 +6023,16 @@ func walkCorev1ConfigMapKeySelector(w *walker, x, y *corev1.ConfigMapKeySelector
 		walkCorev1LocalObjectReference(w, &x.LocalObjectReference, &y.LocalObjectReference)
 	}
 	if x.Key != y.Key {
-		w.pushField("key", "f:key")
-		w.report(reflect.ValueOf(&x.Key).Elem(), reflect.ValueOf(&y.Key).Elem())
+		w.pushField("key")
+		reportString(w, x.Key, y.Key)
 		w.pop()
 	}
 	if x.Optional != y.Optional {
-		w.pushField("optional", "f:optional")
+		w.pushField("optional")
 		if x.Optional == nil || y.Optional == nil {
-			w.report(reflect.ValueOf(&x.Optional).Elem(), reflect.ValueOf(&y.Optional).Elem())
+			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			w.report(reflect.ValueOf(x.Optional).Elem(), reflect.ValueOf(y.Optional).Elem())
+			reportBool(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -1002,16 +6044,16 @@ func walkCorev1ConfigMapProjection(w *walker, x, y *corev1.ConfigMapProjection) 
 		walkCorev1LocalObjectReference(w, &x.LocalObjectReference, &y.LocalObjectReference)
 	}
 	if !(len(x.Items) == 0 && len(y.Items) == 0 || len(x.Items) == len(y.Items) && unsafe.SliceData(x.Items) == unsafe.SliceData(y.Items)) {
-		w.pushField("items", "f:items")
+		w.pushField("items")
 		w.compareUnlike(reflect.ValueOf(&x.Items).Elem(), reflect.ValueOf(&y.Items).Elem())
 		w.pop()
 	}
 	if x.Optional != y.Optional {
-		w.pushField("optional", "f:optional")
+		w.pushField("optional")
 		if x.Optional == nil || y.Optional == nil {
-			w.report(reflect.ValueOf(&x.Optional).Elem(), reflect.ValueOf(&y.Optional).Elem())
+			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			w.report(reflect.ValueOf(x.Optional).Elem(), reflect.ValueOf(y.Optional).Elem())
+			reportBool(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -1023,34 +6065,34 @@ func walkCorev1ConfigMapVolumeSource(w *walker, x, y *corev1.ConfigMapVolumeSour
 		walkCorev1LocalObjectReference(w, &x.LocalObjectReference, &y.LocalObjectReference)
 	}
 	if x.DefaultMode != y.DefaultMode {
-		w.pushField("defaultMode", "f:defaultMode")
+		w.pushField("defaultMode")
 		if x.DefaultMode == nil || y.DefaultMode == nil {
-			w.report(reflect.ValueOf(&x.DefaultMode).Elem(), reflect.ValueOf(&y.DefaultMode).Elem())
+			reportIntPtr(w, x.DefaultMode, y.DefaultMode)
 		} else if *x.DefaultMode != *y.DefaultMode {
-			w.report(reflect.ValueOf(x.DefaultMode).Elem(), reflect.ValueOf(y.DefaultMode).Elem())
+			reportInt(w, *x.DefaultMode, *y.DefaultMode)
 		}
 		w.pop()
 	}
 	if x.DefaultUser != y.DefaultUser {
-		w.pushField("defaultUser", "f:defaultUser")
+		w.pushField("defaultUser")
 		if x.DefaultUser == nil || y.DefaultUser == nil {
-			w.report(reflect.ValueOf(&x.DefaultUser).Elem(), reflect.ValueOf(&y.DefaultUser).Elem())
+			reportIntPtr(w, x.DefaultUser, y.DefaultUser)
 		} else if *x.DefaultUser != *y.DefaultUser {
-			w.report(reflect.ValueOf(x.DefaultUser).Elem(), reflect.ValueOf(y.DefaultUser).Elem())
+			reportInt(w, *x.DefaultUser, *y.DefaultUser)
 		}
 		w.pop()
 	}
 	if !(len(x.Items) == 0 && len(y.Items) == 0 || len(x.Items) == len(y.Items) && unsafe.SliceData(x.Items) == unsafe.SliceData(y.Items)) {
-		w.pushField("items", "f:items")
+		w.pushField("items")
 		w.compareUnlike(reflect.ValueOf(&x.Items).Elem(), reflect.ValueOf(&y.Items).Elem())
 		w.pop()
 	}
 	if x.Optional != y.Optional {
-		w.pushField("optional", "f:optional")
+		w.pushField("optional")
 		if x.Optional == nil || y.Optional == nil {
-			w.report(reflect.ValueOf(&x.Optional).Elem(), reflect.ValueOf(&y.Optional).Elem())
+			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			w.report(reflect.ValueOf(x.Optional).Elem(), reflect.ValueOf(y.Optional).Elem())
+			reportBool(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -1059,46 +6101,46 @@ func walkCorev1ConfigMapVolumeSource(w *walker, x, y *corev1.ConfigMapVolumeSour
 // walkCorev1Container compares two corev1.Container as compareStruct does.
 func walkCorev1Container(w *walker, x, y *corev1.Container) {
 	if !(len(x.Args) == 0 && len(y.Args) == 0 || len(x.Args) == len(y.Args) && unsafe.SliceData(x.Args) == unsafe.SliceData(y.Args)) {
-		w.pushField("args", "f:args")
+		w.pushField("args")
 		w.compareUnlike(reflect.ValueOf(&x.Args).Elem(), reflect.ValueOf(&y.Args).Elem())
 		w.pop()
 	}
 	if !(len(x.Command) == 0 && len(y.Command) == 0 || len(x.Command) == len(y.Command) && unsafe.SliceData(x.Command) == unsafe.SliceData(y.Command)) {
-		w.pushField("command", "f:command")
+		w.pushField("command")
 		w.compareUnlike(reflect.ValueOf(&x.Command).Elem(), reflect.ValueOf(&y.Command).Elem())
 		w.pop()
 	}
 	if !(len(x.Env) == 0 && len(y.Env) == 0 || len(x.Env) == len(y.Env) && unsafe.SliceData(x.Env) == unsafe.SliceData(y.Env)) {
-		w.pushField("env", "f:env")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Env, y.Env, keyCorev1EnvVar, walkCorev1EnvVar, unsafe.Sizeof(corev1.EnvVar{}))
+		w.pushField("env")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Env, y.Env, keyCorev1EnvVar, walkCorev1EnvVar, unsafe.Sizeof(corev1.EnvVar{}), appendJSONCorev1EnvVar)
 		w.pop()
 	}
 	if !(len(x.EnvFrom) == 0 && len(y.EnvFrom) == 0 || len(x.EnvFrom) == len(y.EnvFrom) && unsafe.SliceData(x.EnvFrom) == unsafe.SliceData(y.EnvFrom)) {
-		w.pushField("envFrom", "f:envFrom")
+		w.pushField("envFrom")
 		w.compareUnlike(reflect.ValueOf(&x.EnvFrom).Elem(), reflect.ValueOf(&y.EnvFrom).Elem())
 		w.pop()
 	}
 	if x.Image != y.Image {
-		w.pushField("image", "f:image")
-		w.report(reflect.ValueOf(&x.Image).Elem(), reflect.ValueOf(&y.Image).Elem())
+		w.pushField("image")
+		reportString(w, x.Image, y.Image)
 		w.pop()
 	}
 	if x.ImagePullPolicy != y.ImagePullPolicy {
-		w.pushField("imagePullPolicy", "f:imagePullPolicy")
-		w.report(reflect.ValueOf(&x.ImagePullPolicy).Elem(), reflect.ValueOf(&y.ImagePullPolicy).Elem())
+		w.pushField("imagePullPolicy")
+		reportString(w, x.ImagePullPolicy, y.ImagePullPolicy)
 		w.pop()
 	}
 	if x.Lifecycle != y.Lifecycle {
-		w.pushField("lifecycle", "f:lifecycle")
+		w.pushField("lifecycle")
 		if x.Lifecycle == nil || y.Lifecycle == nil {
-			w.report(reflect.ValueOf(&x.Lifecycle).Elem(), reflect.ValueOf(&y.Lifecycle).Elem())
+			reportStructPtr(w, x.Lifecycle, y.Lifecycle, appendJSONCorev1Lifecycle)
 		} else if !typedSameBytes(unsafe.Pointer(x.Lifecycle), unsafe.Pointer(y.Lifecycle), unsafe.Sizeof(*x.Lifecycle)) {
 			walkCorev1Lifecycle(w, x.Lifecycle, y.Lifecycle)
 		}
 		w.pop()
 	}
 	if x.LivenessProbe != y.LivenessProbe {
-		w.pushField("livenessProbe", "f:livenessProbe")
+		w.pushField("livenessProbe")
 		if x.LivenessProbe == nil || y.LivenessProbe == nil {
 			w.report(reflect.ValueOf(&x.LivenessProbe).Elem(), reflect.ValueOf(&y.LivenessProbe).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.LivenessProbe), unsafe.Pointer(y.LivenessProbe), unsafe.Sizeof(*x.LivenessProbe)) {
@@ -1107,17 +6149,17 @@ func walkCorev1Container(w *walker, x, y *corev1.Container) {
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if !(len(x.Ports) == 0 && len(y.Ports) == 0 || len(x.Ports) == len(y.Ports) && unsafe.SliceData(x.Ports) == unsafe.SliceData(y.Ports)) {
-		w.pushField("ports", "f:ports")
-		typedCompareKeyed(w, listKind{key: "containerPort", set: false}, x.Ports, y.Ports, keyCorev1ContainerPort, walkCorev1ContainerPort, unsafe.Sizeof(corev1.ContainerPort{}))
+		w.pushField("ports")
+		typedCompareKeyed(w, listKind{key: "containerPort", set: false}, x.Ports, y.Ports, keyCorev1ContainerPort, walkCorev1ContainerPort, unsafe.Sizeof(corev1.ContainerPort{}), appendJSONCorev1ContainerPort)
 		w.pop()
 	}
 	if x.ReadinessProbe != y.ReadinessProbe {
-		w.pushField("readinessProbe", "f:readinessProbe")
+		w.pushField("readinessProbe")
 		if x.ReadinessProbe == nil || y.ReadinessProbe == nil {
 			w.report(reflect.ValueOf(&x.ReadinessProbe).Elem(), reflect.ValueOf(&y.ReadinessProbe).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.ReadinessProbe), unsafe.Pointer(y.ReadinessProbe), unsafe.Sizeof(*x.ReadinessProbe)) {
@@ -1126,40 +6168,40 @@ func walkCorev1Container(w *walker, x, y *corev1.Container) {
 		w.pop()
 	}
 	if !(len(x.ResizePolicy) == 0 && len(y.ResizePolicy) == 0 || len(x.ResizePolicy) == len(y.ResizePolicy) && unsafe.SliceData(x.ResizePolicy) == unsafe.SliceData(y.ResizePolicy)) {
-		w.pushField("resizePolicy", "f:resizePolicy")
+		w.pushField("resizePolicy")
 		w.compareUnlike(reflect.ValueOf(&x.ResizePolicy).Elem(), reflect.ValueOf(&y.ResizePolicy).Elem())
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.Resources), unsafe.Pointer(&y.Resources), unsafe.Sizeof(x.Resources)) {
-		w.pushField("resources", "f:resources")
+		w.pushField("resources")
 		walkCorev1ResourceRequirements(w, &x.Resources, &y.Resources)
 		w.pop()
 	}
 	if x.RestartPolicy != y.RestartPolicy {
-		w.pushField("restartPolicy", "f:restartPolicy")
+		w.pushField("restartPolicy")
 		if x.RestartPolicy == nil || y.RestartPolicy == nil {
-			w.report(reflect.ValueOf(&x.RestartPolicy).Elem(), reflect.ValueOf(&y.RestartPolicy).Elem())
+			reportStringPtr(w, x.RestartPolicy, y.RestartPolicy)
 		} else if *x.RestartPolicy != *y.RestartPolicy {
-			w.report(reflect.ValueOf(x.RestartPolicy).Elem(), reflect.ValueOf(y.RestartPolicy).Elem())
+			reportString(w, *x.RestartPolicy, *y.RestartPolicy)
 		}
 		w.pop()
 	}
 	if !(len(x.RestartPolicyRules) == 0 && len(y.RestartPolicyRules) == 0 || len(x.RestartPolicyRules) == len(y.RestartPolicyRules) && unsafe.SliceData(x.RestartPolicyRules) == unsafe.SliceData(y.RestartPolicyRules)) {
-		w.pushField("restartPolicyRules", "f:restartPolicyRules")
+		w.pushField("restartPolicyRules")
 		w.compareUnlike(reflect.ValueOf(&x.RestartPolicyRules).Elem(), reflect.ValueOf(&y.RestartPolicyRules).Elem())
 		w.pop()
 	}
 	if x.SecurityContext != y.SecurityContext {
-		w.pushField("securityContext", "f:securityContext")
+		w.pushField("securityContext")
 		if x.SecurityContext == nil || y.SecurityContext == nil {
-			w.report(reflect.ValueOf(&x.SecurityContext).Elem(), reflect.ValueOf(&y.SecurityContext).Elem())
+			reportStructPtr(w, x.SecurityContext, y.SecurityContext, appendJSONCorev1SecurityContext)
 		} else if !typedSameBytes(unsafe.Pointer(x.SecurityContext), unsafe.Pointer(y.SecurityContext), unsafe.Sizeof(*x.SecurityContext)) {
 			walkCorev1SecurityContext(w, x.SecurityContext, y.SecurityContext)
 		}
 		w.pop()
 	}
 	if x.StartupProbe != y.StartupProbe {
-		w.pushField("startupProbe", "f:startupProbe")
+		w.pushField("startupProbe")
 		if x.StartupProbe == nil || y.StartupProbe == nil {
 			w.report(reflect.ValueOf(&x.StartupProbe).Elem(), reflect.ValueOf(&y.StartupProbe).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.StartupProbe), unsafe.Pointer(y.StartupProbe), unsafe.Sizeof(*x.StartupProbe)) {
@@ -1168,43 +6210,43 @@ func walkCorev1Container(w *walker, x, y *corev1.Container) {
 		w.pop()
 	}
 	if x.Stdin != y.Stdin {
-		w.pushField("stdin", "f:stdin")
-		w.report(reflect.ValueOf(&x.Stdin).Elem(), reflect.ValueOf(&y.Stdin).Elem())
+		w.pushField("stdin")
+		reportBool(w, x.Stdin, y.Stdin)
 		w.pop()
 	}
 	if x.StdinOnce != y.StdinOnce {
-		w.pushField("stdinOnce", "f:stdinOnce")
-		w.report(reflect.ValueOf(&x.StdinOnce).Elem(), reflect.ValueOf(&y.StdinOnce).Elem())
+		w.pushField("stdinOnce")
+		reportBool(w, x.StdinOnce, y.StdinOnce)
 		w.pop()
 	}
 	if x.TerminationMessagePath != y.TerminationMessagePath {
-		w.pushField("terminationMessagePath", "f:terminationMessagePath")
-		w.report(reflect.ValueOf(&x.TerminationMessagePath).Elem(), reflect.ValueOf(&y.TerminationMessagePath).Elem())
+		w.pushField("terminationMessagePath")
+		reportString(w, x.TerminationMessagePath, y.TerminationMessagePath)
 		w.pop()
 	}
 	if x.TerminationMessagePolicy != y.TerminationMessagePolicy {
-		w.pushField("terminationMessagePolicy", "f:terminationMessagePolicy")
-		w.report(reflect.ValueOf(&x.TerminationMessagePolicy).Elem(), reflect.ValueOf(&y.TerminationMessagePolicy).Elem())
+		w.pushField("terminationMessagePolicy")
+		reportString(w, x.TerminationMessagePolicy, y.TerminationMessagePolicy)
 		w.pop()
 	}
 	if x.TTY != y.TTY {
-		w.pushField("tty", "f:tty")
-		w.report(reflect.ValueOf(&x.TTY).Elem(), reflect.ValueOf(&y.TTY).Elem())
+		w.pushField("tty")
+		reportBool(w, x.TTY, y.TTY)
 		w.pop()
 	}
 	if !(len(x.VolumeDevices) == 0 && len(y.VolumeDevices) == 0 || len(x.VolumeDevices) == len(y.VolumeDevices) && unsafe.SliceData(x.VolumeDevices) == unsafe.SliceData(y.VolumeDevices)) {
-		w.pushField("volumeDevices", "f:volumeDevices")
-		typedCompareKeyed(w, listKind{key: "devicePath", set: false}, x.VolumeDevices, y.VolumeDevices, keyCorev1VolumeDevice, walkCorev1VolumeDevice, unsafe.Sizeof(corev1.VolumeDevice{}))
+		w.pushField("volumeDevices")
+		typedCompareKeyed(w, listKind{key: "devicePath", set: false}, x.VolumeDevices, y.VolumeDevices, keyCorev1VolumeDevice, walkCorev1VolumeDevice, unsafe.Sizeof(corev1.VolumeDevice{}), appendJSONCorev1VolumeDevice)
 		w.pop()
 	}
 	if !(len(x.VolumeMounts) == 0 && len(y.VolumeMounts) == 0 || len(x.VolumeMounts) == len(y.VolumeMounts) && unsafe.SliceData(x.VolumeMounts) == unsafe.SliceData(y.VolumeMounts)) {
-		w.pushField("volumeMounts", "f:volumeMounts")
-		typedCompareKeyed(w, listKind{key: "mountPath", set: false}, x.VolumeMounts, y.VolumeMounts, keyCorev1VolumeMount, walkCorev1VolumeMount, unsafe.Sizeof(corev1.VolumeMount{}))
+		w.pushField("volumeMounts")
+		typedCompareKeyed(w, listKind{key: "mountPath", set: false}, x.VolumeMounts, y.VolumeMounts, keyCorev1VolumeMount, walkCorev1VolumeMount, unsafe.Sizeof(corev1.VolumeMount{}), appendJSONCorev1VolumeMount)
 		w.pop()
 	}
 	if x.WorkingDir != y.WorkingDir {
-		w.pushField("workingDir", "f:workingDir")
-		w.report(reflect.ValueOf(&x.WorkingDir).Elem(), reflect.ValueOf(&y.WorkingDir).Elem())
+		w.pushField("workingDir")
+		reportString(w, x.WorkingDir, y.WorkingDir)
 		w.pop()
 	}
 }
@@ -1212,18 +6254,18 @@ func walkCorev1Container(w *walker, x, y *corev1.Container) {
 // walkCorev1ContainerExtendedResourceRequest compares two corev1.ContainerExtendedResourceRequest as compareStruct does.
 func walkCorev1ContainerExtendedResourceRequest(w *walker, x, y *corev1.ContainerExtendedResourceRequest) {
 	if x.ContainerName != y.ContainerName {
-		w.pushField("containerName", "f:containerName")
-		w.report(reflect.ValueOf(&x.ContainerName).Elem(), reflect.ValueOf(&y.ContainerName).Elem())
+		w.pushField("containerName")
+		reportString(w, x.ContainerName, y.ContainerName)
 		w.pop()
 	}
 	if x.RequestName != y.RequestName {
-		w.pushField("requestName", "f:requestName")
-		w.report(reflect.ValueOf(&x.RequestName).Elem(), reflect.ValueOf(&y.RequestName).Elem())
+		w.pushField("requestName")
+		reportString(w, x.RequestName, y.RequestName)
 		w.pop()
 	}
 	if x.ResourceName != y.ResourceName {
-		w.pushField("resourceName", "f:resourceName")
-		w.report(reflect.ValueOf(&x.ResourceName).Elem(), reflect.ValueOf(&y.ResourceName).Elem())
+		w.pushField("resourceName")
+		reportString(w, x.ResourceName, y.ResourceName)
 		w.pop()
 	}
 }
@@ -1231,40 +6273,40 @@ func walkCorev1ContainerExtendedResourceRequest(w *walker, x, y *corev1.Containe
 // walkCorev1ContainerPort compares two corev1.ContainerPort as compareStruct does.
 func walkCorev1ContainerPort(w *walker, x, y *corev1.ContainerPort) {
 	if x.ContainerPort != y.ContainerPort {
-		w.pushField("containerPort", "f:containerPort")
-		w.report(reflect.ValueOf(&x.ContainerPort).Elem(), reflect.ValueOf(&y.ContainerPort).Elem())
+		w.pushField("containerPort")
+		reportInt(w, x.ContainerPort, y.ContainerPort)
 		w.pop()
 	}
 	if x.HostIP != y.HostIP {
-		w.pushField("hostIP", "f:hostIP")
-		w.report(reflect.ValueOf(&x.HostIP).Elem(), reflect.ValueOf(&y.HostIP).Elem())
+		w.pushField("hostIP")
+		reportString(w, x.HostIP, y.HostIP)
 		w.pop()
 	}
 	if x.HostPort != y.HostPort {
-		w.pushField("hostPort", "f:hostPort")
-		w.report(reflect.ValueOf(&x.HostPort).Elem(), reflect.ValueOf(&y.HostPort).Elem())
+		w.pushField("hostPort")
+		reportInt(w, x.HostPort, y.HostPort)
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.Protocol != y.Protocol {
-		w.pushField("protocol", "f:protocol")
-		w.report(reflect.ValueOf(&x.Protocol).Elem(), reflect.ValueOf(&y.Protocol).Elem())
+		w.pushField("protocol")
+		reportString(w, x.Protocol, y.Protocol)
 		w.pop()
 	}
 }
 
 // walkCorev1ContainerResizePolicy compares two corev1.ContainerResizePolicy as compareStruct does.
 func walkCorev1ContainerResizePolicy(w *walker, x, y *corev1.ContainerResizePolicy) {
-	w.pushField("resourceName", "f:resourceName")
+	w.pushField("resourceName")
 	w.compareUnlike(reflect.ValueOf(&x.ResourceName).Elem(), reflect.ValueOf(&y.ResourceName).Elem())
 	w.pop()
 	if x.RestartPolicy != y.RestartPolicy {
-		w.pushField("restartPolicy", "f:restartPolicy")
-		w.report(reflect.ValueOf(&x.RestartPolicy).Elem(), reflect.ValueOf(&y.RestartPolicy).Elem())
+		w.pushField("restartPolicy")
+		reportString(w, x.RestartPolicy, y.RestartPolicy)
 		w.pop()
 	}
 }
@@ -1272,14 +6314,14 @@ func walkCorev1ContainerResizePolicy(w *walker, x, y *corev1.ContainerResizePoli
 // walkCorev1ContainerRestartRule compares two corev1.ContainerRestartRule as compareStruct does.
 func walkCorev1ContainerRestartRule(w *walker, x, y *corev1.ContainerRestartRule) {
 	if x.Action != y.Action {
-		w.pushField("action", "f:action")
-		w.report(reflect.ValueOf(&x.Action).Elem(), reflect.ValueOf(&y.Action).Elem())
+		w.pushField("action")
+		reportString(w, x.Action, y.Action)
 		w.pop()
 	}
 	if x.ExitCodes != y.ExitCodes {
-		w.pushField("exitCodes", "f:exitCodes")
+		w.pushField("exitCodes")
 		if x.ExitCodes == nil || y.ExitCodes == nil {
-			w.report(reflect.ValueOf(&x.ExitCodes).Elem(), reflect.ValueOf(&y.ExitCodes).Elem())
+			reportStructPtr(w, x.ExitCodes, y.ExitCodes, appendJSONCorev1ContainerRestartRuleOnExitCodes)
 		} else if !typedSameBytes(unsafe.Pointer(x.ExitCodes), unsafe.Pointer(y.ExitCodes), unsafe.Sizeof(*x.ExitCodes)) {
 			walkCorev1ContainerRestartRuleOnExitCodes(w, x.ExitCodes, y.ExitCodes)
 		}
@@ -1290,12 +6332,12 @@ func walkCorev1ContainerRestartRule(w *walker, x, y *corev1.ContainerRestartRule
 // walkCorev1ContainerRestartRuleOnExitCodes compares two corev1.ContainerRestartRuleOnExitCodes as compareStruct does.
 func walkCorev1ContainerRestartRuleOnExitCodes(w *walker, x, y *corev1.ContainerRestartRuleOnExitCodes) {
 	if x.Operator != y.Operator {
-		w.pushField("operator", "f:operator")
-		w.report(reflect.ValueOf(&x.Operator).Elem(), reflect.ValueOf(&y.Operator).Elem())
+		w.pushField("operator")
+		reportString(w, x.Operator, y.Operator)
 		w.pop()
 	}
 	if !(len(x.Values) == 0 && len(y.Values) == 0 || len(x.Values) == len(y.Values) && unsafe.SliceData(x.Values) == unsafe.SliceData(y.Values)) {
-		w.pushField("values", "f:values")
+		w.pushField("values")
 		w.compareUnlike(reflect.ValueOf(&x.Values).Elem(), reflect.ValueOf(&y.Values).Elem())
 		w.pop()
 	}
@@ -1304,27 +6346,27 @@ func walkCorev1ContainerRestartRuleOnExitCodes(w *walker, x, y *corev1.Container
 // walkCorev1ContainerState compares two corev1.ContainerState as compareStruct does.
 func walkCorev1ContainerState(w *walker, x, y *corev1.ContainerState) {
 	if x.Running != y.Running {
-		w.pushField("running", "f:running")
+		w.pushField("running")
 		if x.Running == nil || y.Running == nil {
-			w.report(reflect.ValueOf(&x.Running).Elem(), reflect.ValueOf(&y.Running).Elem())
+			reportStructPtr(w, x.Running, y.Running, appendJSONCorev1ContainerStateRunning)
 		} else if !typedSameBytes(unsafe.Pointer(x.Running), unsafe.Pointer(y.Running), unsafe.Sizeof(*x.Running)) {
 			walkCorev1ContainerStateRunning(w, x.Running, y.Running)
 		}
 		w.pop()
 	}
 	if x.Terminated != y.Terminated {
-		w.pushField("terminated", "f:terminated")
+		w.pushField("terminated")
 		if x.Terminated == nil || y.Terminated == nil {
-			w.report(reflect.ValueOf(&x.Terminated).Elem(), reflect.ValueOf(&y.Terminated).Elem())
+			reportStructPtr(w, x.Terminated, y.Terminated, appendJSONCorev1ContainerStateTerminated)
 		} else if !typedSameBytes(unsafe.Pointer(x.Terminated), unsafe.Pointer(y.Terminated), unsafe.Sizeof(*x.Terminated)) {
 			walkCorev1ContainerStateTerminated(w, x.Terminated, y.Terminated)
 		}
 		w.pop()
 	}
 	if x.Waiting != y.Waiting {
-		w.pushField("waiting", "f:waiting")
+		w.pushField("waiting")
 		if x.Waiting == nil || y.Waiting == nil {
-			w.report(reflect.ValueOf(&x.Waiting).Elem(), reflect.ValueOf(&y.Waiting).Elem())
+			reportStructPtr(w, x.Waiting, y.Waiting, appendJSONCorev1ContainerStateWaiting)
 		} else if !typedSameBytes(unsafe.Pointer(x.Waiting), unsafe.Pointer(y.Waiting), unsafe.Sizeof(*x.Waiting)) {
 			walkCorev1ContainerStateWaiting(w, x.Waiting, y.Waiting)
 		}
@@ -1335,7 +6377,7 @@ func walkCorev1ContainerState(w *walker, x, y *corev1.ContainerState) {
 // walkCorev1ContainerStateRunning compares two corev1.ContainerStateRunning as compareStruct does.
 func walkCorev1ContainerStateRunning(w *walker, x, y *corev1.ContainerStateRunning) {
 	if !typedSameBytes(unsafe.Pointer(&x.StartedAt), unsafe.Pointer(&y.StartedAt), unsafe.Sizeof(x.StartedAt)) {
-		w.pushField("startedAt", "f:startedAt")
+		w.pushField("startedAt")
 		walkMetav1Time(w, &x.StartedAt, &y.StartedAt)
 		w.pop()
 	}
@@ -1344,37 +6386,37 @@ func walkCorev1ContainerStateRunning(w *walker, x, y *corev1.ContainerStateRunni
 // walkCorev1ContainerStateTerminated compares two corev1.ContainerStateTerminated as compareStruct does.
 func walkCorev1ContainerStateTerminated(w *walker, x, y *corev1.ContainerStateTerminated) {
 	if x.ContainerID != y.ContainerID {
-		w.pushField("containerID", "f:containerID")
-		w.report(reflect.ValueOf(&x.ContainerID).Elem(), reflect.ValueOf(&y.ContainerID).Elem())
+		w.pushField("containerID")
+		reportString(w, x.ContainerID, y.ContainerID)
 		w.pop()
 	}
 	if x.ExitCode != y.ExitCode {
-		w.pushField("exitCode", "f:exitCode")
-		w.report(reflect.ValueOf(&x.ExitCode).Elem(), reflect.ValueOf(&y.ExitCode).Elem())
+		w.pushField("exitCode")
+		reportInt(w, x.ExitCode, y.ExitCode)
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.FinishedAt), unsafe.Pointer(&y.FinishedAt), unsafe.Sizeof(x.FinishedAt)) {
-		w.pushField("finishedAt", "f:finishedAt")
+		w.pushField("finishedAt")
 		walkMetav1Time(w, &x.FinishedAt, &y.FinishedAt)
 		w.pop()
 	}
 	if x.Message != y.Message {
-		w.pushField("message", "f:message")
-		w.report(reflect.ValueOf(&x.Message).Elem(), reflect.ValueOf(&y.Message).Elem())
+		w.pushField("message")
+		reportString(w, x.Message, y.Message)
 		w.pop()
 	}
 	if x.Reason != y.Reason {
-		w.pushField("reason", "f:reason")
-		w.report(reflect.ValueOf(&x.Reason).Elem(), reflect.ValueOf(&y.Reason).Elem())
+		w.pushField("reason")
+		reportString(w, x.Reason, y.Reason)
 		w.pop()
 	}
 	if x.Signal != y.Signal {
-		w.pushField("signal", "f:signal")
-		w.report(reflect.ValueOf(&x.Signal).Elem(), reflect.ValueOf(&y.Signal).Elem())
+		w.pushField("signal")
+		reportInt(w, x.Signal, y.Signal)
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.StartedAt), unsafe.Pointer(&y.StartedAt), unsafe.Sizeof(x.StartedAt)) {
-		w.pushField("startedAt", "f:startedAt")
+		w.pushField("startedAt")
 		walkMetav1Time(w, &x.StartedAt, &y.StartedAt)
 		w.pop()
 	}
@@ -1383,13 +6425,13 @@ func walkCorev1ContainerStateTerminated(w *walker, x, y *corev1.ContainerStateTe
 // walkCorev1ContainerStateWaiting compares two corev1.ContainerStateWaiting as compareStruct does.
 func walkCorev1ContainerStateWaiting(w *walker, x, y *corev1.ContainerStateWaiting) {
 	if x.Message != y.Message {
-		w.pushField("message", "f:message")
-		w.report(reflect.ValueOf(&x.Message).Elem(), reflect.ValueOf(&y.Message).Elem())
+		w.pushField("message")
+		reportString(w, x.Message, y.Message)
 		w.pop()
 	}
 	if x.Reason != y.Reason {
-		w.pushField("reason", "f:reason")
-		w.report(reflect.ValueOf(&x.Reason).Elem(), reflect.ValueOf(&y.Reason).Elem())
+		w.pushField("reason")
+		reportString(w, x.Reason, y.Reason)
 		w.pop()
 	}
 }
@@ -1397,94 +6439,94 @@ func walkCorev1ContainerStateWaiting(w *walker, x, y *corev1.ContainerStateWaiti
 // walkCorev1ContainerStatus compares two corev1.ContainerStatus as compareStruct does.
 func walkCorev1ContainerStatus(w *walker, x, y *corev1.ContainerStatus) {
 	if !(len(x.AllocatedResources) == 0 && len(y.AllocatedResources) == 0 || len(x.AllocatedResources) == len(y.AllocatedResources) && typedMapPointer(unsafe.Pointer(&x.AllocatedResources)) == typedMapPointer(unsafe.Pointer(&y.AllocatedResources))) {
-		w.pushField("allocatedResources", "f:allocatedResources")
+		w.pushField("allocatedResources")
 		w.compareUnlike(reflect.ValueOf(&x.AllocatedResources).Elem(), reflect.ValueOf(&y.AllocatedResources).Elem())
 		w.pop()
 	}
 	if !(len(x.AllocatedResourcesStatus) == 0 && len(y.AllocatedResourcesStatus) == 0 || len(x.AllocatedResourcesStatus) == len(y.AllocatedResourcesStatus) && unsafe.SliceData(x.AllocatedResourcesStatus) == unsafe.SliceData(y.AllocatedResourcesStatus)) {
-		w.pushField("allocatedResourcesStatus", "f:allocatedResourcesStatus")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.AllocatedResourcesStatus, y.AllocatedResourcesStatus, keyCorev1ResourceStatus, walkCorev1ResourceStatus, unsafe.Sizeof(corev1.ResourceStatus{}))
+		w.pushField("allocatedResourcesStatus")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.AllocatedResourcesStatus, y.AllocatedResourcesStatus, keyCorev1ResourceStatus, walkCorev1ResourceStatus, unsafe.Sizeof(corev1.ResourceStatus{}), appendJSONCorev1ResourceStatus)
 		w.pop()
 	}
 	if x.ContainerID != y.ContainerID {
-		w.pushField("containerID", "f:containerID")
-		w.report(reflect.ValueOf(&x.ContainerID).Elem(), reflect.ValueOf(&y.ContainerID).Elem())
+		w.pushField("containerID")
+		reportString(w, x.ContainerID, y.ContainerID)
 		w.pop()
 	}
 	if x.Image != y.Image {
-		w.pushField("image", "f:image")
-		w.report(reflect.ValueOf(&x.Image).Elem(), reflect.ValueOf(&y.Image).Elem())
+		w.pushField("image")
+		reportString(w, x.Image, y.Image)
 		w.pop()
 	}
 	if x.ImageID != y.ImageID {
-		w.pushField("imageID", "f:imageID")
-		w.report(reflect.ValueOf(&x.ImageID).Elem(), reflect.ValueOf(&y.ImageID).Elem())
+		w.pushField("imageID")
+		reportString(w, x.ImageID, y.ImageID)
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.LastTerminationState), unsafe.Pointer(&y.LastTerminationState), unsafe.Sizeof(x.LastTerminationState)) {
-		w.pushField("lastState", "f:lastState")
+		w.pushField("lastState")
 		walkCorev1ContainerState(w, &x.LastTerminationState, &y.LastTerminationState)
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.Ready != y.Ready {
-		w.pushField("ready", "f:ready")
-		w.report(reflect.ValueOf(&x.Ready).Elem(), reflect.ValueOf(&y.Ready).Elem())
+		w.pushField("ready")
+		reportBool(w, x.Ready, y.Ready)
 		w.pop()
 	}
 	if x.Resources != y.Resources {
-		w.pushField("resources", "f:resources")
+		w.pushField("resources")
 		if x.Resources == nil || y.Resources == nil {
-			w.report(reflect.ValueOf(&x.Resources).Elem(), reflect.ValueOf(&y.Resources).Elem())
+			reportStructPtr(w, x.Resources, y.Resources, appendJSONCorev1ResourceRequirements)
 		} else if !typedSameBytes(unsafe.Pointer(x.Resources), unsafe.Pointer(y.Resources), unsafe.Sizeof(*x.Resources)) {
 			walkCorev1ResourceRequirements(w, x.Resources, y.Resources)
 		}
 		w.pop()
 	}
 	if x.RestartCount != y.RestartCount {
-		w.pushField("restartCount", "f:restartCount")
-		w.report(reflect.ValueOf(&x.RestartCount).Elem(), reflect.ValueOf(&y.RestartCount).Elem())
+		w.pushField("restartCount")
+		reportInt(w, x.RestartCount, y.RestartCount)
 		w.pop()
 	}
 	if x.Started != y.Started {
-		w.pushField("started", "f:started")
+		w.pushField("started")
 		if x.Started == nil || y.Started == nil {
-			w.report(reflect.ValueOf(&x.Started).Elem(), reflect.ValueOf(&y.Started).Elem())
+			reportBoolPtr(w, x.Started, y.Started)
 		} else if *x.Started != *y.Started {
-			w.report(reflect.ValueOf(x.Started).Elem(), reflect.ValueOf(y.Started).Elem())
+			reportBool(w, *x.Started, *y.Started)
 		}
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.State), unsafe.Pointer(&y.State), unsafe.Sizeof(x.State)) {
-		w.pushField("state", "f:state")
+		w.pushField("state")
 		walkCorev1ContainerState(w, &x.State, &y.State)
 		w.pop()
 	}
 	if x.StopSignal != y.StopSignal {
-		w.pushField("stopSignal", "f:stopSignal")
+		w.pushField("stopSignal")
 		if x.StopSignal == nil || y.StopSignal == nil {
-			w.report(reflect.ValueOf(&x.StopSignal).Elem(), reflect.ValueOf(&y.StopSignal).Elem())
+			reportStringPtr(w, x.StopSignal, y.StopSignal)
 		} else if *x.StopSignal != *y.StopSignal {
-			w.report(reflect.ValueOf(x.StopSignal).Elem(), reflect.ValueOf(y.StopSignal).Elem())
+			reportString(w, *x.StopSignal, *y.StopSignal)
 		}
 		w.pop()
 	}
 	if x.User != y.User {
-		w.pushField("user", "f:user")
+		w.pushField("user")
 		if x.User == nil || y.User == nil {
-			w.report(reflect.ValueOf(&x.User).Elem(), reflect.ValueOf(&y.User).Elem())
+			reportStructPtr(w, x.User, y.User, appendJSONCorev1ContainerUser)
 		} else if !typedSameBytes(unsafe.Pointer(x.User), unsafe.Pointer(y.User), unsafe.Sizeof(*x.User)) {
 			walkCorev1ContainerUser(w, x.User, y.User)
 		}
 		w.pop()
 	}
 	if !(len(x.VolumeMounts) == 0 && len(y.VolumeMounts) == 0 || len(x.VolumeMounts) == len(y.VolumeMounts) && unsafe.SliceData(x.VolumeMounts) == unsafe.SliceData(y.VolumeMounts)) {
-		w.pushField("volumeMounts", "f:volumeMounts")
-		typedCompareKeyed(w, listKind{key: "mountPath", set: false}, x.VolumeMounts, y.VolumeMounts, keyCorev1VolumeMountStatus, walkCorev1VolumeMountStatus, unsafe.Sizeof(corev1.VolumeMountStatus{}))
+		w.pushField("volumeMounts")
+		typedCompareKeyed(w, listKind{key: "mountPath", set: false}, x.VolumeMounts, y.VolumeMounts, keyCorev1VolumeMountStatus, walkCorev1VolumeMountStatus, unsafe.Sizeof(corev1.VolumeMountStatus{}), appendJSONCorev1VolumeMountStatus)
 		w.pop()
 	}
 }
@@ -1492,9 +6534,9 @@ func walkCorev1ContainerStatus(w *walker, x, y *corev1.ContainerStatus) {
 // walkCorev1ContainerUser compares two corev1.ContainerUser as compareStruct does.
 func walkCorev1ContainerUser(w *walker, x, y *corev1.ContainerUser) {
 	if x.Linux != y.Linux {
-		w.pushField("linux", "f:linux")
+		w.pushField("linux")
 		if x.Linux == nil || y.Linux == nil {
-			w.report(reflect.ValueOf(&x.Linux).Elem(), reflect.ValueOf(&y.Linux).Elem())
+			reportStructPtr(w, x.Linux, y.Linux, appendJSONCorev1LinuxContainerUser)
 		} else if !typedSameBytes(unsafe.Pointer(x.Linux), unsafe.Pointer(y.Linux), unsafe.Sizeof(*x.Linux)) {
 			walkCorev1LinuxContainerUser(w, x.Linux, y.Linux)
 		}
@@ -1505,7 +6547,7 @@ func walkCorev1ContainerUser(w *walker, x, y *corev1.ContainerUser) {
 // walkCorev1DownwardAPIProjection compares two corev1.DownwardAPIProjection as compareStruct does.
 func walkCorev1DownwardAPIProjection(w *walker, x, y *corev1.DownwardAPIProjection) {
 	if !(len(x.Items) == 0 && len(y.Items) == 0 || len(x.Items) == len(y.Items) && unsafe.SliceData(x.Items) == unsafe.SliceData(y.Items)) {
-		w.pushField("items", "f:items")
+		w.pushField("items")
 		w.compareUnlike(reflect.ValueOf(&x.Items).Elem(), reflect.ValueOf(&y.Items).Elem())
 		w.pop()
 	}
@@ -1514,43 +6556,43 @@ func walkCorev1DownwardAPIProjection(w *walker, x, y *corev1.DownwardAPIProjecti
 // walkCorev1DownwardAPIVolumeFile compares two corev1.DownwardAPIVolumeFile as compareStruct does.
 func walkCorev1DownwardAPIVolumeFile(w *walker, x, y *corev1.DownwardAPIVolumeFile) {
 	if x.FieldRef != y.FieldRef {
-		w.pushField("fieldRef", "f:fieldRef")
+		w.pushField("fieldRef")
 		if x.FieldRef == nil || y.FieldRef == nil {
-			w.report(reflect.ValueOf(&x.FieldRef).Elem(), reflect.ValueOf(&y.FieldRef).Elem())
+			reportStructPtr(w, x.FieldRef, y.FieldRef, appendJSONCorev1ObjectFieldSelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.FieldRef), unsafe.Pointer(y.FieldRef), unsafe.Sizeof(*x.FieldRef)) {
 			walkCorev1ObjectFieldSelector(w, x.FieldRef, y.FieldRef)
 		}
 		w.pop()
 	}
 	if x.Mode != y.Mode {
-		w.pushField("mode", "f:mode")
+		w.pushField("mode")
 		if x.Mode == nil || y.Mode == nil {
-			w.report(reflect.ValueOf(&x.Mode).Elem(), reflect.ValueOf(&y.Mode).Elem())
+			reportIntPtr(w, x.Mode, y.Mode)
 		} else if *x.Mode != *y.Mode {
-			w.report(reflect.ValueOf(x.Mode).Elem(), reflect.ValueOf(y.Mode).Elem())
+			reportInt(w, *x.Mode, *y.Mode)
 		}
 		w.pop()
 	}
 	if x.Path != y.Path {
-		w.pushField("path", "f:path")
-		w.report(reflect.ValueOf(&x.Path).Elem(), reflect.ValueOf(&y.Path).Elem())
+		w.pushField("path")
+		reportString(w, x.Path, y.Path)
 		w.pop()
 	}
 	if x.ResourceFieldRef != y.ResourceFieldRef {
-		w.pushField("resourceFieldRef", "f:resourceFieldRef")
+		w.pushField("resourceFieldRef")
 		if x.ResourceFieldRef == nil || y.ResourceFieldRef == nil {
-			w.report(reflect.ValueOf(&x.ResourceFieldRef).Elem(), reflect.ValueOf(&y.ResourceFieldRef).Elem())
+			reportStructPtr(w, x.ResourceFieldRef, y.ResourceFieldRef, appendJSONCorev1ResourceFieldSelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.ResourceFieldRef), unsafe.Pointer(y.ResourceFieldRef), unsafe.Sizeof(*x.ResourceFieldRef)) {
 			walkCorev1ResourceFieldSelector(w, x.ResourceFieldRef, y.ResourceFieldRef)
 		}
 		w.pop()
 	}
 	if x.User != y.User {
-		w.pushField("user", "f:user")
+		w.pushField("user")
 		if x.User == nil || y.User == nil {
-			w.report(reflect.ValueOf(&x.User).Elem(), reflect.ValueOf(&y.User).Elem())
+			reportIntPtr(w, x.User, y.User)
 		} else if *x.User != *y.User {
-			w.report(reflect.ValueOf(x.User).Elem(), reflect.ValueOf(y.User).Elem())
+			reportInt(w, *x.User, *y.User)
 		}
 		w.pop()
 	}
@@ -1559,25 +6601,25 @@ func walkCorev1DownwardAPIVolumeFile(w *walker, x, y *corev1.DownwardAPIVolumeFi
 // walkCorev1DownwardAPIVolumeSource compares two corev1.DownwardAPIVolumeSource as compareStruct does.
 func walkCorev1DownwardAPIVolumeSource(w *walker, x, y *corev1.DownwardAPIVolumeSource) {
 	if x.DefaultMode != y.DefaultMode {
-		w.pushField("defaultMode", "f:defaultMode")
+		w.pushField("defaultMode")
 		if x.DefaultMode == nil || y.DefaultMode == nil {
-			w.report(reflect.ValueOf(&x.DefaultMode).Elem(), reflect.ValueOf(&y.DefaultMode).Elem())
+			reportIntPtr(w, x.DefaultMode, y.DefaultMode)
 		} else if *x.DefaultMode != *y.DefaultMode {
-			w.report(reflect.ValueOf(x.DefaultMode).Elem(), reflect.ValueOf(y.DefaultMode).Elem())
+			reportInt(w, *x.DefaultMode, *y.DefaultMode)
 		}
 		w.pop()
 	}
 	if x.DefaultUser != y.DefaultUser {
-		w.pushField("defaultUser", "f:defaultUser")
+		w.pushField("defaultUser")
 		if x.DefaultUser == nil || y.DefaultUser == nil {
-			w.report(reflect.ValueOf(&x.DefaultUser).Elem(), reflect.ValueOf(&y.DefaultUser).Elem())
+			reportIntPtr(w, x.DefaultUser, y.DefaultUser)
 		} else if *x.DefaultUser != *y.DefaultUser {
-			w.report(reflect.ValueOf(x.DefaultUser).Elem(), reflect.ValueOf(y.DefaultUser).Elem())
+			reportInt(w, *x.DefaultUser, *y.DefaultUser)
 		}
 		w.pop()
 	}
 	if !(len(x.Items) == 0 && len(y.Items) == 0 || len(x.Items) == len(y.Items) && unsafe.SliceData(x.Items) == unsafe.SliceData(y.Items)) {
-		w.pushField("items", "f:items")
+		w.pushField("items")
 		w.compareUnlike(reflect.ValueOf(&x.Items).Elem(), reflect.ValueOf(&y.Items).Elem())
 		w.pop()
 	}
@@ -1586,21 +6628,21 @@ func walkCorev1DownwardAPIVolumeSource(w *walker, x, y *corev1.DownwardAPIVolume
 // walkCorev1EmptyDirVolumeSource compares two corev1.EmptyDirVolumeSource as compareStruct does.
 func walkCorev1EmptyDirVolumeSource(w *walker, x, y *corev1.EmptyDirVolumeSource) {
 	if x.Medium != y.Medium {
-		w.pushField("medium", "f:medium")
-		w.report(reflect.ValueOf(&x.Medium).Elem(), reflect.ValueOf(&y.Medium).Elem())
+		w.pushField("medium")
+		reportString(w, x.Medium, y.Medium)
 		w.pop()
 	}
 	if x.Mode != y.Mode {
-		w.pushField("mode", "f:mode")
+		w.pushField("mode")
 		if x.Mode == nil || y.Mode == nil {
-			w.report(reflect.ValueOf(&x.Mode).Elem(), reflect.ValueOf(&y.Mode).Elem())
+			reportIntPtr(w, x.Mode, y.Mode)
 		} else if *x.Mode != *y.Mode {
-			w.report(reflect.ValueOf(x.Mode).Elem(), reflect.ValueOf(y.Mode).Elem())
+			reportInt(w, *x.Mode, *y.Mode)
 		}
 		w.pop()
 	}
 	if !(x.SizeLimit == y.SizeLimit) {
-		w.pushField("sizeLimit", "f:sizeLimit")
+		w.pushField("sizeLimit")
 		w.compareUnlike(reflect.ValueOf(&x.SizeLimit).Elem(), reflect.ValueOf(&y.SizeLimit).Elem())
 		w.pop()
 	}
@@ -1609,7 +6651,7 @@ func walkCorev1EmptyDirVolumeSource(w *walker, x, y *corev1.EmptyDirVolumeSource
 // walkCorev1EnvFromSource compares two corev1.EnvFromSource as compareStruct does.
 func walkCorev1EnvFromSource(w *walker, x, y *corev1.EnvFromSource) {
 	if x.ConfigMapRef != y.ConfigMapRef {
-		w.pushField("configMapRef", "f:configMapRef")
+		w.pushField("configMapRef")
 		if x.ConfigMapRef == nil || y.ConfigMapRef == nil {
 			w.report(reflect.ValueOf(&x.ConfigMapRef).Elem(), reflect.ValueOf(&y.ConfigMapRef).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.ConfigMapRef), unsafe.Pointer(y.ConfigMapRef), unsafe.Sizeof(*x.ConfigMapRef)) {
@@ -1618,12 +6660,12 @@ func walkCorev1EnvFromSource(w *walker, x, y *corev1.EnvFromSource) {
 		w.pop()
 	}
 	if x.Prefix != y.Prefix {
-		w.pushField("prefix", "f:prefix")
-		w.report(reflect.ValueOf(&x.Prefix).Elem(), reflect.ValueOf(&y.Prefix).Elem())
+		w.pushField("prefix")
+		reportString(w, x.Prefix, y.Prefix)
 		w.pop()
 	}
 	if x.SecretRef != y.SecretRef {
-		w.pushField("secretRef", "f:secretRef")
+		w.pushField("secretRef")
 		if x.SecretRef == nil || y.SecretRef == nil {
 			w.report(reflect.ValueOf(&x.SecretRef).Elem(), reflect.ValueOf(&y.SecretRef).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.SecretRef), unsafe.Pointer(y.SecretRef), unsafe.Sizeof(*x.SecretRef)) {
@@ -1636,19 +6678,19 @@ func walkCorev1EnvFromSource(w *walker, x, y *corev1.EnvFromSource) {
 // walkCorev1EnvVar compares two corev1.EnvVar as compareStruct does.
 func walkCorev1EnvVar(w *walker, x, y *corev1.EnvVar) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.Value != y.Value {
-		w.pushField("value", "f:value")
-		w.report(reflect.ValueOf(&x.Value).Elem(), reflect.ValueOf(&y.Value).Elem())
+		w.pushField("value")
+		reportString(w, x.Value, y.Value)
 		w.pop()
 	}
 	if x.ValueFrom != y.ValueFrom {
-		w.pushField("valueFrom", "f:valueFrom")
+		w.pushField("valueFrom")
 		if x.ValueFrom == nil || y.ValueFrom == nil {
-			w.report(reflect.ValueOf(&x.ValueFrom).Elem(), reflect.ValueOf(&y.ValueFrom).Elem())
+			reportStructPtr(w, x.ValueFrom, y.ValueFrom, appendJSONCorev1EnvVarSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.ValueFrom), unsafe.Pointer(y.ValueFrom), unsafe.Sizeof(*x.ValueFrom)) {
 			walkCorev1EnvVarSource(w, x.ValueFrom, y.ValueFrom)
 		}
@@ -1659,7 +6701,7 @@ func walkCorev1EnvVar(w *walker, x, y *corev1.EnvVar) {
 // walkCorev1EnvVarSource compares two corev1.EnvVarSource as compareStruct does.
 func walkCorev1EnvVarSource(w *walker, x, y *corev1.EnvVarSource) {
 	if x.ConfigMapKeyRef != y.ConfigMapKeyRef {
-		w.pushField("configMapKeyRef", "f:configMapKeyRef")
+		w.pushField("configMapKeyRef")
 		if x.ConfigMapKeyRef == nil || y.ConfigMapKeyRef == nil {
 			w.report(reflect.ValueOf(&x.ConfigMapKeyRef).Elem(), reflect.ValueOf(&y.ConfigMapKeyRef).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.ConfigMapKeyRef), unsafe.Pointer(y.ConfigMapKeyRef), unsafe.Sizeof(*x.ConfigMapKeyRef)) {
@@ -1668,34 +6710,34 @@ func walkCorev1EnvVarSource(w *walker, x, y *corev1.EnvVarSource) {
 		w.pop()
 	}
 	if x.FieldRef != y.FieldRef {
-		w.pushField("fieldRef", "f:fieldRef")
+		w.pushField("fieldRef")
 		if x.FieldRef == nil || y.FieldRef == nil {
-			w.report(reflect.ValueOf(&x.FieldRef).Elem(), reflect.ValueOf(&y.FieldRef).Elem())
+			reportStructPtr(w, x.FieldRef, y.FieldRef, appendJSONCorev1ObjectFieldSelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.FieldRef), unsafe.Pointer(y.FieldRef), unsafe.Sizeof(*x.FieldRef)) {
 			walkCorev1ObjectFieldSelector(w, x.FieldRef, y.FieldRef)
 		}
 		w.pop()
 	}
 	if x.FileKeyRef != y.FileKeyRef {
-		w.pushField("fileKeyRef", "f:fileKeyRef")
+		w.pushField("fileKeyRef")
 		if x.FileKeyRef == nil || y.FileKeyRef == nil {
-			w.report(reflect.ValueOf(&x.FileKeyRef).Elem(), reflect.ValueOf(&y.FileKeyRef).Elem())
+			reportStructPtr(w, x.FileKeyRef, y.FileKeyRef, appendJSONCorev1FileKeySelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.FileKeyRef), unsafe.Pointer(y.FileKeyRef), unsafe.Sizeof(*x.FileKeyRef)) {
 			walkCorev1FileKeySelector(w, x.FileKeyRef, y.FileKeyRef)
 		}
 		w.pop()
 	}
 	if x.ResourceFieldRef != y.ResourceFieldRef {
-		w.pushField("resourceFieldRef", "f:resourceFieldRef")
+		w.pushField("resourceFieldRef")
 		if x.ResourceFieldRef == nil || y.ResourceFieldRef == nil {
-			w.report(reflect.ValueOf(&x.ResourceFieldRef).Elem(), reflect.ValueOf(&y.ResourceFieldRef).Elem())
+			reportStructPtr(w, x.ResourceFieldRef, y.ResourceFieldRef, appendJSONCorev1ResourceFieldSelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.ResourceFieldRef), unsafe.Pointer(y.ResourceFieldRef), unsafe.Sizeof(*x.ResourceFieldRef)) {
 			walkCorev1ResourceFieldSelector(w, x.ResourceFieldRef, y.ResourceFieldRef)
 		}
 		w.pop()
 	}
 	if x.SecretKeyRef != y.SecretKeyRef {
-		w.pushField("secretKeyRef", "f:secretKeyRef")
+		w.pushField("secretKeyRef")
 		if x.SecretKeyRef == nil || y.SecretKeyRef == nil {
 			w.report(reflect.ValueOf(&x.SecretKeyRef).Elem(), reflect.ValueOf(&y.SecretKeyRef).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.SecretKeyRef), unsafe.Pointer(y.SecretKeyRef), unsafe.Sizeof(*x.SecretKeyRef)) {
@@ -1711,8 +6753,8 @@ func walkCorev1EphemeralContainer(w *walker, x, y *corev1.EphemeralContainer) {
 		walkCorev1EphemeralContainerCommon(w, &x.EphemeralContainerCommon, &y.EphemeralContainerCommon)
 	}
 	if x.TargetContainerName != y.TargetContainerName {
-		w.pushField("targetContainerName", "f:targetContainerName")
-		w.report(reflect.ValueOf(&x.TargetContainerName).Elem(), reflect.ValueOf(&y.TargetContainerName).Elem())
+		w.pushField("targetContainerName")
+		reportString(w, x.TargetContainerName, y.TargetContainerName)
 		w.pop()
 	}
 }
@@ -1720,46 +6762,46 @@ func walkCorev1EphemeralContainer(w *walker, x, y *corev1.EphemeralContainer) {
 // walkCorev1EphemeralContainerCommon compares two corev1.EphemeralContainerCommon as compareStruct does.
 func walkCorev1EphemeralContainerCommon(w *walker, x, y *corev1.EphemeralContainerCommon) {
 	if !(len(x.Args) == 0 && len(y.Args) == 0 || len(x.Args) == len(y.Args) && unsafe.SliceData(x.Args) == unsafe.SliceData(y.Args)) {
-		w.pushField("args", "f:args")
+		w.pushField("args")
 		w.compareUnlike(reflect.ValueOf(&x.Args).Elem(), reflect.ValueOf(&y.Args).Elem())
 		w.pop()
 	}
 	if !(len(x.Command) == 0 && len(y.Command) == 0 || len(x.Command) == len(y.Command) && unsafe.SliceData(x.Command) == unsafe.SliceData(y.Command)) {
-		w.pushField("command", "f:command")
+		w.pushField("command")
 		w.compareUnlike(reflect.ValueOf(&x.Command).Elem(), reflect.ValueOf(&y.Command).Elem())
 		w.pop()
 	}
 	if !(len(x.Env) == 0 && len(y.Env) == 0 || len(x.Env) == len(y.Env) && unsafe.SliceData(x.Env) == unsafe.SliceData(y.Env)) {
-		w.pushField("env", "f:env")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Env, y.Env, keyCorev1EnvVar, walkCorev1EnvVar, unsafe.Sizeof(corev1.EnvVar{}))
+		w.pushField("env")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Env, y.Env, keyCorev1EnvVar, walkCorev1EnvVar, unsafe.Sizeof(corev1.EnvVar{}), appendJSONCorev1EnvVar)
 		w.pop()
 	}
 	if !(len(x.EnvFrom) == 0 && len(y.EnvFrom) == 0 || len(x.EnvFrom) == len(y.EnvFrom) && unsafe.SliceData(x.EnvFrom) == unsafe.SliceData(y.EnvFrom)) {
-		w.pushField("envFrom", "f:envFrom")
+		w.pushField("envFrom")
 		w.compareUnlike(reflect.ValueOf(&x.EnvFrom).Elem(), reflect.ValueOf(&y.EnvFrom).Elem())
 		w.pop()
 	}
 	if x.Image != y.Image {
-		w.pushField("image", "f:image")
-		w.report(reflect.ValueOf(&x.Image).Elem(), reflect.ValueOf(&y.Image).Elem())
+		w.pushField("image")
+		reportString(w, x.Image, y.Image)
 		w.pop()
 	}
 	if x.ImagePullPolicy != y.ImagePullPolicy {
-		w.pushField("imagePullPolicy", "f:imagePullPolicy")
-		w.report(reflect.ValueOf(&x.ImagePullPolicy).Elem(), reflect.ValueOf(&y.ImagePullPolicy).Elem())
+		w.pushField("imagePullPolicy")
+		reportString(w, x.ImagePullPolicy, y.ImagePullPolicy)
 		w.pop()
 	}
 	if x.Lifecycle != y.Lifecycle {
-		w.pushField("lifecycle", "f:lifecycle")
+		w.pushField("lifecycle")
 		if x.Lifecycle == nil || y.Lifecycle == nil {
-			w.report(reflect.ValueOf(&x.Lifecycle).Elem(), reflect.ValueOf(&y.Lifecycle).Elem())
+			reportStructPtr(w, x.Lifecycle, y.Lifecycle, appendJSONCorev1Lifecycle)
 		} else if !typedSameBytes(unsafe.Pointer(x.Lifecycle), unsafe.Pointer(y.Lifecycle), unsafe.Sizeof(*x.Lifecycle)) {
 			walkCorev1Lifecycle(w, x.Lifecycle, y.Lifecycle)
 		}
 		w.pop()
 	}
 	if x.LivenessProbe != y.LivenessProbe {
-		w.pushField("livenessProbe", "f:livenessProbe")
+		w.pushField("livenessProbe")
 		if x.LivenessProbe == nil || y.LivenessProbe == nil {
 			w.report(reflect.ValueOf(&x.LivenessProbe).Elem(), reflect.ValueOf(&y.LivenessProbe).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.LivenessProbe), unsafe.Pointer(y.LivenessProbe), unsafe.Sizeof(*x.LivenessProbe)) {
@@ -1768,17 +6810,17 @@ func walkCorev1EphemeralContainerCommon(w *walker, x, y *corev1.EphemeralContain
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if !(len(x.Ports) == 0 && len(y.Ports) == 0 || len(x.Ports) == len(y.Ports) && unsafe.SliceData(x.Ports) == unsafe.SliceData(y.Ports)) {
-		w.pushField("ports", "f:ports")
-		typedCompareKeyed(w, listKind{key: "containerPort", set: false}, x.Ports, y.Ports, keyCorev1ContainerPort, walkCorev1ContainerPort, unsafe.Sizeof(corev1.ContainerPort{}))
+		w.pushField("ports")
+		typedCompareKeyed(w, listKind{key: "containerPort", set: false}, x.Ports, y.Ports, keyCorev1ContainerPort, walkCorev1ContainerPort, unsafe.Sizeof(corev1.ContainerPort{}), appendJSONCorev1ContainerPort)
 		w.pop()
 	}
 	if x.ReadinessProbe != y.ReadinessProbe {
-		w.pushField("readinessProbe", "f:readinessProbe")
+		w.pushField("readinessProbe")
 		if x.ReadinessProbe == nil || y.ReadinessProbe == nil {
 			w.report(reflect.ValueOf(&x.ReadinessProbe).Elem(), reflect.ValueOf(&y.ReadinessProbe).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.ReadinessProbe), unsafe.Pointer(y.ReadinessProbe), unsafe.Sizeof(*x.ReadinessProbe)) {
@@ -1787,40 +6829,40 @@ func walkCorev1EphemeralContainerCommon(w *walker, x, y *corev1.EphemeralContain
 		w.pop()
 	}
 	if !(len(x.ResizePolicy) == 0 && len(y.ResizePolicy) == 0 || len(x.ResizePolicy) == len(y.ResizePolicy) && unsafe.SliceData(x.ResizePolicy) == unsafe.SliceData(y.ResizePolicy)) {
-		w.pushField("resizePolicy", "f:resizePolicy")
+		w.pushField("resizePolicy")
 		w.compareUnlike(reflect.ValueOf(&x.ResizePolicy).Elem(), reflect.ValueOf(&y.ResizePolicy).Elem())
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.Resources), unsafe.Pointer(&y.Resources), unsafe.Sizeof(x.Resources)) {
-		w.pushField("resources", "f:resources")
+		w.pushField("resources")
 		walkCorev1ResourceRequirements(w, &x.Resources, &y.Resources)
 		w.pop()
 	}
 	if x.RestartPolicy != y.RestartPolicy {
-		w.pushField("restartPolicy", "f:restartPolicy")
+		w.pushField("restartPolicy")
 		if x.RestartPolicy == nil || y.RestartPolicy == nil {
-			w.report(reflect.ValueOf(&x.RestartPolicy).Elem(), reflect.ValueOf(&y.RestartPolicy).Elem())
+			reportStringPtr(w, x.RestartPolicy, y.RestartPolicy)
 		} else if *x.RestartPolicy != *y.RestartPolicy {
-			w.report(reflect.ValueOf(x.RestartPolicy).Elem(), reflect.ValueOf(y.RestartPolicy).Elem())
+			reportString(w, *x.RestartPolicy, *y.RestartPolicy)
 		}
 		w.pop()
 	}
 	if !(len(x.RestartPolicyRules) == 0 && len(y.RestartPolicyRules) == 0 || len(x.RestartPolicyRules) == len(y.RestartPolicyRules) && unsafe.SliceData(x.RestartPolicyRules) == unsafe.SliceData(y.RestartPolicyRules)) {
-		w.pushField("restartPolicyRules", "f:restartPolicyRules")
+		w.pushField("restartPolicyRules")
 		w.compareUnlike(reflect.ValueOf(&x.RestartPolicyRules).Elem(), reflect.ValueOf(&y.RestartPolicyRules).Elem())
 		w.pop()
 	}
 	if x.SecurityContext != y.SecurityContext {
-		w.pushField("securityContext", "f:securityContext")
+		w.pushField("securityContext")
 		if x.SecurityContext == nil || y.SecurityContext == nil {
-			w.report(reflect.ValueOf(&x.SecurityContext).Elem(), reflect.ValueOf(&y.SecurityContext).Elem())
+			reportStructPtr(w, x.SecurityContext, y.SecurityContext, appendJSONCorev1SecurityContext)
 		} else if !typedSameBytes(unsafe.Pointer(x.SecurityContext), unsafe.Pointer(y.SecurityContext), unsafe.Sizeof(*x.SecurityContext)) {
 			walkCorev1SecurityContext(w, x.SecurityContext, y.SecurityContext)
 		}
 		w.pop()
 	}
 	if x.StartupProbe != y.StartupProbe {
-		w.pushField("startupProbe", "f:startupProbe")
+		w.pushField("startupProbe")
 		if x.StartupProbe == nil || y.StartupProbe == nil {
 			w.report(reflect.ValueOf(&x.StartupProbe).Elem(), reflect.ValueOf(&y.StartupProbe).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.StartupProbe), unsafe.Pointer(y.StartupProbe), unsafe.Sizeof(*x.StartupProbe)) {
@@ -1829,43 +6871,43 @@ func walkCorev1EphemeralContainerCommon(w *walker, x, y *corev1.EphemeralContain
 		w.pop()
 	}
 	if x.Stdin != y.Stdin {
-		w.pushField("stdin", "f:stdin")
-		w.report(reflect.ValueOf(&x.Stdin).Elem(), reflect.ValueOf(&y.Stdin).Elem())
+		w.pushField("stdin")
+		reportBool(w, x.Stdin, y.Stdin)
 		w.pop()
 	}
 	if x.StdinOnce != y.StdinOnce {
-		w.pushField("stdinOnce", "f:stdinOnce")
-		w.report(reflect.ValueOf(&x.StdinOnce).Elem(), reflect.ValueOf(&y.StdinOnce).Elem())
+		w.pushField("stdinOnce")
+		reportBool(w, x.StdinOnce, y.StdinOnce)
 		w.pop()
 	}
 	if x.TerminationMessagePath != y.TerminationMessagePath {
-		w.pushField("terminationMessagePath", "f:terminationMessagePath")
-		w.report(reflect.ValueOf(&x.TerminationMessagePath).Elem(), reflect.ValueOf(&y.TerminationMessagePath).Elem())
+		w.pushField("terminationMessagePath")
+		reportString(w, x.TerminationMessagePath, y.TerminationMessagePath)
 		w.pop()
 	}
 	if x.TerminationMessagePolicy != y.TerminationMessagePolicy {
-		w.pushField("terminationMessagePolicy", "f:terminationMessagePolicy")
-		w.report(reflect.ValueOf(&x.TerminationMessagePolicy).Elem(), reflect.ValueOf(&y.TerminationMessagePolicy).Elem())
+		w.pushField("terminationMessagePolicy")
+		reportString(w, x.TerminationMessagePolicy, y.TerminationMessagePolicy)
 		w.pop()
 	}
 	if x.TTY != y.TTY {
-		w.pushField("tty", "f:tty")
-		w.report(reflect.ValueOf(&x.TTY).Elem(), reflect.ValueOf(&y.TTY).Elem())
+		w.pushField("tty")
+		reportBool(w, x.TTY, y.TTY)
 		w.pop()
 	}
 	if !(len(x.VolumeDevices) == 0 && len(y.VolumeDevices) == 0 || len(x.VolumeDevices) == len(y.VolumeDevices) && unsafe.SliceData(x.VolumeDevices) == unsafe.SliceData(y.VolumeDevices)) {
-		w.pushField("volumeDevices", "f:volumeDevices")
-		typedCompareKeyed(w, listKind{key: "devicePath", set: false}, x.VolumeDevices, y.VolumeDevices, keyCorev1VolumeDevice, walkCorev1VolumeDevice, unsafe.Sizeof(corev1.VolumeDevice{}))
+		w.pushField("volumeDevices")
+		typedCompareKeyed(w, listKind{key: "devicePath", set: false}, x.VolumeDevices, y.VolumeDevices, keyCorev1VolumeDevice, walkCorev1VolumeDevice, unsafe.Sizeof(corev1.VolumeDevice{}), appendJSONCorev1VolumeDevice)
 		w.pop()
 	}
 	if !(len(x.VolumeMounts) == 0 && len(y.VolumeMounts) == 0 || len(x.VolumeMounts) == len(y.VolumeMounts) && unsafe.SliceData(x.VolumeMounts) == unsafe.SliceData(y.VolumeMounts)) {
-		w.pushField("volumeMounts", "f:volumeMounts")
-		typedCompareKeyed(w, listKind{key: "mountPath", set: false}, x.VolumeMounts, y.VolumeMounts, keyCorev1VolumeMount, walkCorev1VolumeMount, unsafe.Sizeof(corev1.VolumeMount{}))
+		w.pushField("volumeMounts")
+		typedCompareKeyed(w, listKind{key: "mountPath", set: false}, x.VolumeMounts, y.VolumeMounts, keyCorev1VolumeMount, walkCorev1VolumeMount, unsafe.Sizeof(corev1.VolumeMount{}), appendJSONCorev1VolumeMount)
 		w.pop()
 	}
 	if x.WorkingDir != y.WorkingDir {
-		w.pushField("workingDir", "f:workingDir")
-		w.report(reflect.ValueOf(&x.WorkingDir).Elem(), reflect.ValueOf(&y.WorkingDir).Elem())
+		w.pushField("workingDir")
+		reportString(w, x.WorkingDir, y.WorkingDir)
 		w.pop()
 	}
 }
@@ -1873,7 +6915,7 @@ func walkCorev1EphemeralContainerCommon(w *walker, x, y *corev1.EphemeralContain
 // walkCorev1EphemeralVolumeSource compares two corev1.EphemeralVolumeSource as compareStruct does.
 func walkCorev1EphemeralVolumeSource(w *walker, x, y *corev1.EphemeralVolumeSource) {
 	if x.VolumeClaimTemplate != y.VolumeClaimTemplate {
-		w.pushField("volumeClaimTemplate", "f:volumeClaimTemplate")
+		w.pushField("volumeClaimTemplate")
 		if x.VolumeClaimTemplate == nil || y.VolumeClaimTemplate == nil {
 			w.report(reflect.ValueOf(&x.VolumeClaimTemplate).Elem(), reflect.ValueOf(&y.VolumeClaimTemplate).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.VolumeClaimTemplate), unsafe.Pointer(y.VolumeClaimTemplate), unsafe.Sizeof(*x.VolumeClaimTemplate)) {
@@ -1886,16 +6928,16 @@ func walkCorev1EphemeralVolumeSource(w *walker, x, y *corev1.EphemeralVolumeSour
 // walkCorev1EvictionResponder compares two corev1.EvictionResponder as compareStruct does.
 func walkCorev1EvictionResponder(w *walker, x, y *corev1.EvictionResponder) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.Priority != y.Priority {
-		w.pushField("priority", "f:priority")
+		w.pushField("priority")
 		if x.Priority == nil || y.Priority == nil {
-			w.report(reflect.ValueOf(&x.Priority).Elem(), reflect.ValueOf(&y.Priority).Elem())
+			reportIntPtr(w, x.Priority, y.Priority)
 		} else if *x.Priority != *y.Priority {
-			w.report(reflect.ValueOf(x.Priority).Elem(), reflect.ValueOf(y.Priority).Elem())
+			reportInt(w, *x.Priority, *y.Priority)
 		}
 		w.pop()
 	}
@@ -1904,7 +6946,7 @@ func walkCorev1EvictionResponder(w *walker, x, y *corev1.EvictionResponder) {
 // walkCorev1ExecAction compares two corev1.ExecAction as compareStruct does.
 func walkCorev1ExecAction(w *walker, x, y *corev1.ExecAction) {
 	if !(len(x.Command) == 0 && len(y.Command) == 0 || len(x.Command) == len(y.Command) && unsafe.SliceData(x.Command) == unsafe.SliceData(y.Command)) {
-		w.pushField("command", "f:command")
+		w.pushField("command")
 		w.compareUnlike(reflect.ValueOf(&x.Command).Elem(), reflect.ValueOf(&y.Command).Elem())
 		w.pop()
 	}
@@ -1913,31 +6955,31 @@ func walkCorev1ExecAction(w *walker, x, y *corev1.ExecAction) {
 // walkCorev1FCVolumeSource compares two corev1.FCVolumeSource as compareStruct does.
 func walkCorev1FCVolumeSource(w *walker, x, y *corev1.FCVolumeSource) {
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.Lun != y.Lun {
-		w.pushField("lun", "f:lun")
+		w.pushField("lun")
 		if x.Lun == nil || y.Lun == nil {
-			w.report(reflect.ValueOf(&x.Lun).Elem(), reflect.ValueOf(&y.Lun).Elem())
+			reportIntPtr(w, x.Lun, y.Lun)
 		} else if *x.Lun != *y.Lun {
-			w.report(reflect.ValueOf(x.Lun).Elem(), reflect.ValueOf(y.Lun).Elem())
+			reportInt(w, *x.Lun, *y.Lun)
 		}
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if !(len(x.TargetWWNs) == 0 && len(y.TargetWWNs) == 0 || len(x.TargetWWNs) == len(y.TargetWWNs) && unsafe.SliceData(x.TargetWWNs) == unsafe.SliceData(y.TargetWWNs)) {
-		w.pushField("targetWWNs", "f:targetWWNs")
+		w.pushField("targetWWNs")
 		w.compareUnlike(reflect.ValueOf(&x.TargetWWNs).Elem(), reflect.ValueOf(&y.TargetWWNs).Elem())
 		w.pop()
 	}
 	if !(len(x.WWIDs) == 0 && len(y.WWIDs) == 0 || len(x.WWIDs) == len(y.WWIDs) && unsafe.SliceData(x.WWIDs) == unsafe.SliceData(y.WWIDs)) {
-		w.pushField("wwids", "f:wwids")
+		w.pushField("wwids")
 		w.compareUnlike(reflect.ValueOf(&x.WWIDs).Elem(), reflect.ValueOf(&y.WWIDs).Elem())
 		w.pop()
 	}
@@ -1946,27 +6988,27 @@ func walkCorev1FCVolumeSource(w *walker, x, y *corev1.FCVolumeSource) {
 // walkCorev1FileKeySelector compares two corev1.FileKeySelector as compareStruct does.
 func walkCorev1FileKeySelector(w *walker, x, y *corev1.FileKeySelector) {
 	if x.Key != y.Key {
-		w.pushField("key", "f:key")
-		w.report(reflect.ValueOf(&x.Key).Elem(), reflect.ValueOf(&y.Key).Elem())
+		w.pushField("key")
+		reportString(w, x.Key, y.Key)
 		w.pop()
 	}
 	if x.Optional != y.Optional {
-		w.pushField("optional", "f:optional")
+		w.pushField("optional")
 		if x.Optional == nil || y.Optional == nil {
-			w.report(reflect.ValueOf(&x.Optional).Elem(), reflect.ValueOf(&y.Optional).Elem())
+			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			w.report(reflect.ValueOf(x.Optional).Elem(), reflect.ValueOf(y.Optional).Elem())
+			reportBool(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
 	if x.Path != y.Path {
-		w.pushField("path", "f:path")
-		w.report(reflect.ValueOf(&x.Path).Elem(), reflect.ValueOf(&y.Path).Elem())
+		w.pushField("path")
+		reportString(w, x.Path, y.Path)
 		w.pop()
 	}
 	if x.VolumeName != y.VolumeName {
-		w.pushField("volumeName", "f:volumeName")
-		w.report(reflect.ValueOf(&x.VolumeName).Elem(), reflect.ValueOf(&y.VolumeName).Elem())
+		w.pushField("volumeName")
+		reportString(w, x.VolumeName, y.VolumeName)
 		w.pop()
 	}
 }
@@ -1974,29 +7016,29 @@ func walkCorev1FileKeySelector(w *walker, x, y *corev1.FileKeySelector) {
 // walkCorev1FlexVolumeSource compares two corev1.FlexVolumeSource as compareStruct does.
 func walkCorev1FlexVolumeSource(w *walker, x, y *corev1.FlexVolumeSource) {
 	if x.Driver != y.Driver {
-		w.pushField("driver", "f:driver")
-		w.report(reflect.ValueOf(&x.Driver).Elem(), reflect.ValueOf(&y.Driver).Elem())
+		w.pushField("driver")
+		reportString(w, x.Driver, y.Driver)
 		w.pop()
 	}
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if !(len(x.Options) == 0 && len(y.Options) == 0 || len(x.Options) == len(y.Options) && typedMapPointer(unsafe.Pointer(&x.Options)) == typedMapPointer(unsafe.Pointer(&y.Options))) {
-		w.pushField("options", "f:options")
+		w.pushField("options")
 		w.compareUnlike(reflect.ValueOf(&x.Options).Elem(), reflect.ValueOf(&y.Options).Elem())
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.SecretRef != y.SecretRef {
-		w.pushField("secretRef", "f:secretRef")
+		w.pushField("secretRef")
 		if x.SecretRef == nil || y.SecretRef == nil {
-			w.report(reflect.ValueOf(&x.SecretRef).Elem(), reflect.ValueOf(&y.SecretRef).Elem())
+			reportStructPtr(w, x.SecretRef, y.SecretRef, appendJSONCorev1LocalObjectReference)
 		} else if !typedSameBytes(unsafe.Pointer(x.SecretRef), unsafe.Pointer(y.SecretRef), unsafe.Sizeof(*x.SecretRef)) {
 			walkCorev1LocalObjectReference(w, x.SecretRef, y.SecretRef)
 		}
@@ -2007,13 +7049,13 @@ func walkCorev1FlexVolumeSource(w *walker, x, y *corev1.FlexVolumeSource) {
 // walkCorev1FlockerVolumeSource compares two corev1.FlockerVolumeSource as compareStruct does.
 func walkCorev1FlockerVolumeSource(w *walker, x, y *corev1.FlockerVolumeSource) {
 	if x.DatasetName != y.DatasetName {
-		w.pushField("datasetName", "f:datasetName")
-		w.report(reflect.ValueOf(&x.DatasetName).Elem(), reflect.ValueOf(&y.DatasetName).Elem())
+		w.pushField("datasetName")
+		reportString(w, x.DatasetName, y.DatasetName)
 		w.pop()
 	}
 	if x.DatasetUUID != y.DatasetUUID {
-		w.pushField("datasetUUID", "f:datasetUUID")
-		w.report(reflect.ValueOf(&x.DatasetUUID).Elem(), reflect.ValueOf(&y.DatasetUUID).Elem())
+		w.pushField("datasetUUID")
+		reportString(w, x.DatasetUUID, y.DatasetUUID)
 		w.pop()
 	}
 }
@@ -2021,23 +7063,23 @@ func walkCorev1FlockerVolumeSource(w *walker, x, y *corev1.FlockerVolumeSource) 
 // walkCorev1GCEPersistentDiskVolumeSource compares two corev1.GCEPersistentDiskVolumeSource as compareStruct does.
 func walkCorev1GCEPersistentDiskVolumeSource(w *walker, x, y *corev1.GCEPersistentDiskVolumeSource) {
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.Partition != y.Partition {
-		w.pushField("partition", "f:partition")
-		w.report(reflect.ValueOf(&x.Partition).Elem(), reflect.ValueOf(&y.Partition).Elem())
+		w.pushField("partition")
+		reportInt(w, x.Partition, y.Partition)
 		w.pop()
 	}
 	if x.PDName != y.PDName {
-		w.pushField("pdName", "f:pdName")
-		w.report(reflect.ValueOf(&x.PDName).Elem(), reflect.ValueOf(&y.PDName).Elem())
+		w.pushField("pdName")
+		reportString(w, x.PDName, y.PDName)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 }
@@ -2045,25 +7087,25 @@ func walkCorev1GCEPersistentDiskVolumeSource(w *walker, x, y *corev1.GCEPersiste
 // walkCorev1GRPCAction compares two corev1.GRPCAction as compareStruct does.
 func walkCorev1GRPCAction(w *walker, x, y *corev1.GRPCAction) {
 	if x.Mode != y.Mode {
-		w.pushField("mode", "f:mode")
+		w.pushField("mode")
 		if x.Mode == nil || y.Mode == nil {
-			w.report(reflect.ValueOf(&x.Mode).Elem(), reflect.ValueOf(&y.Mode).Elem())
+			reportStringPtr(w, x.Mode, y.Mode)
 		} else if *x.Mode != *y.Mode {
-			w.report(reflect.ValueOf(x.Mode).Elem(), reflect.ValueOf(y.Mode).Elem())
+			reportString(w, *x.Mode, *y.Mode)
 		}
 		w.pop()
 	}
 	if x.Port != y.Port {
-		w.pushField("port", "f:port")
-		w.report(reflect.ValueOf(&x.Port).Elem(), reflect.ValueOf(&y.Port).Elem())
+		w.pushField("port")
+		reportInt(w, x.Port, y.Port)
 		w.pop()
 	}
 	if x.Service != y.Service {
-		w.pushField("service", "f:service")
+		w.pushField("service")
 		if x.Service == nil || y.Service == nil {
-			w.report(reflect.ValueOf(&x.Service).Elem(), reflect.ValueOf(&y.Service).Elem())
+			reportStringPtr(w, x.Service, y.Service)
 		} else if *x.Service != *y.Service {
-			w.report(reflect.ValueOf(x.Service).Elem(), reflect.ValueOf(y.Service).Elem())
+			reportString(w, *x.Service, *y.Service)
 		}
 		w.pop()
 	}
@@ -2072,18 +7114,18 @@ func walkCorev1GRPCAction(w *walker, x, y *corev1.GRPCAction) {
 // walkCorev1GitRepoVolumeSource compares two corev1.GitRepoVolumeSource as compareStruct does.
 func walkCorev1GitRepoVolumeSource(w *walker, x, y *corev1.GitRepoVolumeSource) {
 	if x.Directory != y.Directory {
-		w.pushField("directory", "f:directory")
-		w.report(reflect.ValueOf(&x.Directory).Elem(), reflect.ValueOf(&y.Directory).Elem())
+		w.pushField("directory")
+		reportString(w, x.Directory, y.Directory)
 		w.pop()
 	}
 	if x.Repository != y.Repository {
-		w.pushField("repository", "f:repository")
-		w.report(reflect.ValueOf(&x.Repository).Elem(), reflect.ValueOf(&y.Repository).Elem())
+		w.pushField("repository")
+		reportString(w, x.Repository, y.Repository)
 		w.pop()
 	}
 	if x.Revision != y.Revision {
-		w.pushField("revision", "f:revision")
-		w.report(reflect.ValueOf(&x.Revision).Elem(), reflect.ValueOf(&y.Revision).Elem())
+		w.pushField("revision")
+		reportString(w, x.Revision, y.Revision)
 		w.pop()
 	}
 }
@@ -2091,18 +7133,18 @@ func walkCorev1GitRepoVolumeSource(w *walker, x, y *corev1.GitRepoVolumeSource) 
 // walkCorev1GlusterfsVolumeSource compares two corev1.GlusterfsVolumeSource as compareStruct does.
 func walkCorev1GlusterfsVolumeSource(w *walker, x, y *corev1.GlusterfsVolumeSource) {
 	if x.EndpointsName != y.EndpointsName {
-		w.pushField("endpoints", "f:endpoints")
-		w.report(reflect.ValueOf(&x.EndpointsName).Elem(), reflect.ValueOf(&y.EndpointsName).Elem())
+		w.pushField("endpoints")
+		reportString(w, x.EndpointsName, y.EndpointsName)
 		w.pop()
 	}
 	if x.Path != y.Path {
-		w.pushField("path", "f:path")
-		w.report(reflect.ValueOf(&x.Path).Elem(), reflect.ValueOf(&y.Path).Elem())
+		w.pushField("path")
+		reportString(w, x.Path, y.Path)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 }
@@ -2110,37 +7152,37 @@ func walkCorev1GlusterfsVolumeSource(w *walker, x, y *corev1.GlusterfsVolumeSour
 // walkCorev1HTTPGetAction compares two corev1.HTTPGetAction as compareStruct does.
 func walkCorev1HTTPGetAction(w *walker, x, y *corev1.HTTPGetAction) {
 	if x.Host != y.Host {
-		w.pushField("host", "f:host")
-		w.report(reflect.ValueOf(&x.Host).Elem(), reflect.ValueOf(&y.Host).Elem())
+		w.pushField("host")
+		reportString(w, x.Host, y.Host)
 		w.pop()
 	}
 	if !(len(x.HTTPHeaders) == 0 && len(y.HTTPHeaders) == 0 || len(x.HTTPHeaders) == len(y.HTTPHeaders) && unsafe.SliceData(x.HTTPHeaders) == unsafe.SliceData(y.HTTPHeaders)) {
-		w.pushField("httpHeaders", "f:httpHeaders")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.HTTPHeaders, y.HTTPHeaders, keyCorev1HTTPHeader, walkCorev1HTTPHeader, unsafe.Sizeof(corev1.HTTPHeader{}))
+		w.pushField("httpHeaders")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.HTTPHeaders, y.HTTPHeaders, keyCorev1HTTPHeader, walkCorev1HTTPHeader, unsafe.Sizeof(corev1.HTTPHeader{}), appendJSONCorev1HTTPHeader)
 		w.pop()
 	}
 	if x.Path != y.Path {
-		w.pushField("path", "f:path")
-		w.report(reflect.ValueOf(&x.Path).Elem(), reflect.ValueOf(&y.Path).Elem())
+		w.pushField("path")
+		reportString(w, x.Path, y.Path)
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.Port), unsafe.Pointer(&y.Port), unsafe.Sizeof(x.Port)) {
-		w.pushField("port", "f:port")
+		w.pushField("port")
 		walkIntstrIntOrString(w, &x.Port, &y.Port)
 		w.pop()
 	}
 	if x.Protocol != y.Protocol {
-		w.pushField("protocol", "f:protocol")
+		w.pushField("protocol")
 		if x.Protocol == nil || y.Protocol == nil {
-			w.report(reflect.ValueOf(&x.Protocol).Elem(), reflect.ValueOf(&y.Protocol).Elem())
+			reportStringPtr(w, x.Protocol, y.Protocol)
 		} else if *x.Protocol != *y.Protocol {
-			w.report(reflect.ValueOf(x.Protocol).Elem(), reflect.ValueOf(y.Protocol).Elem())
+			reportString(w, *x.Protocol, *y.Protocol)
 		}
 		w.pop()
 	}
 	if x.Scheme != y.Scheme {
-		w.pushField("scheme", "f:scheme")
-		w.report(reflect.ValueOf(&x.Scheme).Elem(), reflect.ValueOf(&y.Scheme).Elem())
+		w.pushField("scheme")
+		reportString(w, x.Scheme, y.Scheme)
 		w.pop()
 	}
 }
@@ -2148,13 +7190,13 @@ func walkCorev1HTTPGetAction(w *walker, x, y *corev1.HTTPGetAction) {
 // walkCorev1HTTPHeader compares two corev1.HTTPHeader as compareStruct does.
 func walkCorev1HTTPHeader(w *walker, x, y *corev1.HTTPHeader) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.Value != y.Value {
-		w.pushField("value", "f:value")
-		w.report(reflect.ValueOf(&x.Value).Elem(), reflect.ValueOf(&y.Value).Elem())
+		w.pushField("value")
+		reportString(w, x.Value, y.Value)
 		w.pop()
 	}
 }
@@ -2162,13 +7204,13 @@ func walkCorev1HTTPHeader(w *walker, x, y *corev1.HTTPHeader) {
 // walkCorev1HostAlias compares two corev1.HostAlias as compareStruct does.
 func walkCorev1HostAlias(w *walker, x, y *corev1.HostAlias) {
 	if !(len(x.Hostnames) == 0 && len(y.Hostnames) == 0 || len(x.Hostnames) == len(y.Hostnames) && unsafe.SliceData(x.Hostnames) == unsafe.SliceData(y.Hostnames)) {
-		w.pushField("hostnames", "f:hostnames")
+		w.pushField("hostnames")
 		w.compareUnlike(reflect.ValueOf(&x.Hostnames).Elem(), reflect.ValueOf(&y.Hostnames).Elem())
 		w.pop()
 	}
 	if x.IP != y.IP {
-		w.pushField("ip", "f:ip")
-		w.report(reflect.ValueOf(&x.IP).Elem(), reflect.ValueOf(&y.IP).Elem())
+		w.pushField("ip")
+		reportString(w, x.IP, y.IP)
 		w.pop()
 	}
 }
@@ -2176,8 +7218,8 @@ func walkCorev1HostAlias(w *walker, x, y *corev1.HostAlias) {
 // walkCorev1HostIP compares two corev1.HostIP as compareStruct does.
 func walkCorev1HostIP(w *walker, x, y *corev1.HostIP) {
 	if x.IP != y.IP {
-		w.pushField("ip", "f:ip")
-		w.report(reflect.ValueOf(&x.IP).Elem(), reflect.ValueOf(&y.IP).Elem())
+		w.pushField("ip")
+		reportString(w, x.IP, y.IP)
 		w.pop()
 	}
 }
@@ -2185,16 +7227,16 @@ func walkCorev1HostIP(w *walker, x, y *corev1.HostIP) {
 // walkCorev1HostPathVolumeSource compares two corev1.HostPathVolumeSource as compareStruct does.
 func walkCorev1HostPathVolumeSource(w *walker, x, y *corev1.HostPathVolumeSource) {
 	if x.Path != y.Path {
-		w.pushField("path", "f:path")
-		w.report(reflect.ValueOf(&x.Path).Elem(), reflect.ValueOf(&y.Path).Elem())
+		w.pushField("path")
+		reportString(w, x.Path, y.Path)
 		w.pop()
 	}
 	if x.Type != y.Type {
-		w.pushField("type", "f:type")
+		w.pushField("type")
 		if x.Type == nil || y.Type == nil {
-			w.report(reflect.ValueOf(&x.Type).Elem(), reflect.ValueOf(&y.Type).Elem())
+			reportStringPtr(w, x.Type, y.Type)
 		} else if *x.Type != *y.Type {
-			w.report(reflect.ValueOf(x.Type).Elem(), reflect.ValueOf(y.Type).Elem())
+			reportString(w, *x.Type, *y.Type)
 		}
 		w.pop()
 	}
@@ -2203,66 +7245,66 @@ func walkCorev1HostPathVolumeSource(w *walker, x, y *corev1.HostPathVolumeSource
 // walkCorev1ISCSIVolumeSource compares two corev1.ISCSIVolumeSource as compareStruct does.
 func walkCorev1ISCSIVolumeSource(w *walker, x, y *corev1.ISCSIVolumeSource) {
 	if x.DiscoveryCHAPAuth != y.DiscoveryCHAPAuth {
-		w.pushField("chapAuthDiscovery", "f:chapAuthDiscovery")
-		w.report(reflect.ValueOf(&x.DiscoveryCHAPAuth).Elem(), reflect.ValueOf(&y.DiscoveryCHAPAuth).Elem())
+		w.pushField("chapAuthDiscovery")
+		reportBool(w, x.DiscoveryCHAPAuth, y.DiscoveryCHAPAuth)
 		w.pop()
 	}
 	if x.SessionCHAPAuth != y.SessionCHAPAuth {
-		w.pushField("chapAuthSession", "f:chapAuthSession")
-		w.report(reflect.ValueOf(&x.SessionCHAPAuth).Elem(), reflect.ValueOf(&y.SessionCHAPAuth).Elem())
+		w.pushField("chapAuthSession")
+		reportBool(w, x.SessionCHAPAuth, y.SessionCHAPAuth)
 		w.pop()
 	}
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.InitiatorName != y.InitiatorName {
-		w.pushField("initiatorName", "f:initiatorName")
+		w.pushField("initiatorName")
 		if x.InitiatorName == nil || y.InitiatorName == nil {
-			w.report(reflect.ValueOf(&x.InitiatorName).Elem(), reflect.ValueOf(&y.InitiatorName).Elem())
+			reportStringPtr(w, x.InitiatorName, y.InitiatorName)
 		} else if *x.InitiatorName != *y.InitiatorName {
-			w.report(reflect.ValueOf(x.InitiatorName).Elem(), reflect.ValueOf(y.InitiatorName).Elem())
+			reportString(w, *x.InitiatorName, *y.InitiatorName)
 		}
 		w.pop()
 	}
 	if x.IQN != y.IQN {
-		w.pushField("iqn", "f:iqn")
-		w.report(reflect.ValueOf(&x.IQN).Elem(), reflect.ValueOf(&y.IQN).Elem())
+		w.pushField("iqn")
+		reportString(w, x.IQN, y.IQN)
 		w.pop()
 	}
 	if x.ISCSIInterface != y.ISCSIInterface {
-		w.pushField("iscsiInterface", "f:iscsiInterface")
-		w.report(reflect.ValueOf(&x.ISCSIInterface).Elem(), reflect.ValueOf(&y.ISCSIInterface).Elem())
+		w.pushField("iscsiInterface")
+		reportString(w, x.ISCSIInterface, y.ISCSIInterface)
 		w.pop()
 	}
 	if x.Lun != y.Lun {
-		w.pushField("lun", "f:lun")
-		w.report(reflect.ValueOf(&x.Lun).Elem(), reflect.ValueOf(&y.Lun).Elem())
+		w.pushField("lun")
+		reportInt(w, x.Lun, y.Lun)
 		w.pop()
 	}
 	if !(len(x.Portals) == 0 && len(y.Portals) == 0 || len(x.Portals) == len(y.Portals) && unsafe.SliceData(x.Portals) == unsafe.SliceData(y.Portals)) {
-		w.pushField("portals", "f:portals")
+		w.pushField("portals")
 		w.compareUnlike(reflect.ValueOf(&x.Portals).Elem(), reflect.ValueOf(&y.Portals).Elem())
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.SecretRef != y.SecretRef {
-		w.pushField("secretRef", "f:secretRef")
+		w.pushField("secretRef")
 		if x.SecretRef == nil || y.SecretRef == nil {
-			w.report(reflect.ValueOf(&x.SecretRef).Elem(), reflect.ValueOf(&y.SecretRef).Elem())
+			reportStructPtr(w, x.SecretRef, y.SecretRef, appendJSONCorev1LocalObjectReference)
 		} else if !typedSameBytes(unsafe.Pointer(x.SecretRef), unsafe.Pointer(y.SecretRef), unsafe.Sizeof(*x.SecretRef)) {
 			walkCorev1LocalObjectReference(w, x.SecretRef, y.SecretRef)
 		}
 		w.pop()
 	}
 	if x.TargetPortal != y.TargetPortal {
-		w.pushField("targetPortal", "f:targetPortal")
-		w.report(reflect.ValueOf(&x.TargetPortal).Elem(), reflect.ValueOf(&y.TargetPortal).Elem())
+		w.pushField("targetPortal")
+		reportString(w, x.TargetPortal, y.TargetPortal)
 		w.pop()
 	}
 }
@@ -2270,13 +7312,13 @@ func walkCorev1ISCSIVolumeSource(w *walker, x, y *corev1.ISCSIVolumeSource) {
 // walkCorev1ImageVolumeSource compares two corev1.ImageVolumeSource as compareStruct does.
 func walkCorev1ImageVolumeSource(w *walker, x, y *corev1.ImageVolumeSource) {
 	if x.PullPolicy != y.PullPolicy {
-		w.pushField("pullPolicy", "f:pullPolicy")
-		w.report(reflect.ValueOf(&x.PullPolicy).Elem(), reflect.ValueOf(&y.PullPolicy).Elem())
+		w.pushField("pullPolicy")
+		reportString(w, x.PullPolicy, y.PullPolicy)
 		w.pop()
 	}
 	if x.Reference != y.Reference {
-		w.pushField("reference", "f:reference")
-		w.report(reflect.ValueOf(&x.Reference).Elem(), reflect.ValueOf(&y.Reference).Elem())
+		w.pushField("reference")
+		reportString(w, x.Reference, y.Reference)
 		w.pop()
 	}
 }
@@ -2284,8 +7326,8 @@ func walkCorev1ImageVolumeSource(w *walker, x, y *corev1.ImageVolumeSource) {
 // walkCorev1ImageVolumeStatus compares two corev1.ImageVolumeStatus as compareStruct does.
 func walkCorev1ImageVolumeStatus(w *walker, x, y *corev1.ImageVolumeStatus) {
 	if x.ImageRef != y.ImageRef {
-		w.pushField("imageRef", "f:imageRef")
-		w.report(reflect.ValueOf(&x.ImageRef).Elem(), reflect.ValueOf(&y.ImageRef).Elem())
+		w.pushField("imageRef")
+		reportString(w, x.ImageRef, y.ImageRef)
 		w.pop()
 	}
 }
@@ -2293,30 +7335,30 @@ func walkCorev1ImageVolumeStatus(w *walker, x, y *corev1.ImageVolumeStatus) {
 // walkCorev1KeyToPath compares two corev1.KeyToPath as compareStruct does.
 func walkCorev1KeyToPath(w *walker, x, y *corev1.KeyToPath) {
 	if x.Key != y.Key {
-		w.pushField("key", "f:key")
-		w.report(reflect.ValueOf(&x.Key).Elem(), reflect.ValueOf(&y.Key).Elem())
+		w.pushField("key")
+		reportString(w, x.Key, y.Key)
 		w.pop()
 	}
 	if x.Mode != y.Mode {
-		w.pushField("mode", "f:mode")
+		w.pushField("mode")
 		if x.Mode == nil || y.Mode == nil {
-			w.report(reflect.ValueOf(&x.Mode).Elem(), reflect.ValueOf(&y.Mode).Elem())
+			reportIntPtr(w, x.Mode, y.Mode)
 		} else if *x.Mode != *y.Mode {
-			w.report(reflect.ValueOf(x.Mode).Elem(), reflect.ValueOf(y.Mode).Elem())
+			reportInt(w, *x.Mode, *y.Mode)
 		}
 		w.pop()
 	}
 	if x.Path != y.Path {
-		w.pushField("path", "f:path")
-		w.report(reflect.ValueOf(&x.Path).Elem(), reflect.ValueOf(&y.Path).Elem())
+		w.pushField("path")
+		reportString(w, x.Path, y.Path)
 		w.pop()
 	}
 	if x.User != y.User {
-		w.pushField("user", "f:user")
+		w.pushField("user")
 		if x.User == nil || y.User == nil {
-			w.report(reflect.ValueOf(&x.User).Elem(), reflect.ValueOf(&y.User).Elem())
+			reportIntPtr(w, x.User, y.User)
 		} else if *x.User != *y.User {
-			w.report(reflect.ValueOf(x.User).Elem(), reflect.ValueOf(y.User).Elem())
+			reportInt(w, *x.User, *y.User)
 		}
 		w.pop()
 	}
@@ -2325,29 +7367,29 @@ func walkCorev1KeyToPath(w *walker, x, y *corev1.KeyToPath) {
 // walkCorev1Lifecycle compares two corev1.Lifecycle as compareStruct does.
 func walkCorev1Lifecycle(w *walker, x, y *corev1.Lifecycle) {
 	if x.PostStart != y.PostStart {
-		w.pushField("postStart", "f:postStart")
+		w.pushField("postStart")
 		if x.PostStart == nil || y.PostStart == nil {
-			w.report(reflect.ValueOf(&x.PostStart).Elem(), reflect.ValueOf(&y.PostStart).Elem())
+			reportStructPtr(w, x.PostStart, y.PostStart, appendJSONCorev1LifecycleHandler)
 		} else if !typedSameBytes(unsafe.Pointer(x.PostStart), unsafe.Pointer(y.PostStart), unsafe.Sizeof(*x.PostStart)) {
 			walkCorev1LifecycleHandler(w, x.PostStart, y.PostStart)
 		}
 		w.pop()
 	}
 	if x.PreStop != y.PreStop {
-		w.pushField("preStop", "f:preStop")
+		w.pushField("preStop")
 		if x.PreStop == nil || y.PreStop == nil {
-			w.report(reflect.ValueOf(&x.PreStop).Elem(), reflect.ValueOf(&y.PreStop).Elem())
+			reportStructPtr(w, x.PreStop, y.PreStop, appendJSONCorev1LifecycleHandler)
 		} else if !typedSameBytes(unsafe.Pointer(x.PreStop), unsafe.Pointer(y.PreStop), unsafe.Sizeof(*x.PreStop)) {
 			walkCorev1LifecycleHandler(w, x.PreStop, y.PreStop)
 		}
 		w.pop()
 	}
 	if x.StopSignal != y.StopSignal {
-		w.pushField("stopSignal", "f:stopSignal")
+		w.pushField("stopSignal")
 		if x.StopSignal == nil || y.StopSignal == nil {
-			w.report(reflect.ValueOf(&x.StopSignal).Elem(), reflect.ValueOf(&y.StopSignal).Elem())
+			reportStringPtr(w, x.StopSignal, y.StopSignal)
 		} else if *x.StopSignal != *y.StopSignal {
-			w.report(reflect.ValueOf(x.StopSignal).Elem(), reflect.ValueOf(y.StopSignal).Elem())
+			reportString(w, *x.StopSignal, *y.StopSignal)
 		}
 		w.pop()
 	}
@@ -2356,36 +7398,36 @@ func walkCorev1Lifecycle(w *walker, x, y *corev1.Lifecycle) {
 // walkCorev1LifecycleHandler compares two corev1.LifecycleHandler as compareStruct does.
 func walkCorev1LifecycleHandler(w *walker, x, y *corev1.LifecycleHandler) {
 	if x.Exec != y.Exec {
-		w.pushField("exec", "f:exec")
+		w.pushField("exec")
 		if x.Exec == nil || y.Exec == nil {
-			w.report(reflect.ValueOf(&x.Exec).Elem(), reflect.ValueOf(&y.Exec).Elem())
+			reportStructPtr(w, x.Exec, y.Exec, appendJSONCorev1ExecAction)
 		} else if !typedSameBytes(unsafe.Pointer(x.Exec), unsafe.Pointer(y.Exec), unsafe.Sizeof(*x.Exec)) {
 			walkCorev1ExecAction(w, x.Exec, y.Exec)
 		}
 		w.pop()
 	}
 	if x.HTTPGet != y.HTTPGet {
-		w.pushField("httpGet", "f:httpGet")
+		w.pushField("httpGet")
 		if x.HTTPGet == nil || y.HTTPGet == nil {
-			w.report(reflect.ValueOf(&x.HTTPGet).Elem(), reflect.ValueOf(&y.HTTPGet).Elem())
+			reportStructPtr(w, x.HTTPGet, y.HTTPGet, appendJSONCorev1HTTPGetAction)
 		} else if !typedSameBytes(unsafe.Pointer(x.HTTPGet), unsafe.Pointer(y.HTTPGet), unsafe.Sizeof(*x.HTTPGet)) {
 			walkCorev1HTTPGetAction(w, x.HTTPGet, y.HTTPGet)
 		}
 		w.pop()
 	}
 	if x.Sleep != y.Sleep {
-		w.pushField("sleep", "f:sleep")
+		w.pushField("sleep")
 		if x.Sleep == nil || y.Sleep == nil {
-			w.report(reflect.ValueOf(&x.Sleep).Elem(), reflect.ValueOf(&y.Sleep).Elem())
+			reportStructPtr(w, x.Sleep, y.Sleep, appendJSONCorev1SleepAction)
 		} else if !typedSameBytes(unsafe.Pointer(x.Sleep), unsafe.Pointer(y.Sleep), unsafe.Sizeof(*x.Sleep)) {
 			walkCorev1SleepAction(w, x.Sleep, y.Sleep)
 		}
 		w.pop()
 	}
 	if x.TCPSocket != y.TCPSocket {
-		w.pushField("tcpSocket", "f:tcpSocket")
+		w.pushField("tcpSocket")
 		if x.TCPSocket == nil || y.TCPSocket == nil {
-			w.report(reflect.ValueOf(&x.TCPSocket).Elem(), reflect.ValueOf(&y.TCPSocket).Elem())
+			reportStructPtr(w, x.TCPSocket, y.TCPSocket, appendJSONCorev1TCPSocketAction)
 		} else if !typedSameBytes(unsafe.Pointer(x.TCPSocket), unsafe.Pointer(y.TCPSocket), unsafe.Sizeof(*x.TCPSocket)) {
 			walkCorev1TCPSocketAction(w, x.TCPSocket, y.TCPSocket)
 		}
@@ -2396,18 +7438,18 @@ func walkCorev1LifecycleHandler(w *walker, x, y *corev1.LifecycleHandler) {
 // walkCorev1LinuxContainerUser compares two corev1.LinuxContainerUser as compareStruct does.
 func walkCorev1LinuxContainerUser(w *walker, x, y *corev1.LinuxContainerUser) {
 	if x.GID != y.GID {
-		w.pushField("gid", "f:gid")
-		w.report(reflect.ValueOf(&x.GID).Elem(), reflect.ValueOf(&y.GID).Elem())
+		w.pushField("gid")
+		reportInt(w, x.GID, y.GID)
 		w.pop()
 	}
 	if !(len(x.SupplementalGroups) == 0 && len(y.SupplementalGroups) == 0 || len(x.SupplementalGroups) == len(y.SupplementalGroups) && unsafe.SliceData(x.SupplementalGroups) == unsafe.SliceData(y.SupplementalGroups)) {
-		w.pushField("supplementalGroups", "f:supplementalGroups")
+		w.pushField("supplementalGroups")
 		w.compareUnlike(reflect.ValueOf(&x.SupplementalGroups).Elem(), reflect.ValueOf(&y.SupplementalGroups).Elem())
 		w.pop()
 	}
 	if x.UID != y.UID {
-		w.pushField("uid", "f:uid")
-		w.report(reflect.ValueOf(&x.UID).Elem(), reflect.ValueOf(&y.UID).Elem())
+		w.pushField("uid")
+		reportInt(w, x.UID, y.UID)
 		w.pop()
 	}
 }
@@ -2415,8 +7457,8 @@ func walkCorev1LinuxContainerUser(w *walker, x, y *corev1.LinuxContainerUser) {
 // walkCorev1LocalObjectReference compares two corev1.LocalObjectReference as compareStruct does.
 func walkCorev1LocalObjectReference(w *walker, x, y *corev1.LocalObjectReference) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 }
@@ -2424,18 +7466,18 @@ func walkCorev1LocalObjectReference(w *walker, x, y *corev1.LocalObjectReference
 // walkCorev1NFSVolumeSource compares two corev1.NFSVolumeSource as compareStruct does.
 func walkCorev1NFSVolumeSource(w *walker, x, y *corev1.NFSVolumeSource) {
 	if x.Path != y.Path {
-		w.pushField("path", "f:path")
-		w.report(reflect.ValueOf(&x.Path).Elem(), reflect.ValueOf(&y.Path).Elem())
+		w.pushField("path")
+		reportString(w, x.Path, y.Path)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.Server != y.Server {
-		w.pushField("server", "f:server")
-		w.report(reflect.ValueOf(&x.Server).Elem(), reflect.ValueOf(&y.Server).Elem())
+		w.pushField("server")
+		reportString(w, x.Server, y.Server)
 		w.pop()
 	}
 }
@@ -2443,14 +7485,14 @@ func walkCorev1NFSVolumeSource(w *walker, x, y *corev1.NFSVolumeSource) {
 // walkCorev1NodeAffinity compares two corev1.NodeAffinity as compareStruct does.
 func walkCorev1NodeAffinity(w *walker, x, y *corev1.NodeAffinity) {
 	if !(len(x.PreferredDuringSchedulingIgnoredDuringExecution) == 0 && len(y.PreferredDuringSchedulingIgnoredDuringExecution) == 0 || len(x.PreferredDuringSchedulingIgnoredDuringExecution) == len(y.PreferredDuringSchedulingIgnoredDuringExecution) && unsafe.SliceData(x.PreferredDuringSchedulingIgnoredDuringExecution) == unsafe.SliceData(y.PreferredDuringSchedulingIgnoredDuringExecution)) {
-		w.pushField("preferredDuringSchedulingIgnoredDuringExecution", "f:preferredDuringSchedulingIgnoredDuringExecution")
+		w.pushField("preferredDuringSchedulingIgnoredDuringExecution")
 		w.compareUnlike(reflect.ValueOf(&x.PreferredDuringSchedulingIgnoredDuringExecution).Elem(), reflect.ValueOf(&y.PreferredDuringSchedulingIgnoredDuringExecution).Elem())
 		w.pop()
 	}
 	if x.RequiredDuringSchedulingIgnoredDuringExecution != y.RequiredDuringSchedulingIgnoredDuringExecution {
-		w.pushField("requiredDuringSchedulingIgnoredDuringExecution", "f:requiredDuringSchedulingIgnoredDuringExecution")
+		w.pushField("requiredDuringSchedulingIgnoredDuringExecution")
 		if x.RequiredDuringSchedulingIgnoredDuringExecution == nil || y.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-			w.report(reflect.ValueOf(&x.RequiredDuringSchedulingIgnoredDuringExecution).Elem(), reflect.ValueOf(&y.RequiredDuringSchedulingIgnoredDuringExecution).Elem())
+			reportStructPtr(w, x.RequiredDuringSchedulingIgnoredDuringExecution, y.RequiredDuringSchedulingIgnoredDuringExecution, appendJSONCorev1NodeSelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.RequiredDuringSchedulingIgnoredDuringExecution), unsafe.Pointer(y.RequiredDuringSchedulingIgnoredDuringExecution), unsafe.Sizeof(*x.RequiredDuringSchedulingIgnoredDuringExecution)) {
 			walkCorev1NodeSelector(w, x.RequiredDuringSchedulingIgnoredDuringExecution, y.RequiredDuringSchedulingIgnoredDuringExecution)
 		}
@@ -2460,11 +7502,11 @@ func walkCorev1NodeAffinity(w *walker, x, y *corev1.NodeAffinity) {
 
 // walkCorev1NodeAllocatableMappedResources compares two corev1.NodeAllocatableMappedResources as compareStruct does.
 func walkCorev1NodeAllocatableMappedResources(w *walker, x, y *corev1.NodeAllocatableMappedResources) {
-	w.pushField("name", "f:name")
+	w.pushField("name")
 	w.compareUnlike(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
 	w.pop()
 	if !(x.Quantity == y.Quantity) {
-		w.pushField("quantity", "f:quantity")
+		w.pushField("quantity")
 		w.compareUnlike(reflect.ValueOf(&x.Quantity).Elem(), reflect.ValueOf(&y.Quantity).Elem())
 		w.pop()
 	}
@@ -2472,16 +7514,16 @@ func walkCorev1NodeAllocatableMappedResources(w *walker, x, y *corev1.NodeAlloca
 
 // walkCorev1NodeAllocatableOverheadResources compares two corev1.NodeAllocatableOverheadResources as compareStruct does.
 func walkCorev1NodeAllocatableOverheadResources(w *walker, x, y *corev1.NodeAllocatableOverheadResources) {
-	w.pushField("name", "f:name")
+	w.pushField("name")
 	w.compareUnlike(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
 	w.pop()
 	if !(x.PerContainer == y.PerContainer) {
-		w.pushField("perContainer", "f:perContainer")
+		w.pushField("perContainer")
 		w.compareUnlike(reflect.ValueOf(&x.PerContainer).Elem(), reflect.ValueOf(&y.PerContainer).Elem())
 		w.pop()
 	}
 	if !(x.PerPod == y.PerPod) {
-		w.pushField("perPod", "f:perPod")
+		w.pushField("perPod")
 		w.compareUnlike(reflect.ValueOf(&x.PerPod).Elem(), reflect.ValueOf(&y.PerPod).Elem())
 		w.pop()
 	}
@@ -2490,23 +7532,23 @@ func walkCorev1NodeAllocatableOverheadResources(w *walker, x, y *corev1.NodeAllo
 // walkCorev1NodeAllocatableResourceClaimStatus compares two corev1.NodeAllocatableResourceClaimStatus as compareStruct does.
 func walkCorev1NodeAllocatableResourceClaimStatus(w *walker, x, y *corev1.NodeAllocatableResourceClaimStatus) {
 	if !(len(x.Containers) == 0 && len(y.Containers) == 0 || len(x.Containers) == len(y.Containers) && unsafe.SliceData(x.Containers) == unsafe.SliceData(y.Containers)) {
-		w.pushField("containers", "f:containers")
+		w.pushField("containers")
 		w.compareUnlike(reflect.ValueOf(&x.Containers).Elem(), reflect.ValueOf(&y.Containers).Elem())
 		w.pop()
 	}
 	if !(len(x.Mapping) == 0 && len(y.Mapping) == 0 || len(x.Mapping) == len(y.Mapping) && unsafe.SliceData(x.Mapping) == unsafe.SliceData(y.Mapping)) {
-		w.pushField("mapping", "f:mapping")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Mapping, y.Mapping, keyCorev1NodeAllocatableMappedResources, walkCorev1NodeAllocatableMappedResources, unsafe.Sizeof(corev1.NodeAllocatableMappedResources{}))
+		w.pushField("mapping")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Mapping, y.Mapping, keyCorev1NodeAllocatableMappedResources, walkCorev1NodeAllocatableMappedResources, unsafe.Sizeof(corev1.NodeAllocatableMappedResources{}), appendJSONCorev1NodeAllocatableMappedResources)
 		w.pop()
 	}
 	if !(len(x.Overhead) == 0 && len(y.Overhead) == 0 || len(x.Overhead) == len(y.Overhead) && unsafe.SliceData(x.Overhead) == unsafe.SliceData(y.Overhead)) {
-		w.pushField("overhead", "f:overhead")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Overhead, y.Overhead, keyCorev1NodeAllocatableOverheadResources, walkCorev1NodeAllocatableOverheadResources, unsafe.Sizeof(corev1.NodeAllocatableOverheadResources{}))
+		w.pushField("overhead")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Overhead, y.Overhead, keyCorev1NodeAllocatableOverheadResources, walkCorev1NodeAllocatableOverheadResources, unsafe.Sizeof(corev1.NodeAllocatableOverheadResources{}), appendJSONCorev1NodeAllocatableOverheadResources)
 		w.pop()
 	}
 	if x.ResourceClaimName != y.ResourceClaimName {
-		w.pushField("resourceClaimName", "f:resourceClaimName")
-		w.report(reflect.ValueOf(&x.ResourceClaimName).Elem(), reflect.ValueOf(&y.ResourceClaimName).Elem())
+		w.pushField("resourceClaimName")
+		reportString(w, x.ResourceClaimName, y.ResourceClaimName)
 		w.pop()
 	}
 }
@@ -2514,7 +7556,7 @@ func walkCorev1NodeAllocatableResourceClaimStatus(w *walker, x, y *corev1.NodeAl
 // walkCorev1NodeSelector compares two corev1.NodeSelector as compareStruct does.
 func walkCorev1NodeSelector(w *walker, x, y *corev1.NodeSelector) {
 	if !(len(x.NodeSelectorTerms) == 0 && len(y.NodeSelectorTerms) == 0 || len(x.NodeSelectorTerms) == len(y.NodeSelectorTerms) && unsafe.SliceData(x.NodeSelectorTerms) == unsafe.SliceData(y.NodeSelectorTerms)) {
-		w.pushField("nodeSelectorTerms", "f:nodeSelectorTerms")
+		w.pushField("nodeSelectorTerms")
 		w.compareUnlike(reflect.ValueOf(&x.NodeSelectorTerms).Elem(), reflect.ValueOf(&y.NodeSelectorTerms).Elem())
 		w.pop()
 	}
@@ -2523,17 +7565,17 @@ func walkCorev1NodeSelector(w *walker, x, y *corev1.NodeSelector) {
 // walkCorev1NodeSelectorRequirement compares two corev1.NodeSelectorRequirement as compareStruct does.
 func walkCorev1NodeSelectorRequirement(w *walker, x, y *corev1.NodeSelectorRequirement) {
 	if x.Key != y.Key {
-		w.pushField("key", "f:key")
-		w.report(reflect.ValueOf(&x.Key).Elem(), reflect.ValueOf(&y.Key).Elem())
+		w.pushField("key")
+		reportString(w, x.Key, y.Key)
 		w.pop()
 	}
 	if x.Operator != y.Operator {
-		w.pushField("operator", "f:operator")
-		w.report(reflect.ValueOf(&x.Operator).Elem(), reflect.ValueOf(&y.Operator).Elem())
+		w.pushField("operator")
+		reportString(w, x.Operator, y.Operator)
 		w.pop()
 	}
 	if !(len(x.Values) == 0 && len(y.Values) == 0 || len(x.Values) == len(y.Values) && unsafe.SliceData(x.Values) == unsafe.SliceData(y.Values)) {
-		w.pushField("values", "f:values")
+		w.pushField("values")
 		w.compareUnlike(reflect.ValueOf(&x.Values).Elem(), reflect.ValueOf(&y.Values).Elem())
 		w.pop()
 	}
@@ -2542,12 +7584,12 @@ func walkCorev1NodeSelectorRequirement(w *walker, x, y *corev1.NodeSelectorRequi
 // walkCorev1NodeSelectorTerm compares two corev1.NodeSelectorTerm as compareStruct does.
 func walkCorev1NodeSelectorTerm(w *walker, x, y *corev1.NodeSelectorTerm) {
 	if !(len(x.MatchExpressions) == 0 && len(y.MatchExpressions) == 0 || len(x.MatchExpressions) == len(y.MatchExpressions) && unsafe.SliceData(x.MatchExpressions) == unsafe.SliceData(y.MatchExpressions)) {
-		w.pushField("matchExpressions", "f:matchExpressions")
+		w.pushField("matchExpressions")
 		w.compareUnlike(reflect.ValueOf(&x.MatchExpressions).Elem(), reflect.ValueOf(&y.MatchExpressions).Elem())
 		w.pop()
 	}
 	if !(len(x.MatchFields) == 0 && len(y.MatchFields) == 0 || len(x.MatchFields) == len(y.MatchFields) && unsafe.SliceData(x.MatchFields) == unsafe.SliceData(y.MatchFields)) {
-		w.pushField("matchFields", "f:matchFields")
+		w.pushField("matchFields")
 		w.compareUnlike(reflect.ValueOf(&x.MatchFields).Elem(), reflect.ValueOf(&y.MatchFields).Elem())
 		w.pop()
 	}
@@ -2556,13 +7598,13 @@ func walkCorev1NodeSelectorTerm(w *walker, x, y *corev1.NodeSelectorTerm) {
 // walkCorev1ObjectFieldSelector compares two corev1.ObjectFieldSelector as compareStruct does.
 func walkCorev1ObjectFieldSelector(w *walker, x, y *corev1.ObjectFieldSelector) {
 	if x.APIVersion != y.APIVersion {
-		w.pushField("apiVersion", "f:apiVersion")
-		w.report(reflect.ValueOf(&x.APIVersion).Elem(), reflect.ValueOf(&y.APIVersion).Elem())
+		w.pushField("apiVersion")
+		reportString(w, x.APIVersion, y.APIVersion)
 		w.pop()
 	}
 	if x.FieldPath != y.FieldPath {
-		w.pushField("fieldPath", "f:fieldPath")
-		w.report(reflect.ValueOf(&x.FieldPath).Elem(), reflect.ValueOf(&y.FieldPath).Elem())
+		w.pushField("fieldPath")
+		reportString(w, x.FieldPath, y.FieldPath)
 		w.pop()
 	}
 }
@@ -2570,72 +7612,72 @@ func walkCorev1ObjectFieldSelector(w *walker, x, y *corev1.ObjectFieldSelector) 
 // walkCorev1PersistentVolumeClaimSpec compares two corev1.PersistentVolumeClaimSpec as compareStruct does.
 func walkCorev1PersistentVolumeClaimSpec(w *walker, x, y *corev1.PersistentVolumeClaimSpec) {
 	if !(len(x.AccessModes) == 0 && len(y.AccessModes) == 0 || len(x.AccessModes) == len(y.AccessModes) && unsafe.SliceData(x.AccessModes) == unsafe.SliceData(y.AccessModes)) {
-		w.pushField("accessModes", "f:accessModes")
+		w.pushField("accessModes")
 		w.compareUnlike(reflect.ValueOf(&x.AccessModes).Elem(), reflect.ValueOf(&y.AccessModes).Elem())
 		w.pop()
 	}
 	if x.DataSource != y.DataSource {
-		w.pushField("dataSource", "f:dataSource")
+		w.pushField("dataSource")
 		if x.DataSource == nil || y.DataSource == nil {
-			w.report(reflect.ValueOf(&x.DataSource).Elem(), reflect.ValueOf(&y.DataSource).Elem())
+			reportStructPtr(w, x.DataSource, y.DataSource, appendJSONCorev1TypedLocalObjectReference)
 		} else if !typedSameBytes(unsafe.Pointer(x.DataSource), unsafe.Pointer(y.DataSource), unsafe.Sizeof(*x.DataSource)) {
 			walkCorev1TypedLocalObjectReference(w, x.DataSource, y.DataSource)
 		}
 		w.pop()
 	}
 	if x.DataSourceRef != y.DataSourceRef {
-		w.pushField("dataSourceRef", "f:dataSourceRef")
+		w.pushField("dataSourceRef")
 		if x.DataSourceRef == nil || y.DataSourceRef == nil {
-			w.report(reflect.ValueOf(&x.DataSourceRef).Elem(), reflect.ValueOf(&y.DataSourceRef).Elem())
+			reportStructPtr(w, x.DataSourceRef, y.DataSourceRef, appendJSONCorev1TypedObjectReference)
 		} else if !typedSameBytes(unsafe.Pointer(x.DataSourceRef), unsafe.Pointer(y.DataSourceRef), unsafe.Sizeof(*x.DataSourceRef)) {
 			walkCorev1TypedObjectReference(w, x.DataSourceRef, y.DataSourceRef)
 		}
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.Resources), unsafe.Pointer(&y.Resources), unsafe.Sizeof(x.Resources)) {
-		w.pushField("resources", "f:resources")
+		w.pushField("resources")
 		walkCorev1VolumeResourceRequirements(w, &x.Resources, &y.Resources)
 		w.pop()
 	}
 	if x.Selector != y.Selector {
-		w.pushField("selector", "f:selector")
+		w.pushField("selector")
 		if x.Selector == nil || y.Selector == nil {
-			w.report(reflect.ValueOf(&x.Selector).Elem(), reflect.ValueOf(&y.Selector).Elem())
+			reportStructPtr(w, x.Selector, y.Selector, appendJSONMetav1LabelSelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.Selector), unsafe.Pointer(y.Selector), unsafe.Sizeof(*x.Selector)) {
 			walkMetav1LabelSelector(w, x.Selector, y.Selector)
 		}
 		w.pop()
 	}
 	if x.StorageClassName != y.StorageClassName {
-		w.pushField("storageClassName", "f:storageClassName")
+		w.pushField("storageClassName")
 		if x.StorageClassName == nil || y.StorageClassName == nil {
-			w.report(reflect.ValueOf(&x.StorageClassName).Elem(), reflect.ValueOf(&y.StorageClassName).Elem())
+			reportStringPtr(w, x.StorageClassName, y.StorageClassName)
 		} else if *x.StorageClassName != *y.StorageClassName {
-			w.report(reflect.ValueOf(x.StorageClassName).Elem(), reflect.ValueOf(y.StorageClassName).Elem())
+			reportString(w, *x.StorageClassName, *y.StorageClassName)
 		}
 		w.pop()
 	}
 	if x.VolumeAttributesClassName != y.VolumeAttributesClassName {
-		w.pushField("volumeAttributesClassName", "f:volumeAttributesClassName")
+		w.pushField("volumeAttributesClassName")
 		if x.VolumeAttributesClassName == nil || y.VolumeAttributesClassName == nil {
-			w.report(reflect.ValueOf(&x.VolumeAttributesClassName).Elem(), reflect.ValueOf(&y.VolumeAttributesClassName).Elem())
+			reportStringPtr(w, x.VolumeAttributesClassName, y.VolumeAttributesClassName)
 		} else if *x.VolumeAttributesClassName != *y.VolumeAttributesClassName {
-			w.report(reflect.ValueOf(x.VolumeAttributesClassName).Elem(), reflect.ValueOf(y.VolumeAttributesClassName).Elem())
+			reportString(w, *x.VolumeAttributesClassName, *y.VolumeAttributesClassName)
 		}
 		w.pop()
 	}
 	if x.VolumeMode != y.VolumeMode {
-		w.pushField("volumeMode", "f:volumeMode")
+		w.pushField("volumeMode")
 		if x.VolumeMode == nil || y.VolumeMode == nil {
-			w.report(reflect.ValueOf(&x.VolumeMode).Elem(), reflect.ValueOf(&y.VolumeMode).Elem())
+			reportStringPtr(w, x.VolumeMode, y.VolumeMode)
 		} else if *x.VolumeMode != *y.VolumeMode {
-			w.report(reflect.ValueOf(x.VolumeMode).Elem(), reflect.ValueOf(y.VolumeMode).Elem())
+			reportString(w, *x.VolumeMode, *y.VolumeMode)
 		}
 		w.pop()
 	}
 	if x.VolumeName != y.VolumeName {
-		w.pushField("volumeName", "f:volumeName")
-		w.report(reflect.ValueOf(&x.VolumeName).Elem(), reflect.ValueOf(&y.VolumeName).Elem())
+		w.pushField("volumeName")
+		reportString(w, x.VolumeName, y.VolumeName)
 		w.pop()
 	}
 }
@@ -2643,12 +7685,12 @@ func walkCorev1PersistentVolumeClaimSpec(w *walker, x, y *corev1.PersistentVolum
 // walkCorev1PersistentVolumeClaimTemplate compares two corev1.PersistentVolumeClaimTemplate as compareStruct does.
 func walkCorev1PersistentVolumeClaimTemplate(w *walker, x, y *corev1.PersistentVolumeClaimTemplate) {
 	if !typedSameBytes(unsafe.Pointer(&x.ObjectMeta), unsafe.Pointer(&y.ObjectMeta), unsafe.Sizeof(x.ObjectMeta)) {
-		w.pushField("metadata", "f:metadata")
+		w.pushField("metadata")
 		walkMetav1ObjectMeta(w, &x.ObjectMeta, &y.ObjectMeta)
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.Spec), unsafe.Pointer(&y.Spec), unsafe.Sizeof(x.Spec)) {
-		w.pushField("spec", "f:spec")
+		w.pushField("spec")
 		walkCorev1PersistentVolumeClaimSpec(w, &x.Spec, &y.Spec)
 		w.pop()
 	}
@@ -2657,13 +7699,13 @@ func walkCorev1PersistentVolumeClaimTemplate(w *walker, x, y *corev1.PersistentV
 // walkCorev1PersistentVolumeClaimVolumeSource compares two corev1.PersistentVolumeClaimVolumeSource as compareStruct does.
 func walkCorev1PersistentVolumeClaimVolumeSource(w *walker, x, y *corev1.PersistentVolumeClaimVolumeSource) {
 	if x.ClaimName != y.ClaimName {
-		w.pushField("claimName", "f:claimName")
-		w.report(reflect.ValueOf(&x.ClaimName).Elem(), reflect.ValueOf(&y.ClaimName).Elem())
+		w.pushField("claimName")
+		reportString(w, x.ClaimName, y.ClaimName)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 }
@@ -2671,13 +7713,13 @@ func walkCorev1PersistentVolumeClaimVolumeSource(w *walker, x, y *corev1.Persist
 // walkCorev1PhotonPersistentDiskVolumeSource compares two corev1.PhotonPersistentDiskVolumeSource as compareStruct does.
 func walkCorev1PhotonPersistentDiskVolumeSource(w *walker, x, y *corev1.PhotonPersistentDiskVolumeSource) {
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.PdID != y.PdID {
-		w.pushField("pdID", "f:pdID")
-		w.report(reflect.ValueOf(&x.PdID).Elem(), reflect.ValueOf(&y.PdID).Elem())
+		w.pushField("pdID")
+		reportString(w, x.PdID, y.PdID)
 		w.pop()
 	}
 }
@@ -2688,17 +7730,17 @@ func walkCorev1Pod(w *walker, x, y *corev1.Pod) {
 		walkMetav1TypeMeta(w, &x.TypeMeta, &y.TypeMeta)
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.ObjectMeta), unsafe.Pointer(&y.ObjectMeta), unsafe.Sizeof(x.ObjectMeta)) {
-		w.pushField("metadata", "f:metadata")
+		w.pushField("metadata")
 		walkMetav1ObjectMeta(w, &x.ObjectMeta, &y.ObjectMeta)
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.Spec), unsafe.Pointer(&y.Spec), unsafe.Sizeof(x.Spec)) {
-		w.pushField("spec", "f:spec")
+		w.pushField("spec")
 		walkCorev1PodSpec(w, &x.Spec, &y.Spec)
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.Status), unsafe.Pointer(&y.Status), unsafe.Sizeof(x.Status)) {
-		w.pushField("status", "f:status")
+		w.pushField("status")
 		walkCorev1PodStatus(w, &x.Status, &y.Status)
 		w.pop()
 	}
@@ -2707,12 +7749,12 @@ func walkCorev1Pod(w *walker, x, y *corev1.Pod) {
 // walkCorev1PodAffinity compares two corev1.PodAffinity as compareStruct does.
 func walkCorev1PodAffinity(w *walker, x, y *corev1.PodAffinity) {
 	if !(len(x.PreferredDuringSchedulingIgnoredDuringExecution) == 0 && len(y.PreferredDuringSchedulingIgnoredDuringExecution) == 0 || len(x.PreferredDuringSchedulingIgnoredDuringExecution) == len(y.PreferredDuringSchedulingIgnoredDuringExecution) && unsafe.SliceData(x.PreferredDuringSchedulingIgnoredDuringExecution) == unsafe.SliceData(y.PreferredDuringSchedulingIgnoredDuringExecution)) {
-		w.pushField("preferredDuringSchedulingIgnoredDuringExecution", "f:preferredDuringSchedulingIgnoredDuringExecution")
+		w.pushField("preferredDuringSchedulingIgnoredDuringExecution")
 		w.compareUnlike(reflect.ValueOf(&x.PreferredDuringSchedulingIgnoredDuringExecution).Elem(), reflect.ValueOf(&y.PreferredDuringSchedulingIgnoredDuringExecution).Elem())
 		w.pop()
 	}
 	if !(len(x.RequiredDuringSchedulingIgnoredDuringExecution) == 0 && len(y.RequiredDuringSchedulingIgnoredDuringExecution) == 0 || len(x.RequiredDuringSchedulingIgnoredDuringExecution) == len(y.RequiredDuringSchedulingIgnoredDuringExecution) && unsafe.SliceData(x.RequiredDuringSchedulingIgnoredDuringExecution) == unsafe.SliceData(y.RequiredDuringSchedulingIgnoredDuringExecution)) {
-		w.pushField("requiredDuringSchedulingIgnoredDuringExecution", "f:requiredDuringSchedulingIgnoredDuringExecution")
+		w.pushField("requiredDuringSchedulingIgnoredDuringExecution")
 		w.compareUnlike(reflect.ValueOf(&x.RequiredDuringSchedulingIgnoredDuringExecution).Elem(), reflect.ValueOf(&y.RequiredDuringSchedulingIgnoredDuringExecution).Elem())
 		w.pop()
 	}
@@ -2721,41 +7763,41 @@ func walkCorev1PodAffinity(w *walker, x, y *corev1.PodAffinity) {
 // walkCorev1PodAffinityTerm compares two corev1.PodAffinityTerm as compareStruct does.
 func walkCorev1PodAffinityTerm(w *walker, x, y *corev1.PodAffinityTerm) {
 	if x.LabelSelector != y.LabelSelector {
-		w.pushField("labelSelector", "f:labelSelector")
+		w.pushField("labelSelector")
 		if x.LabelSelector == nil || y.LabelSelector == nil {
-			w.report(reflect.ValueOf(&x.LabelSelector).Elem(), reflect.ValueOf(&y.LabelSelector).Elem())
+			reportStructPtr(w, x.LabelSelector, y.LabelSelector, appendJSONMetav1LabelSelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.LabelSelector), unsafe.Pointer(y.LabelSelector), unsafe.Sizeof(*x.LabelSelector)) {
 			walkMetav1LabelSelector(w, x.LabelSelector, y.LabelSelector)
 		}
 		w.pop()
 	}
 	if !(len(x.MatchLabelKeys) == 0 && len(y.MatchLabelKeys) == 0 || len(x.MatchLabelKeys) == len(y.MatchLabelKeys) && unsafe.SliceData(x.MatchLabelKeys) == unsafe.SliceData(y.MatchLabelKeys)) {
-		w.pushField("matchLabelKeys", "f:matchLabelKeys")
+		w.pushField("matchLabelKeys")
 		w.compareUnlike(reflect.ValueOf(&x.MatchLabelKeys).Elem(), reflect.ValueOf(&y.MatchLabelKeys).Elem())
 		w.pop()
 	}
 	if !(len(x.MismatchLabelKeys) == 0 && len(y.MismatchLabelKeys) == 0 || len(x.MismatchLabelKeys) == len(y.MismatchLabelKeys) && unsafe.SliceData(x.MismatchLabelKeys) == unsafe.SliceData(y.MismatchLabelKeys)) {
-		w.pushField("mismatchLabelKeys", "f:mismatchLabelKeys")
+		w.pushField("mismatchLabelKeys")
 		w.compareUnlike(reflect.ValueOf(&x.MismatchLabelKeys).Elem(), reflect.ValueOf(&y.MismatchLabelKeys).Elem())
 		w.pop()
 	}
 	if x.NamespaceSelector != y.NamespaceSelector {
-		w.pushField("namespaceSelector", "f:namespaceSelector")
+		w.pushField("namespaceSelector")
 		if x.NamespaceSelector == nil || y.NamespaceSelector == nil {
-			w.report(reflect.ValueOf(&x.NamespaceSelector).Elem(), reflect.ValueOf(&y.NamespaceSelector).Elem())
+			reportStructPtr(w, x.NamespaceSelector, y.NamespaceSelector, appendJSONMetav1LabelSelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.NamespaceSelector), unsafe.Pointer(y.NamespaceSelector), unsafe.Sizeof(*x.NamespaceSelector)) {
 			walkMetav1LabelSelector(w, x.NamespaceSelector, y.NamespaceSelector)
 		}
 		w.pop()
 	}
 	if !(len(x.Namespaces) == 0 && len(y.Namespaces) == 0 || len(x.Namespaces) == len(y.Namespaces) && unsafe.SliceData(x.Namespaces) == unsafe.SliceData(y.Namespaces)) {
-		w.pushField("namespaces", "f:namespaces")
+		w.pushField("namespaces")
 		w.compareUnlike(reflect.ValueOf(&x.Namespaces).Elem(), reflect.ValueOf(&y.Namespaces).Elem())
 		w.pop()
 	}
 	if x.TopologyKey != y.TopologyKey {
-		w.pushField("topologyKey", "f:topologyKey")
-		w.report(reflect.ValueOf(&x.TopologyKey).Elem(), reflect.ValueOf(&y.TopologyKey).Elem())
+		w.pushField("topologyKey")
+		reportString(w, x.TopologyKey, y.TopologyKey)
 		w.pop()
 	}
 }
@@ -2763,12 +7805,12 @@ func walkCorev1PodAffinityTerm(w *walker, x, y *corev1.PodAffinityTerm) {
 // walkCorev1PodAntiAffinity compares two corev1.PodAntiAffinity as compareStruct does.
 func walkCorev1PodAntiAffinity(w *walker, x, y *corev1.PodAntiAffinity) {
 	if !(len(x.PreferredDuringSchedulingIgnoredDuringExecution) == 0 && len(y.PreferredDuringSchedulingIgnoredDuringExecution) == 0 || len(x.PreferredDuringSchedulingIgnoredDuringExecution) == len(y.PreferredDuringSchedulingIgnoredDuringExecution) && unsafe.SliceData(x.PreferredDuringSchedulingIgnoredDuringExecution) == unsafe.SliceData(y.PreferredDuringSchedulingIgnoredDuringExecution)) {
-		w.pushField("preferredDuringSchedulingIgnoredDuringExecution", "f:preferredDuringSchedulingIgnoredDuringExecution")
+		w.pushField("preferredDuringSchedulingIgnoredDuringExecution")
 		w.compareUnlike(reflect.ValueOf(&x.PreferredDuringSchedulingIgnoredDuringExecution).Elem(), reflect.ValueOf(&y.PreferredDuringSchedulingIgnoredDuringExecution).Elem())
 		w.pop()
 	}
 	if !(len(x.RequiredDuringSchedulingIgnoredDuringExecution) == 0 && len(y.RequiredDuringSchedulingIgnoredDuringExecution) == 0 || len(x.RequiredDuringSchedulingIgnoredDuringExecution) == len(y.RequiredDuringSchedulingIgnoredDuringExecution) && unsafe.SliceData(x.RequiredDuringSchedulingIgnoredDuringExecution) == unsafe.SliceData(y.RequiredDuringSchedulingIgnoredDuringExecution)) {
-		w.pushField("requiredDuringSchedulingIgnoredDuringExecution", "f:requiredDuringSchedulingIgnoredDuringExecution")
+		w.pushField("requiredDuringSchedulingIgnoredDuringExecution")
 		w.compareUnlike(reflect.ValueOf(&x.RequiredDuringSchedulingIgnoredDuringExecution).Elem(), reflect.ValueOf(&y.RequiredDuringSchedulingIgnoredDuringExecution).Elem())
 		w.pop()
 	}
@@ -2777,50 +7819,50 @@ func walkCorev1PodAntiAffinity(w *walker, x, y *corev1.PodAntiAffinity) {
 // walkCorev1PodCertificateProjection compares two corev1.PodCertificateProjection as compareStruct does.
 func walkCorev1PodCertificateProjection(w *walker, x, y *corev1.PodCertificateProjection) {
 	if x.CertificateChainPath != y.CertificateChainPath {
-		w.pushField("certificateChainPath", "f:certificateChainPath")
-		w.report(reflect.ValueOf(&x.CertificateChainPath).Elem(), reflect.ValueOf(&y.CertificateChainPath).Elem())
+		w.pushField("certificateChainPath")
+		reportString(w, x.CertificateChainPath, y.CertificateChainPath)
 		w.pop()
 	}
 	if x.CredentialBundlePath != y.CredentialBundlePath {
-		w.pushField("credentialBundlePath", "f:credentialBundlePath")
-		w.report(reflect.ValueOf(&x.CredentialBundlePath).Elem(), reflect.ValueOf(&y.CredentialBundlePath).Elem())
+		w.pushField("credentialBundlePath")
+		reportString(w, x.CredentialBundlePath, y.CredentialBundlePath)
 		w.pop()
 	}
 	if x.KeyPath != y.KeyPath {
-		w.pushField("keyPath", "f:keyPath")
-		w.report(reflect.ValueOf(&x.KeyPath).Elem(), reflect.ValueOf(&y.KeyPath).Elem())
+		w.pushField("keyPath")
+		reportString(w, x.KeyPath, y.KeyPath)
 		w.pop()
 	}
 	if x.KeyType != y.KeyType {
-		w.pushField("keyType", "f:keyType")
-		w.report(reflect.ValueOf(&x.KeyType).Elem(), reflect.ValueOf(&y.KeyType).Elem())
+		w.pushField("keyType")
+		reportString(w, x.KeyType, y.KeyType)
 		w.pop()
 	}
 	if x.MaxExpirationSeconds != y.MaxExpirationSeconds {
-		w.pushField("maxExpirationSeconds", "f:maxExpirationSeconds")
+		w.pushField("maxExpirationSeconds")
 		if x.MaxExpirationSeconds == nil || y.MaxExpirationSeconds == nil {
-			w.report(reflect.ValueOf(&x.MaxExpirationSeconds).Elem(), reflect.ValueOf(&y.MaxExpirationSeconds).Elem())
+			reportIntPtr(w, x.MaxExpirationSeconds, y.MaxExpirationSeconds)
 		} else if *x.MaxExpirationSeconds != *y.MaxExpirationSeconds {
-			w.report(reflect.ValueOf(x.MaxExpirationSeconds).Elem(), reflect.ValueOf(y.MaxExpirationSeconds).Elem())
+			reportInt(w, *x.MaxExpirationSeconds, *y.MaxExpirationSeconds)
 		}
 		w.pop()
 	}
 	if x.SignerName != y.SignerName {
-		w.pushField("signerName", "f:signerName")
-		w.report(reflect.ValueOf(&x.SignerName).Elem(), reflect.ValueOf(&y.SignerName).Elem())
+		w.pushField("signerName")
+		reportString(w, x.SignerName, y.SignerName)
 		w.pop()
 	}
 	if x.User != y.User {
-		w.pushField("user", "f:user")
+		w.pushField("user")
 		if x.User == nil || y.User == nil {
-			w.report(reflect.ValueOf(&x.User).Elem(), reflect.ValueOf(&y.User).Elem())
+			reportIntPtr(w, x.User, y.User)
 		} else if *x.User != *y.User {
-			w.report(reflect.ValueOf(x.User).Elem(), reflect.ValueOf(y.User).Elem())
+			reportInt(w, *x.User, *y.User)
 		}
 		w.pop()
 	}
 	if !(len(x.UserAnnotations) == 0 && len(y.UserAnnotations) == 0 || len(x.UserAnnotations) == len(y.UserAnnotations) && typedMapPointer(unsafe.Pointer(&x.UserAnnotations)) == typedMapPointer(unsafe.Pointer(&y.UserAnnotations))) {
-		w.pushField("userAnnotations", "f:userAnnotations")
+		w.pushField("userAnnotations")
 		w.compareUnlike(reflect.ValueOf(&x.UserAnnotations).Elem(), reflect.ValueOf(&y.UserAnnotations).Elem())
 		w.pop()
 	}
@@ -2829,38 +7871,38 @@ func walkCorev1PodCertificateProjection(w *walker, x, y *corev1.PodCertificatePr
 // walkCorev1PodCondition compares two corev1.PodCondition as compareStruct does.
 func walkCorev1PodCondition(w *walker, x, y *corev1.PodCondition) {
 	if !typedSameBytes(unsafe.Pointer(&x.LastProbeTime), unsafe.Pointer(&y.LastProbeTime), unsafe.Sizeof(x.LastProbeTime)) {
-		w.pushField("lastProbeTime", "f:lastProbeTime")
+		w.pushField("lastProbeTime")
 		walkMetav1Time(w, &x.LastProbeTime, &y.LastProbeTime)
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.LastTransitionTime), unsafe.Pointer(&y.LastTransitionTime), unsafe.Sizeof(x.LastTransitionTime)) {
-		w.pushField("lastTransitionTime", "f:lastTransitionTime")
+		w.pushField("lastTransitionTime")
 		walkMetav1Time(w, &x.LastTransitionTime, &y.LastTransitionTime)
 		w.pop()
 	}
 	if x.Message != y.Message {
-		w.pushField("message", "f:message")
-		w.report(reflect.ValueOf(&x.Message).Elem(), reflect.ValueOf(&y.Message).Elem())
+		w.pushField("message")
+		reportString(w, x.Message, y.Message)
 		w.pop()
 	}
 	if x.ObservedGeneration != y.ObservedGeneration {
-		w.pushField("observedGeneration", "f:observedGeneration")
-		w.report(reflect.ValueOf(&x.ObservedGeneration).Elem(), reflect.ValueOf(&y.ObservedGeneration).Elem())
+		w.pushField("observedGeneration")
+		reportInt(w, x.ObservedGeneration, y.ObservedGeneration)
 		w.pop()
 	}
 	if x.Reason != y.Reason {
-		w.pushField("reason", "f:reason")
-		w.report(reflect.ValueOf(&x.Reason).Elem(), reflect.ValueOf(&y.Reason).Elem())
+		w.pushField("reason")
+		reportString(w, x.Reason, y.Reason)
 		w.pop()
 	}
 	if x.Status != y.Status {
-		w.pushField("status", "f:status")
-		w.report(reflect.ValueOf(&x.Status).Elem(), reflect.ValueOf(&y.Status).Elem())
+		w.pushField("status")
+		reportString(w, x.Status, y.Status)
 		w.pop()
 	}
 	if x.Type != y.Type {
-		w.pushField("type", "f:type")
-		w.report(reflect.ValueOf(&x.Type).Elem(), reflect.ValueOf(&y.Type).Elem())
+		w.pushField("type")
+		reportString(w, x.Type, y.Type)
 		w.pop()
 	}
 }
@@ -2868,17 +7910,17 @@ func walkCorev1PodCondition(w *walker, x, y *corev1.PodCondition) {
 // walkCorev1PodDNSConfig compares two corev1.PodDNSConfig as compareStruct does.
 func walkCorev1PodDNSConfig(w *walker, x, y *corev1.PodDNSConfig) {
 	if !(len(x.Nameservers) == 0 && len(y.Nameservers) == 0 || len(x.Nameservers) == len(y.Nameservers) && unsafe.SliceData(x.Nameservers) == unsafe.SliceData(y.Nameservers)) {
-		w.pushField("nameservers", "f:nameservers")
+		w.pushField("nameservers")
 		w.compareUnlike(reflect.ValueOf(&x.Nameservers).Elem(), reflect.ValueOf(&y.Nameservers).Elem())
 		w.pop()
 	}
 	if !(len(x.Options) == 0 && len(y.Options) == 0 || len(x.Options) == len(y.Options) && unsafe.SliceData(x.Options) == unsafe.SliceData(y.Options)) {
-		w.pushField("options", "f:options")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Options, y.Options, keyCorev1PodDNSConfigOption, walkCorev1PodDNSConfigOption, unsafe.Sizeof(corev1.PodDNSConfigOption{}))
+		w.pushField("options")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Options, y.Options, keyCorev1PodDNSConfigOption, walkCorev1PodDNSConfigOption, unsafe.Sizeof(corev1.PodDNSConfigOption{}), appendJSONCorev1PodDNSConfigOption)
 		w.pop()
 	}
 	if !(len(x.Searches) == 0 && len(y.Searches) == 0 || len(x.Searches) == len(y.Searches) && unsafe.SliceData(x.Searches) == unsafe.SliceData(y.Searches)) {
-		w.pushField("searches", "f:searches")
+		w.pushField("searches")
 		w.compareUnlike(reflect.ValueOf(&x.Searches).Elem(), reflect.ValueOf(&y.Searches).Elem())
 		w.pop()
 	}
@@ -2887,16 +7929,16 @@ func walkCorev1PodDNSConfig(w *walker, x, y *corev1.PodDNSConfig) {
 // walkCorev1PodDNSConfigOption compares two corev1.PodDNSConfigOption as compareStruct does.
 func walkCorev1PodDNSConfigOption(w *walker, x, y *corev1.PodDNSConfigOption) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.Value != y.Value {
-		w.pushField("value", "f:value")
+		w.pushField("value")
 		if x.Value == nil || y.Value == nil {
-			w.report(reflect.ValueOf(&x.Value).Elem(), reflect.ValueOf(&y.Value).Elem())
+			reportStringPtr(w, x.Value, y.Value)
 		} else if *x.Value != *y.Value {
-			w.report(reflect.ValueOf(x.Value).Elem(), reflect.ValueOf(y.Value).Elem())
+			reportString(w, *x.Value, *y.Value)
 		}
 		w.pop()
 	}
@@ -2905,13 +7947,13 @@ func walkCorev1PodDNSConfigOption(w *walker, x, y *corev1.PodDNSConfigOption) {
 // walkCorev1PodExtendedResourceClaimStatus compares two corev1.PodExtendedResourceClaimStatus as compareStruct does.
 func walkCorev1PodExtendedResourceClaimStatus(w *walker, x, y *corev1.PodExtendedResourceClaimStatus) {
 	if !(len(x.RequestMappings) == 0 && len(y.RequestMappings) == 0 || len(x.RequestMappings) == len(y.RequestMappings) && unsafe.SliceData(x.RequestMappings) == unsafe.SliceData(y.RequestMappings)) {
-		w.pushField("requestMappings", "f:requestMappings")
+		w.pushField("requestMappings")
 		w.compareUnlike(reflect.ValueOf(&x.RequestMappings).Elem(), reflect.ValueOf(&y.RequestMappings).Elem())
 		w.pop()
 	}
 	if x.ResourceClaimName != y.ResourceClaimName {
-		w.pushField("resourceClaimName", "f:resourceClaimName")
-		w.report(reflect.ValueOf(&x.ResourceClaimName).Elem(), reflect.ValueOf(&y.ResourceClaimName).Elem())
+		w.pushField("resourceClaimName")
+		reportString(w, x.ResourceClaimName, y.ResourceClaimName)
 		w.pop()
 	}
 }
@@ -2919,8 +7961,8 @@ func walkCorev1PodExtendedResourceClaimStatus(w *walker, x, y *corev1.PodExtende
 // walkCorev1PodIP compares two corev1.PodIP as compareStruct does.
 func walkCorev1PodIP(w *walker, x, y *corev1.PodIP) {
 	if x.IP != y.IP {
-		w.pushField("ip", "f:ip")
-		w.report(reflect.ValueOf(&x.IP).Elem(), reflect.ValueOf(&y.IP).Elem())
+		w.pushField("ip")
+		reportString(w, x.IP, y.IP)
 		w.pop()
 	}
 }
@@ -2928,8 +7970,8 @@ func walkCorev1PodIP(w *walker, x, y *corev1.PodIP) {
 // walkCorev1PodOS compares two corev1.PodOS as compareStruct does.
 func walkCorev1PodOS(w *walker, x, y *corev1.PodOS) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 }
@@ -2937,8 +7979,8 @@ func walkCorev1PodOS(w *walker, x, y *corev1.PodOS) {
 // walkCorev1PodReadinessGate compares two corev1.PodReadinessGate as compareStruct does.
 func walkCorev1PodReadinessGate(w *walker, x, y *corev1.PodReadinessGate) {
 	if x.ConditionType != y.ConditionType {
-		w.pushField("conditionType", "f:conditionType")
-		w.report(reflect.ValueOf(&x.ConditionType).Elem(), reflect.ValueOf(&y.ConditionType).Elem())
+		w.pushField("conditionType")
+		reportString(w, x.ConditionType, y.ConditionType)
 		w.pop()
 	}
 }
@@ -2946,25 +7988,25 @@ func walkCorev1PodReadinessGate(w *walker, x, y *corev1.PodReadinessGate) {
 // walkCorev1PodResourceClaim compares two corev1.PodResourceClaim as compareStruct does.
 func walkCorev1PodResourceClaim(w *walker, x, y *corev1.PodResourceClaim) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.ResourceClaimName != y.ResourceClaimName {
-		w.pushField("resourceClaimName", "f:resourceClaimName")
+		w.pushField("resourceClaimName")
 		if x.ResourceClaimName == nil || y.ResourceClaimName == nil {
-			w.report(reflect.ValueOf(&x.ResourceClaimName).Elem(), reflect.ValueOf(&y.ResourceClaimName).Elem())
+			reportStringPtr(w, x.ResourceClaimName, y.ResourceClaimName)
 		} else if *x.ResourceClaimName != *y.ResourceClaimName {
-			w.report(reflect.ValueOf(x.ResourceClaimName).Elem(), reflect.ValueOf(y.ResourceClaimName).Elem())
+			reportString(w, *x.ResourceClaimName, *y.ResourceClaimName)
 		}
 		w.pop()
 	}
 	if x.ResourceClaimTemplateName != y.ResourceClaimTemplateName {
-		w.pushField("resourceClaimTemplateName", "f:resourceClaimTemplateName")
+		w.pushField("resourceClaimTemplateName")
 		if x.ResourceClaimTemplateName == nil || y.ResourceClaimTemplateName == nil {
-			w.report(reflect.ValueOf(&x.ResourceClaimTemplateName).Elem(), reflect.ValueOf(&y.ResourceClaimTemplateName).Elem())
+			reportStringPtr(w, x.ResourceClaimTemplateName, y.ResourceClaimTemplateName)
 		} else if *x.ResourceClaimTemplateName != *y.ResourceClaimTemplateName {
-			w.report(reflect.ValueOf(x.ResourceClaimTemplateName).Elem(), reflect.ValueOf(y.ResourceClaimTemplateName).Elem())
+			reportString(w, *x.ResourceClaimTemplateName, *y.ResourceClaimTemplateName)
 		}
 		w.pop()
 	}
@@ -2973,16 +8015,16 @@ func walkCorev1PodResourceClaim(w *walker, x, y *corev1.PodResourceClaim) {
 // walkCorev1PodResourceClaimStatus compares two corev1.PodResourceClaimStatus as compareStruct does.
 func walkCorev1PodResourceClaimStatus(w *walker, x, y *corev1.PodResourceClaimStatus) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.ResourceClaimName != y.ResourceClaimName {
-		w.pushField("resourceClaimName", "f:resourceClaimName")
+		w.pushField("resourceClaimName")
 		if x.ResourceClaimName == nil || y.ResourceClaimName == nil {
-			w.report(reflect.ValueOf(&x.ResourceClaimName).Elem(), reflect.ValueOf(&y.ResourceClaimName).Elem())
+			reportStringPtr(w, x.ResourceClaimName, y.ResourceClaimName)
 		} else if *x.ResourceClaimName != *y.ResourceClaimName {
-			w.report(reflect.ValueOf(x.ResourceClaimName).Elem(), reflect.ValueOf(y.ResourceClaimName).Elem())
+			reportString(w, *x.ResourceClaimName, *y.ResourceClaimName)
 		}
 		w.pop()
 	}
@@ -2991,8 +8033,8 @@ func walkCorev1PodResourceClaimStatus(w *walker, x, y *corev1.PodResourceClaimSt
 // walkCorev1PodSchedulingGate compares two corev1.PodSchedulingGate as compareStruct does.
 func walkCorev1PodSchedulingGate(w *walker, x, y *corev1.PodSchedulingGate) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 }
@@ -3000,11 +8042,11 @@ func walkCorev1PodSchedulingGate(w *walker, x, y *corev1.PodSchedulingGate) {
 // walkCorev1PodSchedulingGroup compares two corev1.PodSchedulingGroup as compareStruct does.
 func walkCorev1PodSchedulingGroup(w *walker, x, y *corev1.PodSchedulingGroup) {
 	if x.PodGroupName != y.PodGroupName {
-		w.pushField("podGroupName", "f:podGroupName")
+		w.pushField("podGroupName")
 		if x.PodGroupName == nil || y.PodGroupName == nil {
-			w.report(reflect.ValueOf(&x.PodGroupName).Elem(), reflect.ValueOf(&y.PodGroupName).Elem())
+			reportStringPtr(w, x.PodGroupName, y.PodGroupName)
 		} else if *x.PodGroupName != *y.PodGroupName {
-			w.report(reflect.ValueOf(x.PodGroupName).Elem(), reflect.ValueOf(y.PodGroupName).Elem())
+			reportString(w, *x.PodGroupName, *y.PodGroupName)
 		}
 		w.pop()
 	}
@@ -3013,109 +8055,109 @@ func walkCorev1PodSchedulingGroup(w *walker, x, y *corev1.PodSchedulingGroup) {
 // walkCorev1PodSecurityContext compares two corev1.PodSecurityContext as compareStruct does.
 func walkCorev1PodSecurityContext(w *walker, x, y *corev1.PodSecurityContext) {
 	if x.AppArmorProfile != y.AppArmorProfile {
-		w.pushField("appArmorProfile", "f:appArmorProfile")
+		w.pushField("appArmorProfile")
 		if x.AppArmorProfile == nil || y.AppArmorProfile == nil {
-			w.report(reflect.ValueOf(&x.AppArmorProfile).Elem(), reflect.ValueOf(&y.AppArmorProfile).Elem())
+			reportStructPtr(w, x.AppArmorProfile, y.AppArmorProfile, appendJSONCorev1AppArmorProfile)
 		} else if !typedSameBytes(unsafe.Pointer(x.AppArmorProfile), unsafe.Pointer(y.AppArmorProfile), unsafe.Sizeof(*x.AppArmorProfile)) {
 			walkCorev1AppArmorProfile(w, x.AppArmorProfile, y.AppArmorProfile)
 		}
 		w.pop()
 	}
 	if x.FSGroup != y.FSGroup {
-		w.pushField("fsGroup", "f:fsGroup")
+		w.pushField("fsGroup")
 		if x.FSGroup == nil || y.FSGroup == nil {
-			w.report(reflect.ValueOf(&x.FSGroup).Elem(), reflect.ValueOf(&y.FSGroup).Elem())
+			reportIntPtr(w, x.FSGroup, y.FSGroup)
 		} else if *x.FSGroup != *y.FSGroup {
-			w.report(reflect.ValueOf(x.FSGroup).Elem(), reflect.ValueOf(y.FSGroup).Elem())
+			reportInt(w, *x.FSGroup, *y.FSGroup)
 		}
 		w.pop()
 	}
 	if x.FSGroupChangePolicy != y.FSGroupChangePolicy {
-		w.pushField("fsGroupChangePolicy", "f:fsGroupChangePolicy")
+		w.pushField("fsGroupChangePolicy")
 		if x.FSGroupChangePolicy == nil || y.FSGroupChangePolicy == nil {
-			w.report(reflect.ValueOf(&x.FSGroupChangePolicy).Elem(), reflect.ValueOf(&y.FSGroupChangePolicy).Elem())
+			reportStringPtr(w, x.FSGroupChangePolicy, y.FSGroupChangePolicy)
 		} else if *x.FSGroupChangePolicy != *y.FSGroupChangePolicy {
-			w.report(reflect.ValueOf(x.FSGroupChangePolicy).Elem(), reflect.ValueOf(y.FSGroupChangePolicy).Elem())
+			reportString(w, *x.FSGroupChangePolicy, *y.FSGroupChangePolicy)
 		}
 		w.pop()
 	}
 	if x.RunAsGroup != y.RunAsGroup {
-		w.pushField("runAsGroup", "f:runAsGroup")
+		w.pushField("runAsGroup")
 		if x.RunAsGroup == nil || y.RunAsGroup == nil {
-			w.report(reflect.ValueOf(&x.RunAsGroup).Elem(), reflect.ValueOf(&y.RunAsGroup).Elem())
+			reportIntPtr(w, x.RunAsGroup, y.RunAsGroup)
 		} else if *x.RunAsGroup != *y.RunAsGroup {
-			w.report(reflect.ValueOf(x.RunAsGroup).Elem(), reflect.ValueOf(y.RunAsGroup).Elem())
+			reportInt(w, *x.RunAsGroup, *y.RunAsGroup)
 		}
 		w.pop()
 	}
 	if x.RunAsNonRoot != y.RunAsNonRoot {
-		w.pushField("runAsNonRoot", "f:runAsNonRoot")
+		w.pushField("runAsNonRoot")
 		if x.RunAsNonRoot == nil || y.RunAsNonRoot == nil {
-			w.report(reflect.ValueOf(&x.RunAsNonRoot).Elem(), reflect.ValueOf(&y.RunAsNonRoot).Elem())
+			reportBoolPtr(w, x.RunAsNonRoot, y.RunAsNonRoot)
 		} else if *x.RunAsNonRoot != *y.RunAsNonRoot {
-			w.report(reflect.ValueOf(x.RunAsNonRoot).Elem(), reflect.ValueOf(y.RunAsNonRoot).Elem())
+			reportBool(w, *x.RunAsNonRoot, *y.RunAsNonRoot)
 		}
 		w.pop()
 	}
 	if x.RunAsUser != y.RunAsUser {
-		w.pushField("runAsUser", "f:runAsUser")
+		w.pushField("runAsUser")
 		if x.RunAsUser == nil || y.RunAsUser == nil {
-			w.report(reflect.ValueOf(&x.RunAsUser).Elem(), reflect.ValueOf(&y.RunAsUser).Elem())
+			reportIntPtr(w, x.RunAsUser, y.RunAsUser)
 		} else if *x.RunAsUser != *y.RunAsUser {
-			w.report(reflect.ValueOf(x.RunAsUser).Elem(), reflect.ValueOf(y.RunAsUser).Elem())
+			reportInt(w, *x.RunAsUser, *y.RunAsUser)
 		}
 		w.pop()
 	}
 	if x.SELinuxChangePolicy != y.SELinuxChangePolicy {
-		w.pushField("seLinuxChangePolicy", "f:seLinuxChangePolicy")
+		w.pushField("seLinuxChangePolicy")
 		if x.SELinuxChangePolicy == nil || y.SELinuxChangePolicy == nil {
-			w.report(reflect.ValueOf(&x.SELinuxChangePolicy).Elem(), reflect.ValueOf(&y.SELinuxChangePolicy).Elem())
+			reportStringPtr(w, x.SELinuxChangePolicy, y.SELinuxChangePolicy)
 		} else if *x.SELinuxChangePolicy != *y.SELinuxChangePolicy {
-			w.report(reflect.ValueOf(x.SELinuxChangePolicy).Elem(), reflect.ValueOf(y.SELinuxChangePolicy).Elem())
+			reportString(w, *x.SELinuxChangePolicy, *y.SELinuxChangePolicy)
 		}
 		w.pop()
 	}
 	if x.SELinuxOptions != y.SELinuxOptions {
-		w.pushField("seLinuxOptions", "f:seLinuxOptions")
+		w.pushField("seLinuxOptions")
 		if x.SELinuxOptions == nil || y.SELinuxOptions == nil {
-			w.report(reflect.ValueOf(&x.SELinuxOptions).Elem(), reflect.ValueOf(&y.SELinuxOptions).Elem())
+			reportStructPtr(w, x.SELinuxOptions, y.SELinuxOptions, appendJSONCorev1SELinuxOptions)
 		} else if !typedSameBytes(unsafe.Pointer(x.SELinuxOptions), unsafe.Pointer(y.SELinuxOptions), unsafe.Sizeof(*x.SELinuxOptions)) {
 			walkCorev1SELinuxOptions(w, x.SELinuxOptions, y.SELinuxOptions)
 		}
 		w.pop()
 	}
 	if x.SeccompProfile != y.SeccompProfile {
-		w.pushField("seccompProfile", "f:seccompProfile")
+		w.pushField("seccompProfile")
 		if x.SeccompProfile == nil || y.SeccompProfile == nil {
-			w.report(reflect.ValueOf(&x.SeccompProfile).Elem(), reflect.ValueOf(&y.SeccompProfile).Elem())
+			reportStructPtr(w, x.SeccompProfile, y.SeccompProfile, appendJSONCorev1SeccompProfile)
 		} else if !typedSameBytes(unsafe.Pointer(x.SeccompProfile), unsafe.Pointer(y.SeccompProfile), unsafe.Sizeof(*x.SeccompProfile)) {
 			walkCorev1SeccompProfile(w, x.SeccompProfile, y.SeccompProfile)
 		}
 		w.pop()
 	}
 	if !(len(x.SupplementalGroups) == 0 && len(y.SupplementalGroups) == 0 || len(x.SupplementalGroups) == len(y.SupplementalGroups) && unsafe.SliceData(x.SupplementalGroups) == unsafe.SliceData(y.SupplementalGroups)) {
-		w.pushField("supplementalGroups", "f:supplementalGroups")
+		w.pushField("supplementalGroups")
 		w.compareUnlike(reflect.ValueOf(&x.SupplementalGroups).Elem(), reflect.ValueOf(&y.SupplementalGroups).Elem())
 		w.pop()
 	}
 	if x.SupplementalGroupsPolicy != y.SupplementalGroupsPolicy {
-		w.pushField("supplementalGroupsPolicy", "f:supplementalGroupsPolicy")
+		w.pushField("supplementalGroupsPolicy")
 		if x.SupplementalGroupsPolicy == nil || y.SupplementalGroupsPolicy == nil {
-			w.report(reflect.ValueOf(&x.SupplementalGroupsPolicy).Elem(), reflect.ValueOf(&y.SupplementalGroupsPolicy).Elem())
+			reportStringPtr(w, x.SupplementalGroupsPolicy, y.SupplementalGroupsPolicy)
 		} else if *x.SupplementalGroupsPolicy != *y.SupplementalGroupsPolicy {
-			w.report(reflect.ValueOf(x.SupplementalGroupsPolicy).Elem(), reflect.ValueOf(y.SupplementalGroupsPolicy).Elem())
+			reportString(w, *x.SupplementalGroupsPolicy, *y.SupplementalGroupsPolicy)
 		}
 		w.pop()
 	}
 	if !(len(x.Sysctls) == 0 && len(y.Sysctls) == 0 || len(x.Sysctls) == len(y.Sysctls) && unsafe.SliceData(x.Sysctls) == unsafe.SliceData(y.Sysctls)) {
-		w.pushField("sysctls", "f:sysctls")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Sysctls, y.Sysctls, keyCorev1Sysctl, walkCorev1Sysctl, unsafe.Sizeof(corev1.Sysctl{}))
+		w.pushField("sysctls")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Sysctls, y.Sysctls, keyCorev1Sysctl, walkCorev1Sysctl, unsafe.Sizeof(corev1.Sysctl{}), appendJSONCorev1Sysctl)
 		w.pop()
 	}
 	if x.WindowsOptions != y.WindowsOptions {
-		w.pushField("windowsOptions", "f:windowsOptions")
+		w.pushField("windowsOptions")
 		if x.WindowsOptions == nil || y.WindowsOptions == nil {
-			w.report(reflect.ValueOf(&x.WindowsOptions).Elem(), reflect.ValueOf(&y.WindowsOptions).Elem())
+			reportStructPtr(w, x.WindowsOptions, y.WindowsOptions, appendJSONCorev1WindowsSecurityContextOptions)
 		} else if !typedSameBytes(unsafe.Pointer(x.WindowsOptions), unsafe.Pointer(y.WindowsOptions), unsafe.Sizeof(*x.WindowsOptions)) {
 			walkCorev1WindowsSecurityContextOptions(w, x.WindowsOptions, y.WindowsOptions)
 		}
@@ -3126,286 +8168,286 @@ func walkCorev1PodSecurityContext(w *walker, x, y *corev1.PodSecurityContext) {
 // walkCorev1PodSpec compares two corev1.PodSpec as compareStruct does.
 func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 	if x.ActiveDeadlineSeconds != y.ActiveDeadlineSeconds {
-		w.pushField("activeDeadlineSeconds", "f:activeDeadlineSeconds")
+		w.pushField("activeDeadlineSeconds")
 		if x.ActiveDeadlineSeconds == nil || y.ActiveDeadlineSeconds == nil {
-			w.report(reflect.ValueOf(&x.ActiveDeadlineSeconds).Elem(), reflect.ValueOf(&y.ActiveDeadlineSeconds).Elem())
+			reportIntPtr(w, x.ActiveDeadlineSeconds, y.ActiveDeadlineSeconds)
 		} else if *x.ActiveDeadlineSeconds != *y.ActiveDeadlineSeconds {
-			w.report(reflect.ValueOf(x.ActiveDeadlineSeconds).Elem(), reflect.ValueOf(y.ActiveDeadlineSeconds).Elem())
+			reportInt(w, *x.ActiveDeadlineSeconds, *y.ActiveDeadlineSeconds)
 		}
 		w.pop()
 	}
 	if x.Affinity != y.Affinity {
-		w.pushField("affinity", "f:affinity")
+		w.pushField("affinity")
 		if x.Affinity == nil || y.Affinity == nil {
-			w.report(reflect.ValueOf(&x.Affinity).Elem(), reflect.ValueOf(&y.Affinity).Elem())
+			reportStructPtr(w, x.Affinity, y.Affinity, appendJSONCorev1Affinity)
 		} else if !typedSameBytes(unsafe.Pointer(x.Affinity), unsafe.Pointer(y.Affinity), unsafe.Sizeof(*x.Affinity)) {
 			walkCorev1Affinity(w, x.Affinity, y.Affinity)
 		}
 		w.pop()
 	}
 	if x.AutomountServiceAccountToken != y.AutomountServiceAccountToken {
-		w.pushField("automountServiceAccountToken", "f:automountServiceAccountToken")
+		w.pushField("automountServiceAccountToken")
 		if x.AutomountServiceAccountToken == nil || y.AutomountServiceAccountToken == nil {
-			w.report(reflect.ValueOf(&x.AutomountServiceAccountToken).Elem(), reflect.ValueOf(&y.AutomountServiceAccountToken).Elem())
+			reportBoolPtr(w, x.AutomountServiceAccountToken, y.AutomountServiceAccountToken)
 		} else if *x.AutomountServiceAccountToken != *y.AutomountServiceAccountToken {
-			w.report(reflect.ValueOf(x.AutomountServiceAccountToken).Elem(), reflect.ValueOf(y.AutomountServiceAccountToken).Elem())
+			reportBool(w, *x.AutomountServiceAccountToken, *y.AutomountServiceAccountToken)
 		}
 		w.pop()
 	}
 	if !(len(x.Containers) == 0 && len(y.Containers) == 0 || len(x.Containers) == len(y.Containers) && unsafe.SliceData(x.Containers) == unsafe.SliceData(y.Containers)) {
-		w.pushField("containers", "f:containers")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Containers, y.Containers, keyCorev1Container, walkCorev1Container, unsafe.Sizeof(corev1.Container{}))
+		w.pushField("containers")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Containers, y.Containers, keyCorev1Container, walkCorev1Container, unsafe.Sizeof(corev1.Container{}), appendJSONCorev1Container)
 		w.pop()
 	}
 	if x.DNSConfig != y.DNSConfig {
-		w.pushField("dnsConfig", "f:dnsConfig")
+		w.pushField("dnsConfig")
 		if x.DNSConfig == nil || y.DNSConfig == nil {
-			w.report(reflect.ValueOf(&x.DNSConfig).Elem(), reflect.ValueOf(&y.DNSConfig).Elem())
+			reportStructPtr(w, x.DNSConfig, y.DNSConfig, appendJSONCorev1PodDNSConfig)
 		} else if !typedSameBytes(unsafe.Pointer(x.DNSConfig), unsafe.Pointer(y.DNSConfig), unsafe.Sizeof(*x.DNSConfig)) {
 			walkCorev1PodDNSConfig(w, x.DNSConfig, y.DNSConfig)
 		}
 		w.pop()
 	}
 	if x.DNSPolicy != y.DNSPolicy {
-		w.pushField("dnsPolicy", "f:dnsPolicy")
-		w.report(reflect.ValueOf(&x.DNSPolicy).Elem(), reflect.ValueOf(&y.DNSPolicy).Elem())
+		w.pushField("dnsPolicy")
+		reportString(w, x.DNSPolicy, y.DNSPolicy)
 		w.pop()
 	}
 	if x.EnableServiceLinks != y.EnableServiceLinks {
-		w.pushField("enableServiceLinks", "f:enableServiceLinks")
+		w.pushField("enableServiceLinks")
 		if x.EnableServiceLinks == nil || y.EnableServiceLinks == nil {
-			w.report(reflect.ValueOf(&x.EnableServiceLinks).Elem(), reflect.ValueOf(&y.EnableServiceLinks).Elem())
+			reportBoolPtr(w, x.EnableServiceLinks, y.EnableServiceLinks)
 		} else if *x.EnableServiceLinks != *y.EnableServiceLinks {
-			w.report(reflect.ValueOf(x.EnableServiceLinks).Elem(), reflect.ValueOf(y.EnableServiceLinks).Elem())
+			reportBool(w, *x.EnableServiceLinks, *y.EnableServiceLinks)
 		}
 		w.pop()
 	}
 	if !(len(x.EphemeralContainers) == 0 && len(y.EphemeralContainers) == 0 || len(x.EphemeralContainers) == len(y.EphemeralContainers) && unsafe.SliceData(x.EphemeralContainers) == unsafe.SliceData(y.EphemeralContainers)) {
-		w.pushField("ephemeralContainers", "f:ephemeralContainers")
+		w.pushField("ephemeralContainers")
 		w.compareKeyed(listKind{key: "name", set: false}, reflect.ValueOf(&x.EphemeralContainers).Elem(), reflect.ValueOf(&y.EphemeralContainers).Elem())
 		w.pop()
 	}
 	if !(len(x.EvictionResponders) == 0 && len(y.EvictionResponders) == 0 || len(x.EvictionResponders) == len(y.EvictionResponders) && unsafe.SliceData(x.EvictionResponders) == unsafe.SliceData(y.EvictionResponders)) {
-		w.pushField("evictionResponders", "f:evictionResponders")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.EvictionResponders, y.EvictionResponders, keyCorev1EvictionResponder, walkCorev1EvictionResponder, unsafe.Sizeof(corev1.EvictionResponder{}))
+		w.pushField("evictionResponders")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.EvictionResponders, y.EvictionResponders, keyCorev1EvictionResponder, walkCorev1EvictionResponder, unsafe.Sizeof(corev1.EvictionResponder{}), appendJSONCorev1EvictionResponder)
 		w.pop()
 	}
 	if !(len(x.HostAliases) == 0 && len(y.HostAliases) == 0 || len(x.HostAliases) == len(y.HostAliases) && unsafe.SliceData(x.HostAliases) == unsafe.SliceData(y.HostAliases)) {
-		w.pushField("hostAliases", "f:hostAliases")
-		typedCompareKeyed(w, listKind{key: "ip", set: false}, x.HostAliases, y.HostAliases, keyCorev1HostAlias, walkCorev1HostAlias, unsafe.Sizeof(corev1.HostAlias{}))
+		w.pushField("hostAliases")
+		typedCompareKeyed(w, listKind{key: "ip", set: false}, x.HostAliases, y.HostAliases, keyCorev1HostAlias, walkCorev1HostAlias, unsafe.Sizeof(corev1.HostAlias{}), appendJSONCorev1HostAlias)
 		w.pop()
 	}
 	if x.HostIPC != y.HostIPC {
-		w.pushField("hostIPC", "f:hostIPC")
-		w.report(reflect.ValueOf(&x.HostIPC).Elem(), reflect.ValueOf(&y.HostIPC).Elem())
+		w.pushField("hostIPC")
+		reportBool(w, x.HostIPC, y.HostIPC)
 		w.pop()
 	}
 	if x.HostNetwork != y.HostNetwork {
-		w.pushField("hostNetwork", "f:hostNetwork")
-		w.report(reflect.ValueOf(&x.HostNetwork).Elem(), reflect.ValueOf(&y.HostNetwork).Elem())
+		w.pushField("hostNetwork")
+		reportBool(w, x.HostNetwork, y.HostNetwork)
 		w.pop()
 	}
 	if x.HostPID != y.HostPID {
-		w.pushField("hostPID", "f:hostPID")
-		w.report(reflect.ValueOf(&x.HostPID).Elem(), reflect.ValueOf(&y.HostPID).Elem())
+		w.pushField("hostPID")
+		reportBool(w, x.HostPID, y.HostPID)
 		w.pop()
 	}
 	if x.HostUsers != y.HostUsers {
-		w.pushField("hostUsers", "f:hostUsers")
+		w.pushField("hostUsers")
 		if x.HostUsers == nil || y.HostUsers == nil {
-			w.report(reflect.ValueOf(&x.HostUsers).Elem(), reflect.ValueOf(&y.HostUsers).Elem())
+			reportBoolPtr(w, x.HostUsers, y.HostUsers)
 		} else if *x.HostUsers != *y.HostUsers {
-			w.report(reflect.ValueOf(x.HostUsers).Elem(), reflect.ValueOf(y.HostUsers).Elem())
+			reportBool(w, *x.HostUsers, *y.HostUsers)
 		}
 		w.pop()
 	}
 	if x.Hostname != y.Hostname {
-		w.pushField("hostname", "f:hostname")
-		w.report(reflect.ValueOf(&x.Hostname).Elem(), reflect.ValueOf(&y.Hostname).Elem())
+		w.pushField("hostname")
+		reportString(w, x.Hostname, y.Hostname)
 		w.pop()
 	}
 	if x.HostnameOverride != y.HostnameOverride {
-		w.pushField("hostnameOverride", "f:hostnameOverride")
+		w.pushField("hostnameOverride")
 		if x.HostnameOverride == nil || y.HostnameOverride == nil {
-			w.report(reflect.ValueOf(&x.HostnameOverride).Elem(), reflect.ValueOf(&y.HostnameOverride).Elem())
+			reportStringPtr(w, x.HostnameOverride, y.HostnameOverride)
 		} else if *x.HostnameOverride != *y.HostnameOverride {
-			w.report(reflect.ValueOf(x.HostnameOverride).Elem(), reflect.ValueOf(y.HostnameOverride).Elem())
+			reportString(w, *x.HostnameOverride, *y.HostnameOverride)
 		}
 		w.pop()
 	}
 	if !(len(x.ImagePullSecrets) == 0 && len(y.ImagePullSecrets) == 0 || len(x.ImagePullSecrets) == len(y.ImagePullSecrets) && unsafe.SliceData(x.ImagePullSecrets) == unsafe.SliceData(y.ImagePullSecrets)) {
-		w.pushField("imagePullSecrets", "f:imagePullSecrets")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.ImagePullSecrets, y.ImagePullSecrets, keyCorev1LocalObjectReference, walkCorev1LocalObjectReference, unsafe.Sizeof(corev1.LocalObjectReference{}))
+		w.pushField("imagePullSecrets")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.ImagePullSecrets, y.ImagePullSecrets, keyCorev1LocalObjectReference, walkCorev1LocalObjectReference, unsafe.Sizeof(corev1.LocalObjectReference{}), appendJSONCorev1LocalObjectReference)
 		w.pop()
 	}
 	if !(len(x.InitContainers) == 0 && len(y.InitContainers) == 0 || len(x.InitContainers) == len(y.InitContainers) && unsafe.SliceData(x.InitContainers) == unsafe.SliceData(y.InitContainers)) {
-		w.pushField("initContainers", "f:initContainers")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.InitContainers, y.InitContainers, keyCorev1Container, walkCorev1Container, unsafe.Sizeof(corev1.Container{}))
+		w.pushField("initContainers")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.InitContainers, y.InitContainers, keyCorev1Container, walkCorev1Container, unsafe.Sizeof(corev1.Container{}), appendJSONCorev1Container)
 		w.pop()
 	}
 	if x.NodeName != y.NodeName {
-		w.pushField("nodeName", "f:nodeName")
-		w.report(reflect.ValueOf(&x.NodeName).Elem(), reflect.ValueOf(&y.NodeName).Elem())
+		w.pushField("nodeName")
+		reportString(w, x.NodeName, y.NodeName)
 		w.pop()
 	}
 	if !(len(x.NodeSelector) == 0 && len(y.NodeSelector) == 0 || len(x.NodeSelector) == len(y.NodeSelector) && typedMapPointer(unsafe.Pointer(&x.NodeSelector)) == typedMapPointer(unsafe.Pointer(&y.NodeSelector))) {
-		w.pushField("nodeSelector", "f:nodeSelector")
+		w.pushField("nodeSelector")
 		w.compareUnlike(reflect.ValueOf(&x.NodeSelector).Elem(), reflect.ValueOf(&y.NodeSelector).Elem())
 		w.pop()
 	}
 	if x.OS != y.OS {
-		w.pushField("os", "f:os")
+		w.pushField("os")
 		if x.OS == nil || y.OS == nil {
-			w.report(reflect.ValueOf(&x.OS).Elem(), reflect.ValueOf(&y.OS).Elem())
+			reportStructPtr(w, x.OS, y.OS, appendJSONCorev1PodOS)
 		} else if !typedSameBytes(unsafe.Pointer(x.OS), unsafe.Pointer(y.OS), unsafe.Sizeof(*x.OS)) {
 			walkCorev1PodOS(w, x.OS, y.OS)
 		}
 		w.pop()
 	}
 	if !(len(x.Overhead) == 0 && len(y.Overhead) == 0 || len(x.Overhead) == len(y.Overhead) && typedMapPointer(unsafe.Pointer(&x.Overhead)) == typedMapPointer(unsafe.Pointer(&y.Overhead))) {
-		w.pushField("overhead", "f:overhead")
+		w.pushField("overhead")
 		w.compareUnlike(reflect.ValueOf(&x.Overhead).Elem(), reflect.ValueOf(&y.Overhead).Elem())
 		w.pop()
 	}
 	if x.PreemptionPolicy != y.PreemptionPolicy {
-		w.pushField("preemptionPolicy", "f:preemptionPolicy")
+		w.pushField("preemptionPolicy")
 		if x.PreemptionPolicy == nil || y.PreemptionPolicy == nil {
-			w.report(reflect.ValueOf(&x.PreemptionPolicy).Elem(), reflect.ValueOf(&y.PreemptionPolicy).Elem())
+			reportStringPtr(w, x.PreemptionPolicy, y.PreemptionPolicy)
 		} else if *x.PreemptionPolicy != *y.PreemptionPolicy {
-			w.report(reflect.ValueOf(x.PreemptionPolicy).Elem(), reflect.ValueOf(y.PreemptionPolicy).Elem())
+			reportString(w, *x.PreemptionPolicy, *y.PreemptionPolicy)
 		}
 		w.pop()
 	}
 	if x.Priority != y.Priority {
-		w.pushField("priority", "f:priority")
+		w.pushField("priority")
 		if x.Priority == nil || y.Priority == nil {
-			w.report(reflect.ValueOf(&x.Priority).Elem(), reflect.ValueOf(&y.Priority).Elem())
+			reportIntPtr(w, x.Priority, y.Priority)
 		} else if *x.Priority != *y.Priority {
-			w.report(reflect.ValueOf(x.Priority).Elem(), reflect.ValueOf(y.Priority).Elem())
+			reportInt(w, *x.Priority, *y.Priority)
 		}
 		w.pop()
 	}
 	if x.PriorityClassName != y.PriorityClassName {
-		w.pushField("priorityClassName", "f:priorityClassName")
-		w.report(reflect.ValueOf(&x.PriorityClassName).Elem(), reflect.ValueOf(&y.PriorityClassName).Elem())
+		w.pushField("priorityClassName")
+		reportString(w, x.PriorityClassName, y.PriorityClassName)
 		w.pop()
 	}
 	if !(len(x.ReadinessGates) == 0 && len(y.ReadinessGates) == 0 || len(x.ReadinessGates) == len(y.ReadinessGates) && unsafe.SliceData(x.ReadinessGates) == unsafe.SliceData(y.ReadinessGates)) {
-		w.pushField("readinessGates", "f:readinessGates")
+		w.pushField("readinessGates")
 		w.compareUnlike(reflect.ValueOf(&x.ReadinessGates).Elem(), reflect.ValueOf(&y.ReadinessGates).Elem())
 		w.pop()
 	}
 	if !(len(x.ResourceClaims) == 0 && len(y.ResourceClaims) == 0 || len(x.ResourceClaims) == len(y.ResourceClaims) && unsafe.SliceData(x.ResourceClaims) == unsafe.SliceData(y.ResourceClaims)) {
-		w.pushField("resourceClaims", "f:resourceClaims")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.ResourceClaims, y.ResourceClaims, keyCorev1PodResourceClaim, walkCorev1PodResourceClaim, unsafe.Sizeof(corev1.PodResourceClaim{}))
+		w.pushField("resourceClaims")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.ResourceClaims, y.ResourceClaims, keyCorev1PodResourceClaim, walkCorev1PodResourceClaim, unsafe.Sizeof(corev1.PodResourceClaim{}), appendJSONCorev1PodResourceClaim)
 		w.pop()
 	}
 	if x.Resources != y.Resources {
-		w.pushField("resources", "f:resources")
+		w.pushField("resources")
 		if x.Resources == nil || y.Resources == nil {
-			w.report(reflect.ValueOf(&x.Resources).Elem(), reflect.ValueOf(&y.Resources).Elem())
+			reportStructPtr(w, x.Resources, y.Resources, appendJSONCorev1ResourceRequirements)
 		} else if !typedSameBytes(unsafe.Pointer(x.Resources), unsafe.Pointer(y.Resources), unsafe.Sizeof(*x.Resources)) {
 			walkCorev1ResourceRequirements(w, x.Resources, y.Resources)
 		}
 		w.pop()
 	}
 	if x.RestartPolicy != y.RestartPolicy {
-		w.pushField("restartPolicy", "f:restartPolicy")
-		w.report(reflect.ValueOf(&x.RestartPolicy).Elem(), reflect.ValueOf(&y.RestartPolicy).Elem())
+		w.pushField("restartPolicy")
+		reportString(w, x.RestartPolicy, y.RestartPolicy)
 		w.pop()
 	}
 	if x.RuntimeClassName != y.RuntimeClassName {
-		w.pushField("runtimeClassName", "f:runtimeClassName")
+		w.pushField("runtimeClassName")
 		if x.RuntimeClassName == nil || y.RuntimeClassName == nil {
-			w.report(reflect.ValueOf(&x.RuntimeClassName).Elem(), reflect.ValueOf(&y.RuntimeClassName).Elem())
+			reportStringPtr(w, x.RuntimeClassName, y.RuntimeClassName)
 		} else if *x.RuntimeClassName != *y.RuntimeClassName {
-			w.report(reflect.ValueOf(x.RuntimeClassName).Elem(), reflect.ValueOf(y.RuntimeClassName).Elem())
+			reportString(w, *x.RuntimeClassName, *y.RuntimeClassName)
 		}
 		w.pop()
 	}
 	if x.SchedulerName != y.SchedulerName {
-		w.pushField("schedulerName", "f:schedulerName")
-		w.report(reflect.ValueOf(&x.SchedulerName).Elem(), reflect.ValueOf(&y.SchedulerName).Elem())
+		w.pushField("schedulerName")
+		reportString(w, x.SchedulerName, y.SchedulerName)
 		w.pop()
 	}
 	if !(len(x.SchedulingGates) == 0 && len(y.SchedulingGates) == 0 || len(x.SchedulingGates) == len(y.SchedulingGates) && unsafe.SliceData(x.SchedulingGates) == unsafe.SliceData(y.SchedulingGates)) {
-		w.pushField("schedulingGates", "f:schedulingGates")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.SchedulingGates, y.SchedulingGates, keyCorev1PodSchedulingGate, walkCorev1PodSchedulingGate, unsafe.Sizeof(corev1.PodSchedulingGate{}))
+		w.pushField("schedulingGates")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.SchedulingGates, y.SchedulingGates, keyCorev1PodSchedulingGate, walkCorev1PodSchedulingGate, unsafe.Sizeof(corev1.PodSchedulingGate{}), appendJSONCorev1PodSchedulingGate)
 		w.pop()
 	}
 	if x.SchedulingGroup != y.SchedulingGroup {
-		w.pushField("schedulingGroup", "f:schedulingGroup")
+		w.pushField("schedulingGroup")
 		if x.SchedulingGroup == nil || y.SchedulingGroup == nil {
-			w.report(reflect.ValueOf(&x.SchedulingGroup).Elem(), reflect.ValueOf(&y.SchedulingGroup).Elem())
+			reportStructPtr(w, x.SchedulingGroup, y.SchedulingGroup, appendJSONCorev1PodSchedulingGroup)
 		} else if !typedSameBytes(unsafe.Pointer(x.SchedulingGroup), unsafe.Pointer(y.SchedulingGroup), unsafe.Sizeof(*x.SchedulingGroup)) {
 			walkCorev1PodSchedulingGroup(w, x.SchedulingGroup, y.SchedulingGroup)
 		}
 		w.pop()
 	}
 	if x.SecurityContext != y.SecurityContext {
-		w.pushField("securityContext", "f:securityContext")
+		w.pushField("securityContext")
 		if x.SecurityContext == nil || y.SecurityContext == nil {
-			w.report(reflect.ValueOf(&x.SecurityContext).Elem(), reflect.ValueOf(&y.SecurityContext).Elem())
+			reportStructPtr(w, x.SecurityContext, y.SecurityContext, appendJSONCorev1PodSecurityContext)
 		} else if !typedSameBytes(unsafe.Pointer(x.SecurityContext), unsafe.Pointer(y.SecurityContext), unsafe.Sizeof(*x.SecurityContext)) {
 			walkCorev1PodSecurityContext(w, x.SecurityContext, y.SecurityContext)
 		}
 		w.pop()
 	}
 	if x.DeprecatedServiceAccount != y.DeprecatedServiceAccount {
-		w.pushField("serviceAccount", "f:serviceAccount")
-		w.report(reflect.ValueOf(&x.DeprecatedServiceAccount).Elem(), reflect.ValueOf(&y.DeprecatedServiceAccount).Elem())
+		w.pushField("serviceAccount")
+		reportString(w, x.DeprecatedServiceAccount, y.DeprecatedServiceAccount)
 		w.pop()
 	}
 	if x.ServiceAccountName != y.ServiceAccountName {
-		w.pushField("serviceAccountName", "f:serviceAccountName")
-		w.report(reflect.ValueOf(&x.ServiceAccountName).Elem(), reflect.ValueOf(&y.ServiceAccountName).Elem())
+		w.pushField("serviceAccountName")
+		reportString(w, x.ServiceAccountName, y.ServiceAccountName)
 		w.pop()
 	}
 	if x.SetHostnameAsFQDN != y.SetHostnameAsFQDN {
-		w.pushField("setHostnameAsFQDN", "f:setHostnameAsFQDN")
+		w.pushField("setHostnameAsFQDN")
 		if x.SetHostnameAsFQDN == nil || y.SetHostnameAsFQDN == nil {
-			w.report(reflect.ValueOf(&x.SetHostnameAsFQDN).Elem(), reflect.ValueOf(&y.SetHostnameAsFQDN).Elem())
+			reportBoolPtr(w, x.SetHostnameAsFQDN, y.SetHostnameAsFQDN)
 		} else if *x.SetHostnameAsFQDN != *y.SetHostnameAsFQDN {
-			w.report(reflect.ValueOf(x.SetHostnameAsFQDN).Elem(), reflect.ValueOf(y.SetHostnameAsFQDN).Elem())
+			reportBool(w, *x.SetHostnameAsFQDN, *y.SetHostnameAsFQDN)
 		}
 		w.pop()
 	}
 	if x.ShareProcessNamespace != y.ShareProcessNamespace {
-		w.pushField("shareProcessNamespace", "f:shareProcessNamespace")
+		w.pushField("shareProcessNamespace")
 		if x.ShareProcessNamespace == nil || y.ShareProcessNamespace == nil {
-			w.report(reflect.ValueOf(&x.ShareProcessNamespace).Elem(), reflect.ValueOf(&y.ShareProcessNamespace).Elem())
+			reportBoolPtr(w, x.ShareProcessNamespace, y.ShareProcessNamespace)
 		} else if *x.ShareProcessNamespace != *y.ShareProcessNamespace {
-			w.report(reflect.ValueOf(x.ShareProcessNamespace).Elem(), reflect.ValueOf(y.ShareProcessNamespace).Elem())
+			reportBool(w, *x.ShareProcessNamespace, *y.ShareProcessNamespace)
 		}
 		w.pop()
 	}
 	if x.Subdomain != y.Subdomain {
-		w.pushField("subdomain", "f:subdomain")
-		w.report(reflect.ValueOf(&x.Subdomain).Elem(), reflect.ValueOf(&y.Subdomain).Elem())
+		w.pushField("subdomain")
+		reportString(w, x.Subdomain, y.Subdomain)
 		w.pop()
 	}
 	if x.TerminationGracePeriodSeconds != y.TerminationGracePeriodSeconds {
-		w.pushField("terminationGracePeriodSeconds", "f:terminationGracePeriodSeconds")
+		w.pushField("terminationGracePeriodSeconds")
 		if x.TerminationGracePeriodSeconds == nil || y.TerminationGracePeriodSeconds == nil {
-			w.report(reflect.ValueOf(&x.TerminationGracePeriodSeconds).Elem(), reflect.ValueOf(&y.TerminationGracePeriodSeconds).Elem())
+			reportIntPtr(w, x.TerminationGracePeriodSeconds, y.TerminationGracePeriodSeconds)
 		} else if *x.TerminationGracePeriodSeconds != *y.TerminationGracePeriodSeconds {
-			w.report(reflect.ValueOf(x.TerminationGracePeriodSeconds).Elem(), reflect.ValueOf(y.TerminationGracePeriodSeconds).Elem())
+			reportInt(w, *x.TerminationGracePeriodSeconds, *y.TerminationGracePeriodSeconds)
 		}
 		w.pop()
 	}
 	if !(len(x.Tolerations) == 0 && len(y.Tolerations) == 0 || len(x.Tolerations) == len(y.Tolerations) && unsafe.SliceData(x.Tolerations) == unsafe.SliceData(y.Tolerations)) {
-		w.pushField("tolerations", "f:tolerations")
+		w.pushField("tolerations")
 		w.compareKeyed(listKind{key: "", set: true}, reflect.ValueOf(&x.Tolerations).Elem(), reflect.ValueOf(&y.Tolerations).Elem())
 		w.pop()
 	}
 	if !(len(x.TopologySpreadConstraints) == 0 && len(y.TopologySpreadConstraints) == 0 || len(x.TopologySpreadConstraints) == len(y.TopologySpreadConstraints) && unsafe.SliceData(x.TopologySpreadConstraints) == unsafe.SliceData(y.TopologySpreadConstraints)) {
-		w.pushField("topologySpreadConstraints", "f:topologySpreadConstraints")
-		typedCompareKeyed(w, listKind{key: "topologyKey", set: false}, x.TopologySpreadConstraints, y.TopologySpreadConstraints, keyCorev1TopologySpreadConstraint, walkCorev1TopologySpreadConstraint, unsafe.Sizeof(corev1.TopologySpreadConstraint{}))
+		w.pushField("topologySpreadConstraints")
+		typedCompareKeyed(w, listKind{key: "topologyKey", set: false}, x.TopologySpreadConstraints, y.TopologySpreadConstraints, keyCorev1TopologySpreadConstraint, walkCorev1TopologySpreadConstraint, unsafe.Sizeof(corev1.TopologySpreadConstraint{}), appendJSONCorev1TopologySpreadConstraint)
 		w.pop()
 	}
 	if !(len(x.Volumes) == 0 && len(y.Volumes) == 0 || len(x.Volumes) == len(y.Volumes) && unsafe.SliceData(x.Volumes) == unsafe.SliceData(y.Volumes)) {
-		w.pushField("volumes", "f:volumes")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Volumes, y.Volumes, keyCorev1Volume, walkCorev1Volume, unsafe.Sizeof(corev1.Volume{}))
+		w.pushField("volumes")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Volumes, y.Volumes, keyCorev1Volume, walkCorev1Volume, unsafe.Sizeof(corev1.Volume{}), nil)
 		w.pop()
 	}
 }
@@ -3413,121 +8455,121 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 // walkCorev1PodStatus compares two corev1.PodStatus as compareStruct does.
 func walkCorev1PodStatus(w *walker, x, y *corev1.PodStatus) {
 	if !(len(x.AllocatedResources) == 0 && len(y.AllocatedResources) == 0 || len(x.AllocatedResources) == len(y.AllocatedResources) && typedMapPointer(unsafe.Pointer(&x.AllocatedResources)) == typedMapPointer(unsafe.Pointer(&y.AllocatedResources))) {
-		w.pushField("allocatedResources", "f:allocatedResources")
+		w.pushField("allocatedResources")
 		w.compareUnlike(reflect.ValueOf(&x.AllocatedResources).Elem(), reflect.ValueOf(&y.AllocatedResources).Elem())
 		w.pop()
 	}
 	if !(len(x.Conditions) == 0 && len(y.Conditions) == 0 || len(x.Conditions) == len(y.Conditions) && unsafe.SliceData(x.Conditions) == unsafe.SliceData(y.Conditions)) {
-		w.pushField("conditions", "f:conditions")
-		typedCompareKeyed(w, listKind{key: "type", set: false}, x.Conditions, y.Conditions, keyCorev1PodCondition, walkCorev1PodCondition, unsafe.Sizeof(corev1.PodCondition{}))
+		w.pushField("conditions")
+		typedCompareKeyed(w, listKind{key: "type", set: false}, x.Conditions, y.Conditions, keyCorev1PodCondition, walkCorev1PodCondition, unsafe.Sizeof(corev1.PodCondition{}), appendJSONCorev1PodCondition)
 		w.pop()
 	}
 	if !(len(x.ContainerStatuses) == 0 && len(y.ContainerStatuses) == 0 || len(x.ContainerStatuses) == len(y.ContainerStatuses) && unsafe.SliceData(x.ContainerStatuses) == unsafe.SliceData(y.ContainerStatuses)) {
-		w.pushField("containerStatuses", "f:containerStatuses")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.ContainerStatuses, y.ContainerStatuses, keyCorev1ContainerStatus, walkCorev1ContainerStatus, unsafe.Sizeof(corev1.ContainerStatus{}))
+		w.pushField("containerStatuses")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.ContainerStatuses, y.ContainerStatuses, keyCorev1ContainerStatus, walkCorev1ContainerStatus, unsafe.Sizeof(corev1.ContainerStatus{}), appendJSONCorev1ContainerStatus)
 		w.pop()
 	}
 	if !(len(x.EphemeralContainerStatuses) == 0 && len(y.EphemeralContainerStatuses) == 0 || len(x.EphemeralContainerStatuses) == len(y.EphemeralContainerStatuses) && unsafe.SliceData(x.EphemeralContainerStatuses) == unsafe.SliceData(y.EphemeralContainerStatuses)) {
-		w.pushField("ephemeralContainerStatuses", "f:ephemeralContainerStatuses")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.EphemeralContainerStatuses, y.EphemeralContainerStatuses, keyCorev1ContainerStatus, walkCorev1ContainerStatus, unsafe.Sizeof(corev1.ContainerStatus{}))
+		w.pushField("ephemeralContainerStatuses")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.EphemeralContainerStatuses, y.EphemeralContainerStatuses, keyCorev1ContainerStatus, walkCorev1ContainerStatus, unsafe.Sizeof(corev1.ContainerStatus{}), appendJSONCorev1ContainerStatus)
 		w.pop()
 	}
 	if x.ExtendedResourceClaimStatus != y.ExtendedResourceClaimStatus {
-		w.pushField("extendedResourceClaimStatus", "f:extendedResourceClaimStatus")
+		w.pushField("extendedResourceClaimStatus")
 		if x.ExtendedResourceClaimStatus == nil || y.ExtendedResourceClaimStatus == nil {
-			w.report(reflect.ValueOf(&x.ExtendedResourceClaimStatus).Elem(), reflect.ValueOf(&y.ExtendedResourceClaimStatus).Elem())
+			reportStructPtr(w, x.ExtendedResourceClaimStatus, y.ExtendedResourceClaimStatus, appendJSONCorev1PodExtendedResourceClaimStatus)
 		} else if !typedSameBytes(unsafe.Pointer(x.ExtendedResourceClaimStatus), unsafe.Pointer(y.ExtendedResourceClaimStatus), unsafe.Sizeof(*x.ExtendedResourceClaimStatus)) {
 			walkCorev1PodExtendedResourceClaimStatus(w, x.ExtendedResourceClaimStatus, y.ExtendedResourceClaimStatus)
 		}
 		w.pop()
 	}
 	if x.HostIP != y.HostIP {
-		w.pushField("hostIP", "f:hostIP")
-		w.report(reflect.ValueOf(&x.HostIP).Elem(), reflect.ValueOf(&y.HostIP).Elem())
+		w.pushField("hostIP")
+		reportString(w, x.HostIP, y.HostIP)
 		w.pop()
 	}
 	if !(len(x.HostIPs) == 0 && len(y.HostIPs) == 0 || len(x.HostIPs) == len(y.HostIPs) && unsafe.SliceData(x.HostIPs) == unsafe.SliceData(y.HostIPs)) {
-		w.pushField("hostIPs", "f:hostIPs")
-		typedCompareKeyed(w, listKind{key: "ip", set: false}, x.HostIPs, y.HostIPs, keyCorev1HostIP, walkCorev1HostIP, unsafe.Sizeof(corev1.HostIP{}))
+		w.pushField("hostIPs")
+		typedCompareKeyed(w, listKind{key: "ip", set: false}, x.HostIPs, y.HostIPs, keyCorev1HostIP, walkCorev1HostIP, unsafe.Sizeof(corev1.HostIP{}), appendJSONCorev1HostIP)
 		w.pop()
 	}
 	if !(len(x.InitContainerStatuses) == 0 && len(y.InitContainerStatuses) == 0 || len(x.InitContainerStatuses) == len(y.InitContainerStatuses) && unsafe.SliceData(x.InitContainerStatuses) == unsafe.SliceData(y.InitContainerStatuses)) {
-		w.pushField("initContainerStatuses", "f:initContainerStatuses")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.InitContainerStatuses, y.InitContainerStatuses, keyCorev1ContainerStatus, walkCorev1ContainerStatus, unsafe.Sizeof(corev1.ContainerStatus{}))
+		w.pushField("initContainerStatuses")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.InitContainerStatuses, y.InitContainerStatuses, keyCorev1ContainerStatus, walkCorev1ContainerStatus, unsafe.Sizeof(corev1.ContainerStatus{}), appendJSONCorev1ContainerStatus)
 		w.pop()
 	}
 	if x.Message != y.Message {
-		w.pushField("message", "f:message")
-		w.report(reflect.ValueOf(&x.Message).Elem(), reflect.ValueOf(&y.Message).Elem())
+		w.pushField("message")
+		reportString(w, x.Message, y.Message)
 		w.pop()
 	}
 	if !(len(x.NodeAllocatableResourceClaimStatuses) == 0 && len(y.NodeAllocatableResourceClaimStatuses) == 0 || len(x.NodeAllocatableResourceClaimStatuses) == len(y.NodeAllocatableResourceClaimStatuses) && unsafe.SliceData(x.NodeAllocatableResourceClaimStatuses) == unsafe.SliceData(y.NodeAllocatableResourceClaimStatuses)) {
-		w.pushField("nodeAllocatableResourceClaimStatuses", "f:nodeAllocatableResourceClaimStatuses")
-		typedCompareKeyed(w, listKind{key: "resourceClaimName", set: false}, x.NodeAllocatableResourceClaimStatuses, y.NodeAllocatableResourceClaimStatuses, keyCorev1NodeAllocatableResourceClaimStatus, walkCorev1NodeAllocatableResourceClaimStatus, unsafe.Sizeof(corev1.NodeAllocatableResourceClaimStatus{}))
+		w.pushField("nodeAllocatableResourceClaimStatuses")
+		typedCompareKeyed(w, listKind{key: "resourceClaimName", set: false}, x.NodeAllocatableResourceClaimStatuses, y.NodeAllocatableResourceClaimStatuses, keyCorev1NodeAllocatableResourceClaimStatus, walkCorev1NodeAllocatableResourceClaimStatus, unsafe.Sizeof(corev1.NodeAllocatableResourceClaimStatus{}), appendJSONCorev1NodeAllocatableResourceClaimStatus)
 		w.pop()
 	}
 	if x.NominatedNodeName != y.NominatedNodeName {
-		w.pushField("nominatedNodeName", "f:nominatedNodeName")
-		w.report(reflect.ValueOf(&x.NominatedNodeName).Elem(), reflect.ValueOf(&y.NominatedNodeName).Elem())
+		w.pushField("nominatedNodeName")
+		reportString(w, x.NominatedNodeName, y.NominatedNodeName)
 		w.pop()
 	}
 	if x.ObservedGeneration != y.ObservedGeneration {
-		w.pushField("observedGeneration", "f:observedGeneration")
-		w.report(reflect.ValueOf(&x.ObservedGeneration).Elem(), reflect.ValueOf(&y.ObservedGeneration).Elem())
+		w.pushField("observedGeneration")
+		reportInt(w, x.ObservedGeneration, y.ObservedGeneration)
 		w.pop()
 	}
 	if x.Phase != y.Phase {
-		w.pushField("phase", "f:phase")
-		w.report(reflect.ValueOf(&x.Phase).Elem(), reflect.ValueOf(&y.Phase).Elem())
+		w.pushField("phase")
+		reportString(w, x.Phase, y.Phase)
 		w.pop()
 	}
 	if x.PodIP != y.PodIP {
-		w.pushField("podIP", "f:podIP")
-		w.report(reflect.ValueOf(&x.PodIP).Elem(), reflect.ValueOf(&y.PodIP).Elem())
+		w.pushField("podIP")
+		reportString(w, x.PodIP, y.PodIP)
 		w.pop()
 	}
 	if !(len(x.PodIPs) == 0 && len(y.PodIPs) == 0 || len(x.PodIPs) == len(y.PodIPs) && unsafe.SliceData(x.PodIPs) == unsafe.SliceData(y.PodIPs)) {
-		w.pushField("podIPs", "f:podIPs")
-		typedCompareKeyed(w, listKind{key: "ip", set: false}, x.PodIPs, y.PodIPs, keyCorev1PodIP, walkCorev1PodIP, unsafe.Sizeof(corev1.PodIP{}))
+		w.pushField("podIPs")
+		typedCompareKeyed(w, listKind{key: "ip", set: false}, x.PodIPs, y.PodIPs, keyCorev1PodIP, walkCorev1PodIP, unsafe.Sizeof(corev1.PodIP{}), appendJSONCorev1PodIP)
 		w.pop()
 	}
 	if x.QOSClass != y.QOSClass {
-		w.pushField("qosClass", "f:qosClass")
-		w.report(reflect.ValueOf(&x.QOSClass).Elem(), reflect.ValueOf(&y.QOSClass).Elem())
+		w.pushField("qosClass")
+		reportString(w, x.QOSClass, y.QOSClass)
 		w.pop()
 	}
 	if x.Reason != y.Reason {
-		w.pushField("reason", "f:reason")
-		w.report(reflect.ValueOf(&x.Reason).Elem(), reflect.ValueOf(&y.Reason).Elem())
+		w.pushField("reason")
+		reportString(w, x.Reason, y.Reason)
 		w.pop()
 	}
 	if x.Resize != y.Resize {
-		w.pushField("resize", "f:resize")
-		w.report(reflect.ValueOf(&x.Resize).Elem(), reflect.ValueOf(&y.Resize).Elem())
+		w.pushField("resize")
+		reportString(w, x.Resize, y.Resize)
 		w.pop()
 	}
 	if !(len(x.ResourceClaimStatuses) == 0 && len(y.ResourceClaimStatuses) == 0 || len(x.ResourceClaimStatuses) == len(y.ResourceClaimStatuses) && unsafe.SliceData(x.ResourceClaimStatuses) == unsafe.SliceData(y.ResourceClaimStatuses)) {
-		w.pushField("resourceClaimStatuses", "f:resourceClaimStatuses")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.ResourceClaimStatuses, y.ResourceClaimStatuses, keyCorev1PodResourceClaimStatus, walkCorev1PodResourceClaimStatus, unsafe.Sizeof(corev1.PodResourceClaimStatus{}))
+		w.pushField("resourceClaimStatuses")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.ResourceClaimStatuses, y.ResourceClaimStatuses, keyCorev1PodResourceClaimStatus, walkCorev1PodResourceClaimStatus, unsafe.Sizeof(corev1.PodResourceClaimStatus{}), appendJSONCorev1PodResourceClaimStatus)
 		w.pop()
 	}
 	if x.Resources != y.Resources {
-		w.pushField("resources", "f:resources")
+		w.pushField("resources")
 		if x.Resources == nil || y.Resources == nil {
-			w.report(reflect.ValueOf(&x.Resources).Elem(), reflect.ValueOf(&y.Resources).Elem())
+			reportStructPtr(w, x.Resources, y.Resources, appendJSONCorev1ResourceRequirements)
 		} else if !typedSameBytes(unsafe.Pointer(x.Resources), unsafe.Pointer(y.Resources), unsafe.Sizeof(*x.Resources)) {
 			walkCorev1ResourceRequirements(w, x.Resources, y.Resources)
 		}
 		w.pop()
 	}
-	if !(x.StartTime == y.StartTime) {
-		w.pushField("startTime", "f:startTime")
-		w.compareUnlike(reflect.ValueOf(&x.StartTime).Elem(), reflect.ValueOf(&y.StartTime).Elem())
+	if x.StartTime != y.StartTime && !x.StartTime.Equal(y.StartTime) {
+		w.pushField("startTime")
+		w.reportMetaTime(x.StartTime, y.StartTime)
 		w.pop()
 	}
 	if !(len(x.VolumeHealth) == 0 && len(y.VolumeHealth) == 0 || len(x.VolumeHealth) == len(y.VolumeHealth) && unsafe.SliceData(x.VolumeHealth) == unsafe.SliceData(y.VolumeHealth)) {
-		w.pushField("volumeHealth", "f:volumeHealth")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.VolumeHealth, y.VolumeHealth, keyCorev1PodVolumeHealth, walkCorev1PodVolumeHealth, unsafe.Sizeof(corev1.PodVolumeHealth{}))
+		w.pushField("volumeHealth")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.VolumeHealth, y.VolumeHealth, keyCorev1PodVolumeHealth, walkCorev1PodVolumeHealth, unsafe.Sizeof(corev1.PodVolumeHealth{}), appendJSONCorev1PodVolumeHealth)
 		w.pop()
 	}
 }
@@ -3535,18 +8577,18 @@ func walkCorev1PodStatus(w *walker, x, y *corev1.PodStatus) {
 // walkCorev1PodVolumeHealth compares two corev1.PodVolumeHealth as compareStruct does.
 func walkCorev1PodVolumeHealth(w *walker, x, y *corev1.PodVolumeHealth) {
 	if !(len(x.HealthConditions) == 0 && len(y.HealthConditions) == 0 || len(x.HealthConditions) == len(y.HealthConditions) && unsafe.SliceData(x.HealthConditions) == unsafe.SliceData(y.HealthConditions)) {
-		w.pushField("healthConditions", "f:healthConditions")
-		typedCompareKeyed(w, listKind{key: "status", set: false}, x.HealthConditions, y.HealthConditions, keyCorev1VolumeHealthCondition, walkCorev1VolumeHealthCondition, unsafe.Sizeof(corev1.VolumeHealthCondition{}))
+		w.pushField("healthConditions")
+		typedCompareKeyed(w, listKind{key: "status", set: false}, x.HealthConditions, y.HealthConditions, keyCorev1VolumeHealthCondition, walkCorev1VolumeHealthCondition, unsafe.Sizeof(corev1.VolumeHealthCondition{}), appendJSONCorev1VolumeHealthCondition)
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.LastTransitionTime), unsafe.Pointer(&y.LastTransitionTime), unsafe.Sizeof(x.LastTransitionTime)) {
-		w.pushField("lastTransitionTime", "f:lastTransitionTime")
+		w.pushField("lastTransitionTime")
 		walkMetav1Time(w, &x.LastTransitionTime, &y.LastTransitionTime)
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 }
@@ -3554,18 +8596,18 @@ func walkCorev1PodVolumeHealth(w *walker, x, y *corev1.PodVolumeHealth) {
 // walkCorev1PortworxVolumeSource compares two corev1.PortworxVolumeSource as compareStruct does.
 func walkCorev1PortworxVolumeSource(w *walker, x, y *corev1.PortworxVolumeSource) {
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.VolumeID != y.VolumeID {
-		w.pushField("volumeID", "f:volumeID")
-		w.report(reflect.ValueOf(&x.VolumeID).Elem(), reflect.ValueOf(&y.VolumeID).Elem())
+		w.pushField("volumeID")
+		reportString(w, x.VolumeID, y.VolumeID)
 		w.pop()
 	}
 }
@@ -3573,13 +8615,13 @@ func walkCorev1PortworxVolumeSource(w *walker, x, y *corev1.PortworxVolumeSource
 // walkCorev1PreferredSchedulingTerm compares two corev1.PreferredSchedulingTerm as compareStruct does.
 func walkCorev1PreferredSchedulingTerm(w *walker, x, y *corev1.PreferredSchedulingTerm) {
 	if !typedSameBytes(unsafe.Pointer(&x.Preference), unsafe.Pointer(&y.Preference), unsafe.Sizeof(x.Preference)) {
-		w.pushField("preference", "f:preference")
+		w.pushField("preference")
 		walkCorev1NodeSelectorTerm(w, &x.Preference, &y.Preference)
 		w.pop()
 	}
 	if x.Weight != y.Weight {
-		w.pushField("weight", "f:weight")
-		w.report(reflect.ValueOf(&x.Weight).Elem(), reflect.ValueOf(&y.Weight).Elem())
+		w.pushField("weight")
+		reportInt(w, x.Weight, y.Weight)
 		w.pop()
 	}
 }
@@ -3590,37 +8632,37 @@ func walkCorev1Probe(w *walker, x, y *corev1.Probe) {
 		walkCorev1ProbeHandler(w, &x.ProbeHandler, &y.ProbeHandler)
 	}
 	if x.FailureThreshold != y.FailureThreshold {
-		w.pushField("failureThreshold", "f:failureThreshold")
-		w.report(reflect.ValueOf(&x.FailureThreshold).Elem(), reflect.ValueOf(&y.FailureThreshold).Elem())
+		w.pushField("failureThreshold")
+		reportInt(w, x.FailureThreshold, y.FailureThreshold)
 		w.pop()
 	}
 	if x.InitialDelaySeconds != y.InitialDelaySeconds {
-		w.pushField("initialDelaySeconds", "f:initialDelaySeconds")
-		w.report(reflect.ValueOf(&x.InitialDelaySeconds).Elem(), reflect.ValueOf(&y.InitialDelaySeconds).Elem())
+		w.pushField("initialDelaySeconds")
+		reportInt(w, x.InitialDelaySeconds, y.InitialDelaySeconds)
 		w.pop()
 	}
 	if x.PeriodSeconds != y.PeriodSeconds {
-		w.pushField("periodSeconds", "f:periodSeconds")
-		w.report(reflect.ValueOf(&x.PeriodSeconds).Elem(), reflect.ValueOf(&y.PeriodSeconds).Elem())
+		w.pushField("periodSeconds")
+		reportInt(w, x.PeriodSeconds, y.PeriodSeconds)
 		w.pop()
 	}
 	if x.SuccessThreshold != y.SuccessThreshold {
-		w.pushField("successThreshold", "f:successThreshold")
-		w.report(reflect.ValueOf(&x.SuccessThreshold).Elem(), reflect.ValueOf(&y.SuccessThreshold).Elem())
+		w.pushField("successThreshold")
+		reportInt(w, x.SuccessThreshold, y.SuccessThreshold)
 		w.pop()
 	}
 	if x.TerminationGracePeriodSeconds != y.TerminationGracePeriodSeconds {
-		w.pushField("terminationGracePeriodSeconds", "f:terminationGracePeriodSeconds")
+		w.pushField("terminationGracePeriodSeconds")
 		if x.TerminationGracePeriodSeconds == nil || y.TerminationGracePeriodSeconds == nil {
-			w.report(reflect.ValueOf(&x.TerminationGracePeriodSeconds).Elem(), reflect.ValueOf(&y.TerminationGracePeriodSeconds).Elem())
+			reportIntPtr(w, x.TerminationGracePeriodSeconds, y.TerminationGracePeriodSeconds)
 		} else if *x.TerminationGracePeriodSeconds != *y.TerminationGracePeriodSeconds {
-			w.report(reflect.ValueOf(x.TerminationGracePeriodSeconds).Elem(), reflect.ValueOf(y.TerminationGracePeriodSeconds).Elem())
+			reportInt(w, *x.TerminationGracePeriodSeconds, *y.TerminationGracePeriodSeconds)
 		}
 		w.pop()
 	}
 	if x.TimeoutSeconds != y.TimeoutSeconds {
-		w.pushField("timeoutSeconds", "f:timeoutSeconds")
-		w.report(reflect.ValueOf(&x.TimeoutSeconds).Elem(), reflect.ValueOf(&y.TimeoutSeconds).Elem())
+		w.pushField("timeoutSeconds")
+		reportInt(w, x.TimeoutSeconds, y.TimeoutSeconds)
 		w.pop()
 	}
 }
@@ -3628,36 +8670,36 @@ func walkCorev1Probe(w *walker, x, y *corev1.Probe) {
 // walkCorev1ProbeHandler compares two corev1.ProbeHandler as compareStruct does.
 func walkCorev1ProbeHandler(w *walker, x, y *corev1.ProbeHandler) {
 	if x.Exec != y.Exec {
-		w.pushField("exec", "f:exec")
+		w.pushField("exec")
 		if x.Exec == nil || y.Exec == nil {
-			w.report(reflect.ValueOf(&x.Exec).Elem(), reflect.ValueOf(&y.Exec).Elem())
+			reportStructPtr(w, x.Exec, y.Exec, appendJSONCorev1ExecAction)
 		} else if !typedSameBytes(unsafe.Pointer(x.Exec), unsafe.Pointer(y.Exec), unsafe.Sizeof(*x.Exec)) {
 			walkCorev1ExecAction(w, x.Exec, y.Exec)
 		}
 		w.pop()
 	}
 	if x.GRPC != y.GRPC {
-		w.pushField("grpc", "f:grpc")
+		w.pushField("grpc")
 		if x.GRPC == nil || y.GRPC == nil {
-			w.report(reflect.ValueOf(&x.GRPC).Elem(), reflect.ValueOf(&y.GRPC).Elem())
+			reportStructPtr(w, x.GRPC, y.GRPC, appendJSONCorev1GRPCAction)
 		} else if !typedSameBytes(unsafe.Pointer(x.GRPC), unsafe.Pointer(y.GRPC), unsafe.Sizeof(*x.GRPC)) {
 			walkCorev1GRPCAction(w, x.GRPC, y.GRPC)
 		}
 		w.pop()
 	}
 	if x.HTTPGet != y.HTTPGet {
-		w.pushField("httpGet", "f:httpGet")
+		w.pushField("httpGet")
 		if x.HTTPGet == nil || y.HTTPGet == nil {
-			w.report(reflect.ValueOf(&x.HTTPGet).Elem(), reflect.ValueOf(&y.HTTPGet).Elem())
+			reportStructPtr(w, x.HTTPGet, y.HTTPGet, appendJSONCorev1HTTPGetAction)
 		} else if !typedSameBytes(unsafe.Pointer(x.HTTPGet), unsafe.Pointer(y.HTTPGet), unsafe.Sizeof(*x.HTTPGet)) {
 			walkCorev1HTTPGetAction(w, x.HTTPGet, y.HTTPGet)
 		}
 		w.pop()
 	}
 	if x.TCPSocket != y.TCPSocket {
-		w.pushField("tcpSocket", "f:tcpSocket")
+		w.pushField("tcpSocket")
 		if x.TCPSocket == nil || y.TCPSocket == nil {
-			w.report(reflect.ValueOf(&x.TCPSocket).Elem(), reflect.ValueOf(&y.TCPSocket).Elem())
+			reportStructPtr(w, x.TCPSocket, y.TCPSocket, appendJSONCorev1TCPSocketAction)
 		} else if !typedSameBytes(unsafe.Pointer(x.TCPSocket), unsafe.Pointer(y.TCPSocket), unsafe.Sizeof(*x.TCPSocket)) {
 			walkCorev1TCPSocketAction(w, x.TCPSocket, y.TCPSocket)
 		}
@@ -3668,25 +8710,25 @@ func walkCorev1ProbeHandler(w *walker, x, y *corev1.ProbeHandler) {
 // walkCorev1ProjectedVolumeSource compares two corev1.ProjectedVolumeSource as compareStruct does.
 func walkCorev1ProjectedVolumeSource(w *walker, x, y *corev1.ProjectedVolumeSource) {
 	if x.DefaultMode != y.DefaultMode {
-		w.pushField("defaultMode", "f:defaultMode")
+		w.pushField("defaultMode")
 		if x.DefaultMode == nil || y.DefaultMode == nil {
-			w.report(reflect.ValueOf(&x.DefaultMode).Elem(), reflect.ValueOf(&y.DefaultMode).Elem())
+			reportIntPtr(w, x.DefaultMode, y.DefaultMode)
 		} else if *x.DefaultMode != *y.DefaultMode {
-			w.report(reflect.ValueOf(x.DefaultMode).Elem(), reflect.ValueOf(y.DefaultMode).Elem())
+			reportInt(w, *x.DefaultMode, *y.DefaultMode)
 		}
 		w.pop()
 	}
 	if x.DefaultUser != y.DefaultUser {
-		w.pushField("defaultUser", "f:defaultUser")
+		w.pushField("defaultUser")
 		if x.DefaultUser == nil || y.DefaultUser == nil {
-			w.report(reflect.ValueOf(&x.DefaultUser).Elem(), reflect.ValueOf(&y.DefaultUser).Elem())
+			reportIntPtr(w, x.DefaultUser, y.DefaultUser)
 		} else if *x.DefaultUser != *y.DefaultUser {
-			w.report(reflect.ValueOf(x.DefaultUser).Elem(), reflect.ValueOf(y.DefaultUser).Elem())
+			reportInt(w, *x.DefaultUser, *y.DefaultUser)
 		}
 		w.pop()
 	}
 	if !(len(x.Sources) == 0 && len(y.Sources) == 0 || len(x.Sources) == len(y.Sources) && unsafe.SliceData(x.Sources) == unsafe.SliceData(y.Sources)) {
-		w.pushField("sources", "f:sources")
+		w.pushField("sources")
 		w.compareUnlike(reflect.ValueOf(&x.Sources).Elem(), reflect.ValueOf(&y.Sources).Elem())
 		w.pop()
 	}
@@ -3695,33 +8737,33 @@ func walkCorev1ProjectedVolumeSource(w *walker, x, y *corev1.ProjectedVolumeSour
 // walkCorev1QuobyteVolumeSource compares two corev1.QuobyteVolumeSource as compareStruct does.
 func walkCorev1QuobyteVolumeSource(w *walker, x, y *corev1.QuobyteVolumeSource) {
 	if x.Group != y.Group {
-		w.pushField("group", "f:group")
-		w.report(reflect.ValueOf(&x.Group).Elem(), reflect.ValueOf(&y.Group).Elem())
+		w.pushField("group")
+		reportString(w, x.Group, y.Group)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.Registry != y.Registry {
-		w.pushField("registry", "f:registry")
-		w.report(reflect.ValueOf(&x.Registry).Elem(), reflect.ValueOf(&y.Registry).Elem())
+		w.pushField("registry")
+		reportString(w, x.Registry, y.Registry)
 		w.pop()
 	}
 	if x.Tenant != y.Tenant {
-		w.pushField("tenant", "f:tenant")
-		w.report(reflect.ValueOf(&x.Tenant).Elem(), reflect.ValueOf(&y.Tenant).Elem())
+		w.pushField("tenant")
+		reportString(w, x.Tenant, y.Tenant)
 		w.pop()
 	}
 	if x.User != y.User {
-		w.pushField("user", "f:user")
-		w.report(reflect.ValueOf(&x.User).Elem(), reflect.ValueOf(&y.User).Elem())
+		w.pushField("user")
+		reportString(w, x.User, y.User)
 		w.pop()
 	}
 	if x.Volume != y.Volume {
-		w.pushField("volume", "f:volume")
-		w.report(reflect.ValueOf(&x.Volume).Elem(), reflect.ValueOf(&y.Volume).Elem())
+		w.pushField("volume")
+		reportString(w, x.Volume, y.Volume)
 		w.pop()
 	}
 }
@@ -3729,47 +8771,47 @@ func walkCorev1QuobyteVolumeSource(w *walker, x, y *corev1.QuobyteVolumeSource) 
 // walkCorev1RBDVolumeSource compares two corev1.RBDVolumeSource as compareStruct does.
 func walkCorev1RBDVolumeSource(w *walker, x, y *corev1.RBDVolumeSource) {
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.RBDImage != y.RBDImage {
-		w.pushField("image", "f:image")
-		w.report(reflect.ValueOf(&x.RBDImage).Elem(), reflect.ValueOf(&y.RBDImage).Elem())
+		w.pushField("image")
+		reportString(w, x.RBDImage, y.RBDImage)
 		w.pop()
 	}
 	if x.Keyring != y.Keyring {
-		w.pushField("keyring", "f:keyring")
-		w.report(reflect.ValueOf(&x.Keyring).Elem(), reflect.ValueOf(&y.Keyring).Elem())
+		w.pushField("keyring")
+		reportString(w, x.Keyring, y.Keyring)
 		w.pop()
 	}
 	if !(len(x.CephMonitors) == 0 && len(y.CephMonitors) == 0 || len(x.CephMonitors) == len(y.CephMonitors) && unsafe.SliceData(x.CephMonitors) == unsafe.SliceData(y.CephMonitors)) {
-		w.pushField("monitors", "f:monitors")
+		w.pushField("monitors")
 		w.compareUnlike(reflect.ValueOf(&x.CephMonitors).Elem(), reflect.ValueOf(&y.CephMonitors).Elem())
 		w.pop()
 	}
 	if x.RBDPool != y.RBDPool {
-		w.pushField("pool", "f:pool")
-		w.report(reflect.ValueOf(&x.RBDPool).Elem(), reflect.ValueOf(&y.RBDPool).Elem())
+		w.pushField("pool")
+		reportString(w, x.RBDPool, y.RBDPool)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.SecretRef != y.SecretRef {
-		w.pushField("secretRef", "f:secretRef")
+		w.pushField("secretRef")
 		if x.SecretRef == nil || y.SecretRef == nil {
-			w.report(reflect.ValueOf(&x.SecretRef).Elem(), reflect.ValueOf(&y.SecretRef).Elem())
+			reportStructPtr(w, x.SecretRef, y.SecretRef, appendJSONCorev1LocalObjectReference)
 		} else if !typedSameBytes(unsafe.Pointer(x.SecretRef), unsafe.Pointer(y.SecretRef), unsafe.Sizeof(*x.SecretRef)) {
 			walkCorev1LocalObjectReference(w, x.SecretRef, y.SecretRef)
 		}
 		w.pop()
 	}
 	if x.RadosUser != y.RadosUser {
-		w.pushField("user", "f:user")
-		w.report(reflect.ValueOf(&x.RadosUser).Elem(), reflect.ValueOf(&y.RadosUser).Elem())
+		w.pushField("user")
+		reportString(w, x.RadosUser, y.RadosUser)
 		w.pop()
 	}
 }
@@ -3777,13 +8819,13 @@ func walkCorev1RBDVolumeSource(w *walker, x, y *corev1.RBDVolumeSource) {
 // walkCorev1ResourceClaim compares two corev1.ResourceClaim as compareStruct does.
 func walkCorev1ResourceClaim(w *walker, x, y *corev1.ResourceClaim) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.Request != y.Request {
-		w.pushField("request", "f:request")
-		w.report(reflect.ValueOf(&x.Request).Elem(), reflect.ValueOf(&y.Request).Elem())
+		w.pushField("request")
+		reportString(w, x.Request, y.Request)
 		w.pop()
 	}
 }
@@ -3791,18 +8833,18 @@ func walkCorev1ResourceClaim(w *walker, x, y *corev1.ResourceClaim) {
 // walkCorev1ResourceFieldSelector compares two corev1.ResourceFieldSelector as compareStruct does.
 func walkCorev1ResourceFieldSelector(w *walker, x, y *corev1.ResourceFieldSelector) {
 	if x.ContainerName != y.ContainerName {
-		w.pushField("containerName", "f:containerName")
-		w.report(reflect.ValueOf(&x.ContainerName).Elem(), reflect.ValueOf(&y.ContainerName).Elem())
+		w.pushField("containerName")
+		reportString(w, x.ContainerName, y.ContainerName)
 		w.pop()
 	}
 	if !(typedSameBytes(unsafe.Pointer(&x.Divisor), unsafe.Pointer(&y.Divisor), unsafe.Sizeof(x.Divisor))) {
-		w.pushField("divisor", "f:divisor")
+		w.pushField("divisor")
 		w.compareUnlike(reflect.ValueOf(&x.Divisor).Elem(), reflect.ValueOf(&y.Divisor).Elem())
 		w.pop()
 	}
 	if x.Resource != y.Resource {
-		w.pushField("resource", "f:resource")
-		w.report(reflect.ValueOf(&x.Resource).Elem(), reflect.ValueOf(&y.Resource).Elem())
+		w.pushField("resource")
+		reportString(w, x.Resource, y.Resource)
 		w.pop()
 	}
 }
@@ -3810,22 +8852,22 @@ func walkCorev1ResourceFieldSelector(w *walker, x, y *corev1.ResourceFieldSelect
 // walkCorev1ResourceHealth compares two corev1.ResourceHealth as compareStruct does.
 func walkCorev1ResourceHealth(w *walker, x, y *corev1.ResourceHealth) {
 	if x.Health != y.Health {
-		w.pushField("health", "f:health")
-		w.report(reflect.ValueOf(&x.Health).Elem(), reflect.ValueOf(&y.Health).Elem())
+		w.pushField("health")
+		reportString(w, x.Health, y.Health)
 		w.pop()
 	}
 	if x.Message != y.Message {
-		w.pushField("message", "f:message")
+		w.pushField("message")
 		if x.Message == nil || y.Message == nil {
-			w.report(reflect.ValueOf(&x.Message).Elem(), reflect.ValueOf(&y.Message).Elem())
+			reportStringPtr(w, x.Message, y.Message)
 		} else if *x.Message != *y.Message {
-			w.report(reflect.ValueOf(x.Message).Elem(), reflect.ValueOf(y.Message).Elem())
+			reportString(w, *x.Message, *y.Message)
 		}
 		w.pop()
 	}
 	if x.ResourceID != y.ResourceID {
-		w.pushField("resourceID", "f:resourceID")
-		w.report(reflect.ValueOf(&x.ResourceID).Elem(), reflect.ValueOf(&y.ResourceID).Elem())
+		w.pushField("resourceID")
+		reportString(w, x.ResourceID, y.ResourceID)
 		w.pop()
 	}
 }
@@ -3833,17 +8875,17 @@ func walkCorev1ResourceHealth(w *walker, x, y *corev1.ResourceHealth) {
 // walkCorev1ResourceRequirements compares two corev1.ResourceRequirements as compareStruct does.
 func walkCorev1ResourceRequirements(w *walker, x, y *corev1.ResourceRequirements) {
 	if !(len(x.Claims) == 0 && len(y.Claims) == 0 || len(x.Claims) == len(y.Claims) && unsafe.SliceData(x.Claims) == unsafe.SliceData(y.Claims)) {
-		w.pushField("claims", "f:claims")
-		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Claims, y.Claims, keyCorev1ResourceClaim, walkCorev1ResourceClaim, unsafe.Sizeof(corev1.ResourceClaim{}))
+		w.pushField("claims")
+		typedCompareKeyed(w, listKind{key: "name", set: false}, x.Claims, y.Claims, keyCorev1ResourceClaim, walkCorev1ResourceClaim, unsafe.Sizeof(corev1.ResourceClaim{}), appendJSONCorev1ResourceClaim)
 		w.pop()
 	}
 	if !(len(x.Limits) == 0 && len(y.Limits) == 0 || len(x.Limits) == len(y.Limits) && typedMapPointer(unsafe.Pointer(&x.Limits)) == typedMapPointer(unsafe.Pointer(&y.Limits))) {
-		w.pushField("limits", "f:limits")
+		w.pushField("limits")
 		w.compareUnlike(reflect.ValueOf(&x.Limits).Elem(), reflect.ValueOf(&y.Limits).Elem())
 		w.pop()
 	}
 	if !(len(x.Requests) == 0 && len(y.Requests) == 0 || len(x.Requests) == len(y.Requests) && typedMapPointer(unsafe.Pointer(&x.Requests)) == typedMapPointer(unsafe.Pointer(&y.Requests))) {
-		w.pushField("requests", "f:requests")
+		w.pushField("requests")
 		w.compareUnlike(reflect.ValueOf(&x.Requests).Elem(), reflect.ValueOf(&y.Requests).Elem())
 		w.pop()
 	}
@@ -3851,11 +8893,11 @@ func walkCorev1ResourceRequirements(w *walker, x, y *corev1.ResourceRequirements
 
 // walkCorev1ResourceStatus compares two corev1.ResourceStatus as compareStruct does.
 func walkCorev1ResourceStatus(w *walker, x, y *corev1.ResourceStatus) {
-	w.pushField("name", "f:name")
+	w.pushField("name")
 	w.compareUnlike(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
 	w.pop()
 	if !(len(x.Resources) == 0 && len(y.Resources) == 0 || len(x.Resources) == len(y.Resources) && unsafe.SliceData(x.Resources) == unsafe.SliceData(y.Resources)) {
-		w.pushField("resources", "f:resources")
+		w.pushField("resources")
 		w.compareUnlike(reflect.ValueOf(&x.Resources).Elem(), reflect.ValueOf(&y.Resources).Elem())
 		w.pop()
 	}
@@ -3864,23 +8906,23 @@ func walkCorev1ResourceStatus(w *walker, x, y *corev1.ResourceStatus) {
 // walkCorev1SELinuxOptions compares two corev1.SELinuxOptions as compareStruct does.
 func walkCorev1SELinuxOptions(w *walker, x, y *corev1.SELinuxOptions) {
 	if x.Level != y.Level {
-		w.pushField("level", "f:level")
-		w.report(reflect.ValueOf(&x.Level).Elem(), reflect.ValueOf(&y.Level).Elem())
+		w.pushField("level")
+		reportString(w, x.Level, y.Level)
 		w.pop()
 	}
 	if x.Role != y.Role {
-		w.pushField("role", "f:role")
-		w.report(reflect.ValueOf(&x.Role).Elem(), reflect.ValueOf(&y.Role).Elem())
+		w.pushField("role")
+		reportString(w, x.Role, y.Role)
 		w.pop()
 	}
 	if x.Type != y.Type {
-		w.pushField("type", "f:type")
-		w.report(reflect.ValueOf(&x.Type).Elem(), reflect.ValueOf(&y.Type).Elem())
+		w.pushField("type")
+		reportString(w, x.Type, y.Type)
 		w.pop()
 	}
 	if x.User != y.User {
-		w.pushField("user", "f:user")
-		w.report(reflect.ValueOf(&x.User).Elem(), reflect.ValueOf(&y.User).Elem())
+		w.pushField("user")
+		reportString(w, x.User, y.User)
 		w.pop()
 	}
 }
@@ -3888,57 +8930,57 @@ func walkCorev1SELinuxOptions(w *walker, x, y *corev1.SELinuxOptions) {
 // walkCorev1ScaleIOVolumeSource compares two corev1.ScaleIOVolumeSource as compareStruct does.
 func walkCorev1ScaleIOVolumeSource(w *walker, x, y *corev1.ScaleIOVolumeSource) {
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.Gateway != y.Gateway {
-		w.pushField("gateway", "f:gateway")
-		w.report(reflect.ValueOf(&x.Gateway).Elem(), reflect.ValueOf(&y.Gateway).Elem())
+		w.pushField("gateway")
+		reportString(w, x.Gateway, y.Gateway)
 		w.pop()
 	}
 	if x.ProtectionDomain != y.ProtectionDomain {
-		w.pushField("protectionDomain", "f:protectionDomain")
-		w.report(reflect.ValueOf(&x.ProtectionDomain).Elem(), reflect.ValueOf(&y.ProtectionDomain).Elem())
+		w.pushField("protectionDomain")
+		reportString(w, x.ProtectionDomain, y.ProtectionDomain)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.SecretRef != y.SecretRef {
-		w.pushField("secretRef", "f:secretRef")
+		w.pushField("secretRef")
 		if x.SecretRef == nil || y.SecretRef == nil {
-			w.report(reflect.ValueOf(&x.SecretRef).Elem(), reflect.ValueOf(&y.SecretRef).Elem())
+			reportStructPtr(w, x.SecretRef, y.SecretRef, appendJSONCorev1LocalObjectReference)
 		} else if !typedSameBytes(unsafe.Pointer(x.SecretRef), unsafe.Pointer(y.SecretRef), unsafe.Sizeof(*x.SecretRef)) {
 			walkCorev1LocalObjectReference(w, x.SecretRef, y.SecretRef)
 		}
 		w.pop()
 	}
 	if x.SSLEnabled != y.SSLEnabled {
-		w.pushField("sslEnabled", "f:sslEnabled")
-		w.report(reflect.ValueOf(&x.SSLEnabled).Elem(), reflect.ValueOf(&y.SSLEnabled).Elem())
+		w.pushField("sslEnabled")
+		reportBool(w, x.SSLEnabled, y.SSLEnabled)
 		w.pop()
 	}
 	if x.StorageMode != y.StorageMode {
-		w.pushField("storageMode", "f:storageMode")
-		w.report(reflect.ValueOf(&x.StorageMode).Elem(), reflect.ValueOf(&y.StorageMode).Elem())
+		w.pushField("storageMode")
+		reportString(w, x.StorageMode, y.StorageMode)
 		w.pop()
 	}
 	if x.StoragePool != y.StoragePool {
-		w.pushField("storagePool", "f:storagePool")
-		w.report(reflect.ValueOf(&x.StoragePool).Elem(), reflect.ValueOf(&y.StoragePool).Elem())
+		w.pushField("storagePool")
+		reportString(w, x.StoragePool, y.StoragePool)
 		w.pop()
 	}
 	if x.System != y.System {
-		w.pushField("system", "f:system")
-		w.report(reflect.ValueOf(&x.System).Elem(), reflect.ValueOf(&y.System).Elem())
+		w.pushField("system")
+		reportString(w, x.System, y.System)
 		w.pop()
 	}
 	if x.VolumeName != y.VolumeName {
-		w.pushField("volumeName", "f:volumeName")
-		w.report(reflect.ValueOf(&x.VolumeName).Elem(), reflect.ValueOf(&y.VolumeName).Elem())
+		w.pushField("volumeName")
+		reportString(w, x.VolumeName, y.VolumeName)
 		w.pop()
 	}
 }
@@ -3946,17 +8988,17 @@ func walkCorev1ScaleIOVolumeSource(w *walker, x, y *corev1.ScaleIOVolumeSource) 
 // walkCorev1SeccompProfile compares two corev1.SeccompProfile as compareStruct does.
 func walkCorev1SeccompProfile(w *walker, x, y *corev1.SeccompProfile) {
 	if x.LocalhostProfile != y.LocalhostProfile {
-		w.pushField("localhostProfile", "f:localhostProfile")
+		w.pushField("localhostProfile")
 		if x.LocalhostProfile == nil || y.LocalhostProfile == nil {
-			w.report(reflect.ValueOf(&x.LocalhostProfile).Elem(), reflect.ValueOf(&y.LocalhostProfile).Elem())
+			reportStringPtr(w, x.LocalhostProfile, y.LocalhostProfile)
 		} else if *x.LocalhostProfile != *y.LocalhostProfile {
-			w.report(reflect.ValueOf(x.LocalhostProfile).Elem(), reflect.ValueOf(y.LocalhostProfile).Elem())
+			reportString(w, *x.LocalhostProfile, *y.LocalhostProfile)
 		}
 		w.pop()
 	}
 	if x.Type != y.Type {
-		w.pushField("type", "f:type")
-		w.report(reflect.ValueOf(&x.Type).Elem(), reflect.ValueOf(&y.Type).Elem())
+		w.pushField("type")
+		reportString(w, x.Type, y.Type)
 		w.pop()
 	}
 }
@@ -3967,11 +9009,11 @@ func walkCorev1SecretEnvSource(w *walker, x, y *corev1.SecretEnvSource) {
 		walkCorev1LocalObjectReference(w, &x.LocalObjectReference, &y.LocalObjectReference)
 	}
 	if x.Optional != y.Optional {
-		w.pushField("optional", "f:optional")
+		w.pushField("optional")
 		if x.Optional == nil || y.Optional == nil {
-			w.report(reflect.ValueOf(&x.Optional).Elem(), reflect.ValueOf(&y.Optional).Elem())
+			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			w.report(reflect.ValueOf(x.Optional).Elem(), reflect.ValueOf(y.Optional).Elem())
+			reportBool(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -3983,16 +9025,16 @@ func walkCorev1SecretKeySelector(w *walker, x, y *corev1.SecretKeySelector) {
 		walkCorev1LocalObjectReference(w, &x.LocalObjectReference, &y.LocalObjectReference)
 	}
 	if x.Key != y.Key {
-		w.pushField("key", "f:key")
-		w.report(reflect.ValueOf(&x.Key).Elem(), reflect.ValueOf(&y.Key).Elem())
+		w.pushField("key")
+		reportString(w, x.Key, y.Key)
 		w.pop()
 	}
 	if x.Optional != y.Optional {
-		w.pushField("optional", "f:optional")
+		w.pushField("optional")
 		if x.Optional == nil || y.Optional == nil {
-			w.report(reflect.ValueOf(&x.Optional).Elem(), reflect.ValueOf(&y.Optional).Elem())
+			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			w.report(reflect.ValueOf(x.Optional).Elem(), reflect.ValueOf(y.Optional).Elem())
+			reportBool(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -4004,16 +9046,16 @@ func walkCorev1SecretProjection(w *walker, x, y *corev1.SecretProjection) {
 		walkCorev1LocalObjectReference(w, &x.LocalObjectReference, &y.LocalObjectReference)
 	}
 	if !(len(x.Items) == 0 && len(y.Items) == 0 || len(x.Items) == len(y.Items) && unsafe.SliceData(x.Items) == unsafe.SliceData(y.Items)) {
-		w.pushField("items", "f:items")
+		w.pushField("items")
 		w.compareUnlike(reflect.ValueOf(&x.Items).Elem(), reflect.ValueOf(&y.Items).Elem())
 		w.pop()
 	}
 	if x.Optional != y.Optional {
-		w.pushField("optional", "f:optional")
+		w.pushField("optional")
 		if x.Optional == nil || y.Optional == nil {
-			w.report(reflect.ValueOf(&x.Optional).Elem(), reflect.ValueOf(&y.Optional).Elem())
+			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			w.report(reflect.ValueOf(x.Optional).Elem(), reflect.ValueOf(y.Optional).Elem())
+			reportBool(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -4022,40 +9064,40 @@ func walkCorev1SecretProjection(w *walker, x, y *corev1.SecretProjection) {
 // walkCorev1SecretVolumeSource compares two corev1.SecretVolumeSource as compareStruct does.
 func walkCorev1SecretVolumeSource(w *walker, x, y *corev1.SecretVolumeSource) {
 	if x.DefaultMode != y.DefaultMode {
-		w.pushField("defaultMode", "f:defaultMode")
+		w.pushField("defaultMode")
 		if x.DefaultMode == nil || y.DefaultMode == nil {
-			w.report(reflect.ValueOf(&x.DefaultMode).Elem(), reflect.ValueOf(&y.DefaultMode).Elem())
+			reportIntPtr(w, x.DefaultMode, y.DefaultMode)
 		} else if *x.DefaultMode != *y.DefaultMode {
-			w.report(reflect.ValueOf(x.DefaultMode).Elem(), reflect.ValueOf(y.DefaultMode).Elem())
+			reportInt(w, *x.DefaultMode, *y.DefaultMode)
 		}
 		w.pop()
 	}
 	if x.DefaultUser != y.DefaultUser {
-		w.pushField("defaultUser", "f:defaultUser")
+		w.pushField("defaultUser")
 		if x.DefaultUser == nil || y.DefaultUser == nil {
-			w.report(reflect.ValueOf(&x.DefaultUser).Elem(), reflect.ValueOf(&y.DefaultUser).Elem())
+			reportIntPtr(w, x.DefaultUser, y.DefaultUser)
 		} else if *x.DefaultUser != *y.DefaultUser {
-			w.report(reflect.ValueOf(x.DefaultUser).Elem(), reflect.ValueOf(y.DefaultUser).Elem())
+			reportInt(w, *x.DefaultUser, *y.DefaultUser)
 		}
 		w.pop()
 	}
 	if !(len(x.Items) == 0 && len(y.Items) == 0 || len(x.Items) == len(y.Items) && unsafe.SliceData(x.Items) == unsafe.SliceData(y.Items)) {
-		w.pushField("items", "f:items")
+		w.pushField("items")
 		w.compareUnlike(reflect.ValueOf(&x.Items).Elem(), reflect.ValueOf(&y.Items).Elem())
 		w.pop()
 	}
 	if x.Optional != y.Optional {
-		w.pushField("optional", "f:optional")
+		w.pushField("optional")
 		if x.Optional == nil || y.Optional == nil {
-			w.report(reflect.ValueOf(&x.Optional).Elem(), reflect.ValueOf(&y.Optional).Elem())
+			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			w.report(reflect.ValueOf(x.Optional).Elem(), reflect.ValueOf(y.Optional).Elem())
+			reportBool(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
 	if x.SecretName != y.SecretName {
-		w.pushField("secretName", "f:secretName")
-		w.report(reflect.ValueOf(&x.SecretName).Elem(), reflect.ValueOf(&y.SecretName).Elem())
+		w.pushField("secretName")
+		reportString(w, x.SecretName, y.SecretName)
 		w.pop()
 	}
 }
@@ -4063,108 +9105,108 @@ func walkCorev1SecretVolumeSource(w *walker, x, y *corev1.SecretVolumeSource) {
 // walkCorev1SecurityContext compares two corev1.SecurityContext as compareStruct does.
 func walkCorev1SecurityContext(w *walker, x, y *corev1.SecurityContext) {
 	if x.AllowPrivilegeEscalation != y.AllowPrivilegeEscalation {
-		w.pushField("allowPrivilegeEscalation", "f:allowPrivilegeEscalation")
+		w.pushField("allowPrivilegeEscalation")
 		if x.AllowPrivilegeEscalation == nil || y.AllowPrivilegeEscalation == nil {
-			w.report(reflect.ValueOf(&x.AllowPrivilegeEscalation).Elem(), reflect.ValueOf(&y.AllowPrivilegeEscalation).Elem())
+			reportBoolPtr(w, x.AllowPrivilegeEscalation, y.AllowPrivilegeEscalation)
 		} else if *x.AllowPrivilegeEscalation != *y.AllowPrivilegeEscalation {
-			w.report(reflect.ValueOf(x.AllowPrivilegeEscalation).Elem(), reflect.ValueOf(y.AllowPrivilegeEscalation).Elem())
+			reportBool(w, *x.AllowPrivilegeEscalation, *y.AllowPrivilegeEscalation)
 		}
 		w.pop()
 	}
 	if x.AppArmorProfile != y.AppArmorProfile {
-		w.pushField("appArmorProfile", "f:appArmorProfile")
+		w.pushField("appArmorProfile")
 		if x.AppArmorProfile == nil || y.AppArmorProfile == nil {
-			w.report(reflect.ValueOf(&x.AppArmorProfile).Elem(), reflect.ValueOf(&y.AppArmorProfile).Elem())
+			reportStructPtr(w, x.AppArmorProfile, y.AppArmorProfile, appendJSONCorev1AppArmorProfile)
 		} else if !typedSameBytes(unsafe.Pointer(x.AppArmorProfile), unsafe.Pointer(y.AppArmorProfile), unsafe.Sizeof(*x.AppArmorProfile)) {
 			walkCorev1AppArmorProfile(w, x.AppArmorProfile, y.AppArmorProfile)
 		}
 		w.pop()
 	}
 	if x.Capabilities != y.Capabilities {
-		w.pushField("capabilities", "f:capabilities")
+		w.pushField("capabilities")
 		if x.Capabilities == nil || y.Capabilities == nil {
-			w.report(reflect.ValueOf(&x.Capabilities).Elem(), reflect.ValueOf(&y.Capabilities).Elem())
+			reportStructPtr(w, x.Capabilities, y.Capabilities, appendJSONCorev1Capabilities)
 		} else if !typedSameBytes(unsafe.Pointer(x.Capabilities), unsafe.Pointer(y.Capabilities), unsafe.Sizeof(*x.Capabilities)) {
 			walkCorev1Capabilities(w, x.Capabilities, y.Capabilities)
 		}
 		w.pop()
 	}
 	if x.Privileged != y.Privileged {
-		w.pushField("privileged", "f:privileged")
+		w.pushField("privileged")
 		if x.Privileged == nil || y.Privileged == nil {
-			w.report(reflect.ValueOf(&x.Privileged).Elem(), reflect.ValueOf(&y.Privileged).Elem())
+			reportBoolPtr(w, x.Privileged, y.Privileged)
 		} else if *x.Privileged != *y.Privileged {
-			w.report(reflect.ValueOf(x.Privileged).Elem(), reflect.ValueOf(y.Privileged).Elem())
+			reportBool(w, *x.Privileged, *y.Privileged)
 		}
 		w.pop()
 	}
 	if x.ProcMount != y.ProcMount {
-		w.pushField("procMount", "f:procMount")
+		w.pushField("procMount")
 		if x.ProcMount == nil || y.ProcMount == nil {
-			w.report(reflect.ValueOf(&x.ProcMount).Elem(), reflect.ValueOf(&y.ProcMount).Elem())
+			reportStringPtr(w, x.ProcMount, y.ProcMount)
 		} else if *x.ProcMount != *y.ProcMount {
-			w.report(reflect.ValueOf(x.ProcMount).Elem(), reflect.ValueOf(y.ProcMount).Elem())
+			reportString(w, *x.ProcMount, *y.ProcMount)
 		}
 		w.pop()
 	}
 	if x.ReadOnlyRootFilesystem != y.ReadOnlyRootFilesystem {
-		w.pushField("readOnlyRootFilesystem", "f:readOnlyRootFilesystem")
+		w.pushField("readOnlyRootFilesystem")
 		if x.ReadOnlyRootFilesystem == nil || y.ReadOnlyRootFilesystem == nil {
-			w.report(reflect.ValueOf(&x.ReadOnlyRootFilesystem).Elem(), reflect.ValueOf(&y.ReadOnlyRootFilesystem).Elem())
+			reportBoolPtr(w, x.ReadOnlyRootFilesystem, y.ReadOnlyRootFilesystem)
 		} else if *x.ReadOnlyRootFilesystem != *y.ReadOnlyRootFilesystem {
-			w.report(reflect.ValueOf(x.ReadOnlyRootFilesystem).Elem(), reflect.ValueOf(y.ReadOnlyRootFilesystem).Elem())
+			reportBool(w, *x.ReadOnlyRootFilesystem, *y.ReadOnlyRootFilesystem)
 		}
 		w.pop()
 	}
 	if x.RunAsGroup != y.RunAsGroup {
-		w.pushField("runAsGroup", "f:runAsGroup")
+		w.pushField("runAsGroup")
 		if x.RunAsGroup == nil || y.RunAsGroup == nil {
-			w.report(reflect.ValueOf(&x.RunAsGroup).Elem(), reflect.ValueOf(&y.RunAsGroup).Elem())
+			reportIntPtr(w, x.RunAsGroup, y.RunAsGroup)
 		} else if *x.RunAsGroup != *y.RunAsGroup {
-			w.report(reflect.ValueOf(x.RunAsGroup).Elem(), reflect.ValueOf(y.RunAsGroup).Elem())
+			reportInt(w, *x.RunAsGroup, *y.RunAsGroup)
 		}
 		w.pop()
 	}
 	if x.RunAsNonRoot != y.RunAsNonRoot {
-		w.pushField("runAsNonRoot", "f:runAsNonRoot")
+		w.pushField("runAsNonRoot")
 		if x.RunAsNonRoot == nil || y.RunAsNonRoot == nil {
-			w.report(reflect.ValueOf(&x.RunAsNonRoot).Elem(), reflect.ValueOf(&y.RunAsNonRoot).Elem())
+			reportBoolPtr(w, x.RunAsNonRoot, y.RunAsNonRoot)
 		} else if *x.RunAsNonRoot != *y.RunAsNonRoot {
-			w.report(reflect.ValueOf(x.RunAsNonRoot).Elem(), reflect.ValueOf(y.RunAsNonRoot).Elem())
+			reportBool(w, *x.RunAsNonRoot, *y.RunAsNonRoot)
 		}
 		w.pop()
 	}
 	if x.RunAsUser != y.RunAsUser {
-		w.pushField("runAsUser", "f:runAsUser")
+		w.pushField("runAsUser")
 		if x.RunAsUser == nil || y.RunAsUser == nil {
-			w.report(reflect.ValueOf(&x.RunAsUser).Elem(), reflect.ValueOf(&y.RunAsUser).Elem())
+			reportIntPtr(w, x.RunAsUser, y.RunAsUser)
 		} else if *x.RunAsUser != *y.RunAsUser {
-			w.report(reflect.ValueOf(x.RunAsUser).Elem(), reflect.ValueOf(y.RunAsUser).Elem())
+			reportInt(w, *x.RunAsUser, *y.RunAsUser)
 		}
 		w.pop()
 	}
 	if x.SELinuxOptions != y.SELinuxOptions {
-		w.pushField("seLinuxOptions", "f:seLinuxOptions")
+		w.pushField("seLinuxOptions")
 		if x.SELinuxOptions == nil || y.SELinuxOptions == nil {
-			w.report(reflect.ValueOf(&x.SELinuxOptions).Elem(), reflect.ValueOf(&y.SELinuxOptions).Elem())
+			reportStructPtr(w, x.SELinuxOptions, y.SELinuxOptions, appendJSONCorev1SELinuxOptions)
 		} else if !typedSameBytes(unsafe.Pointer(x.SELinuxOptions), unsafe.Pointer(y.SELinuxOptions), unsafe.Sizeof(*x.SELinuxOptions)) {
 			walkCorev1SELinuxOptions(w, x.SELinuxOptions, y.SELinuxOptions)
 		}
 		w.pop()
 	}
 	if x.SeccompProfile != y.SeccompProfile {
-		w.pushField("seccompProfile", "f:seccompProfile")
+		w.pushField("seccompProfile")
 		if x.SeccompProfile == nil || y.SeccompProfile == nil {
-			w.report(reflect.ValueOf(&x.SeccompProfile).Elem(), reflect.ValueOf(&y.SeccompProfile).Elem())
+			reportStructPtr(w, x.SeccompProfile, y.SeccompProfile, appendJSONCorev1SeccompProfile)
 		} else if !typedSameBytes(unsafe.Pointer(x.SeccompProfile), unsafe.Pointer(y.SeccompProfile), unsafe.Sizeof(*x.SeccompProfile)) {
 			walkCorev1SeccompProfile(w, x.SeccompProfile, y.SeccompProfile)
 		}
 		w.pop()
 	}
 	if x.WindowsOptions != y.WindowsOptions {
-		w.pushField("windowsOptions", "f:windowsOptions")
+		w.pushField("windowsOptions")
 		if x.WindowsOptions == nil || y.WindowsOptions == nil {
-			w.report(reflect.ValueOf(&x.WindowsOptions).Elem(), reflect.ValueOf(&y.WindowsOptions).Elem())
+			reportStructPtr(w, x.WindowsOptions, y.WindowsOptions, appendJSONCorev1WindowsSecurityContextOptions)
 		} else if !typedSameBytes(unsafe.Pointer(x.WindowsOptions), unsafe.Pointer(y.WindowsOptions), unsafe.Sizeof(*x.WindowsOptions)) {
 			walkCorev1WindowsSecurityContextOptions(w, x.WindowsOptions, y.WindowsOptions)
 		}
@@ -4175,30 +9217,30 @@ func walkCorev1SecurityContext(w *walker, x, y *corev1.SecurityContext) {
 // walkCorev1ServiceAccountTokenProjection compares two corev1.ServiceAccountTokenProjection as compareStruct does.
 func walkCorev1ServiceAccountTokenProjection(w *walker, x, y *corev1.ServiceAccountTokenProjection) {
 	if x.Audience != y.Audience {
-		w.pushField("audience", "f:audience")
-		w.report(reflect.ValueOf(&x.Audience).Elem(), reflect.ValueOf(&y.Audience).Elem())
+		w.pushField("audience")
+		reportString(w, x.Audience, y.Audience)
 		w.pop()
 	}
 	if x.ExpirationSeconds != y.ExpirationSeconds {
-		w.pushField("expirationSeconds", "f:expirationSeconds")
+		w.pushField("expirationSeconds")
 		if x.ExpirationSeconds == nil || y.ExpirationSeconds == nil {
-			w.report(reflect.ValueOf(&x.ExpirationSeconds).Elem(), reflect.ValueOf(&y.ExpirationSeconds).Elem())
+			reportIntPtr(w, x.ExpirationSeconds, y.ExpirationSeconds)
 		} else if *x.ExpirationSeconds != *y.ExpirationSeconds {
-			w.report(reflect.ValueOf(x.ExpirationSeconds).Elem(), reflect.ValueOf(y.ExpirationSeconds).Elem())
+			reportInt(w, *x.ExpirationSeconds, *y.ExpirationSeconds)
 		}
 		w.pop()
 	}
 	if x.Path != y.Path {
-		w.pushField("path", "f:path")
-		w.report(reflect.ValueOf(&x.Path).Elem(), reflect.ValueOf(&y.Path).Elem())
+		w.pushField("path")
+		reportString(w, x.Path, y.Path)
 		w.pop()
 	}
 	if x.User != y.User {
-		w.pushField("user", "f:user")
+		w.pushField("user")
 		if x.User == nil || y.User == nil {
-			w.report(reflect.ValueOf(&x.User).Elem(), reflect.ValueOf(&y.User).Elem())
+			reportIntPtr(w, x.User, y.User)
 		} else if *x.User != *y.User {
-			w.report(reflect.ValueOf(x.User).Elem(), reflect.ValueOf(y.User).Elem())
+			reportInt(w, *x.User, *y.User)
 		}
 		w.pop()
 	}
@@ -4207,8 +9249,8 @@ func walkCorev1ServiceAccountTokenProjection(w *walker, x, y *corev1.ServiceAcco
 // walkCorev1SleepAction compares two corev1.SleepAction as compareStruct does.
 func walkCorev1SleepAction(w *walker, x, y *corev1.SleepAction) {
 	if x.Seconds != y.Seconds {
-		w.pushField("seconds", "f:seconds")
-		w.report(reflect.ValueOf(&x.Seconds).Elem(), reflect.ValueOf(&y.Seconds).Elem())
+		w.pushField("seconds")
+		reportInt(w, x.Seconds, y.Seconds)
 		w.pop()
 	}
 }
@@ -4216,32 +9258,32 @@ func walkCorev1SleepAction(w *walker, x, y *corev1.SleepAction) {
 // walkCorev1StorageOSVolumeSource compares two corev1.StorageOSVolumeSource as compareStruct does.
 func walkCorev1StorageOSVolumeSource(w *walker, x, y *corev1.StorageOSVolumeSource) {
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.SecretRef != y.SecretRef {
-		w.pushField("secretRef", "f:secretRef")
+		w.pushField("secretRef")
 		if x.SecretRef == nil || y.SecretRef == nil {
-			w.report(reflect.ValueOf(&x.SecretRef).Elem(), reflect.ValueOf(&y.SecretRef).Elem())
+			reportStructPtr(w, x.SecretRef, y.SecretRef, appendJSONCorev1LocalObjectReference)
 		} else if !typedSameBytes(unsafe.Pointer(x.SecretRef), unsafe.Pointer(y.SecretRef), unsafe.Sizeof(*x.SecretRef)) {
 			walkCorev1LocalObjectReference(w, x.SecretRef, y.SecretRef)
 		}
 		w.pop()
 	}
 	if x.VolumeName != y.VolumeName {
-		w.pushField("volumeName", "f:volumeName")
-		w.report(reflect.ValueOf(&x.VolumeName).Elem(), reflect.ValueOf(&y.VolumeName).Elem())
+		w.pushField("volumeName")
+		reportString(w, x.VolumeName, y.VolumeName)
 		w.pop()
 	}
 	if x.VolumeNamespace != y.VolumeNamespace {
-		w.pushField("volumeNamespace", "f:volumeNamespace")
-		w.report(reflect.ValueOf(&x.VolumeNamespace).Elem(), reflect.ValueOf(&y.VolumeNamespace).Elem())
+		w.pushField("volumeNamespace")
+		reportString(w, x.VolumeNamespace, y.VolumeNamespace)
 		w.pop()
 	}
 }
@@ -4249,13 +9291,13 @@ func walkCorev1StorageOSVolumeSource(w *walker, x, y *corev1.StorageOSVolumeSour
 // walkCorev1Sysctl compares two corev1.Sysctl as compareStruct does.
 func walkCorev1Sysctl(w *walker, x, y *corev1.Sysctl) {
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.Value != y.Value {
-		w.pushField("value", "f:value")
-		w.report(reflect.ValueOf(&x.Value).Elem(), reflect.ValueOf(&y.Value).Elem())
+		w.pushField("value")
+		reportString(w, x.Value, y.Value)
 		w.pop()
 	}
 }
@@ -4263,12 +9305,12 @@ func walkCorev1Sysctl(w *walker, x, y *corev1.Sysctl) {
 // walkCorev1TCPSocketAction compares two corev1.TCPSocketAction as compareStruct does.
 func walkCorev1TCPSocketAction(w *walker, x, y *corev1.TCPSocketAction) {
 	if x.Host != y.Host {
-		w.pushField("host", "f:host")
-		w.report(reflect.ValueOf(&x.Host).Elem(), reflect.ValueOf(&y.Host).Elem())
+		w.pushField("host")
+		reportString(w, x.Host, y.Host)
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.Port), unsafe.Pointer(&y.Port), unsafe.Sizeof(x.Port)) {
-		w.pushField("port", "f:port")
+		w.pushField("port")
 		walkIntstrIntOrString(w, &x.Port, &y.Port)
 		w.pop()
 	}
@@ -4277,32 +9319,32 @@ func walkCorev1TCPSocketAction(w *walker, x, y *corev1.TCPSocketAction) {
 // walkCorev1Toleration compares two corev1.Toleration as compareStruct does.
 func walkCorev1Toleration(w *walker, x, y *corev1.Toleration) {
 	if x.Effect != y.Effect {
-		w.pushField("effect", "f:effect")
-		w.report(reflect.ValueOf(&x.Effect).Elem(), reflect.ValueOf(&y.Effect).Elem())
+		w.pushField("effect")
+		reportString(w, x.Effect, y.Effect)
 		w.pop()
 	}
 	if x.Key != y.Key {
-		w.pushField("key", "f:key")
-		w.report(reflect.ValueOf(&x.Key).Elem(), reflect.ValueOf(&y.Key).Elem())
+		w.pushField("key")
+		reportString(w, x.Key, y.Key)
 		w.pop()
 	}
 	if x.Operator != y.Operator {
-		w.pushField("operator", "f:operator")
-		w.report(reflect.ValueOf(&x.Operator).Elem(), reflect.ValueOf(&y.Operator).Elem())
+		w.pushField("operator")
+		reportString(w, x.Operator, y.Operator)
 		w.pop()
 	}
 	if x.TolerationSeconds != y.TolerationSeconds {
-		w.pushField("tolerationSeconds", "f:tolerationSeconds")
+		w.pushField("tolerationSeconds")
 		if x.TolerationSeconds == nil || y.TolerationSeconds == nil {
-			w.report(reflect.ValueOf(&x.TolerationSeconds).Elem(), reflect.ValueOf(&y.TolerationSeconds).Elem())
+			reportIntPtr(w, x.TolerationSeconds, y.TolerationSeconds)
 		} else if *x.TolerationSeconds != *y.TolerationSeconds {
-			w.report(reflect.ValueOf(x.TolerationSeconds).Elem(), reflect.ValueOf(y.TolerationSeconds).Elem())
+			reportInt(w, *x.TolerationSeconds, *y.TolerationSeconds)
 		}
 		w.pop()
 	}
 	if x.Value != y.Value {
-		w.pushField("value", "f:value")
-		w.report(reflect.ValueOf(&x.Value).Elem(), reflect.ValueOf(&y.Value).Elem())
+		w.pushField("value")
+		reportString(w, x.Value, y.Value)
 		w.pop()
 	}
 }
@@ -4310,59 +9352,59 @@ func walkCorev1Toleration(w *walker, x, y *corev1.Toleration) {
 // walkCorev1TopologySpreadConstraint compares two corev1.TopologySpreadConstraint as compareStruct does.
 func walkCorev1TopologySpreadConstraint(w *walker, x, y *corev1.TopologySpreadConstraint) {
 	if x.LabelSelector != y.LabelSelector {
-		w.pushField("labelSelector", "f:labelSelector")
+		w.pushField("labelSelector")
 		if x.LabelSelector == nil || y.LabelSelector == nil {
-			w.report(reflect.ValueOf(&x.LabelSelector).Elem(), reflect.ValueOf(&y.LabelSelector).Elem())
+			reportStructPtr(w, x.LabelSelector, y.LabelSelector, appendJSONMetav1LabelSelector)
 		} else if !typedSameBytes(unsafe.Pointer(x.LabelSelector), unsafe.Pointer(y.LabelSelector), unsafe.Sizeof(*x.LabelSelector)) {
 			walkMetav1LabelSelector(w, x.LabelSelector, y.LabelSelector)
 		}
 		w.pop()
 	}
 	if !(len(x.MatchLabelKeys) == 0 && len(y.MatchLabelKeys) == 0 || len(x.MatchLabelKeys) == len(y.MatchLabelKeys) && unsafe.SliceData(x.MatchLabelKeys) == unsafe.SliceData(y.MatchLabelKeys)) {
-		w.pushField("matchLabelKeys", "f:matchLabelKeys")
+		w.pushField("matchLabelKeys")
 		w.compareUnlike(reflect.ValueOf(&x.MatchLabelKeys).Elem(), reflect.ValueOf(&y.MatchLabelKeys).Elem())
 		w.pop()
 	}
 	if x.MaxSkew != y.MaxSkew {
-		w.pushField("maxSkew", "f:maxSkew")
-		w.report(reflect.ValueOf(&x.MaxSkew).Elem(), reflect.ValueOf(&y.MaxSkew).Elem())
+		w.pushField("maxSkew")
+		reportInt(w, x.MaxSkew, y.MaxSkew)
 		w.pop()
 	}
 	if x.MinDomains != y.MinDomains {
-		w.pushField("minDomains", "f:minDomains")
+		w.pushField("minDomains")
 		if x.MinDomains == nil || y.MinDomains == nil {
-			w.report(reflect.ValueOf(&x.MinDomains).Elem(), reflect.ValueOf(&y.MinDomains).Elem())
+			reportIntPtr(w, x.MinDomains, y.MinDomains)
 		} else if *x.MinDomains != *y.MinDomains {
-			w.report(reflect.ValueOf(x.MinDomains).Elem(), reflect.ValueOf(y.MinDomains).Elem())
+			reportInt(w, *x.MinDomains, *y.MinDomains)
 		}
 		w.pop()
 	}
 	if x.NodeAffinityPolicy != y.NodeAffinityPolicy {
-		w.pushField("nodeAffinityPolicy", "f:nodeAffinityPolicy")
+		w.pushField("nodeAffinityPolicy")
 		if x.NodeAffinityPolicy == nil || y.NodeAffinityPolicy == nil {
-			w.report(reflect.ValueOf(&x.NodeAffinityPolicy).Elem(), reflect.ValueOf(&y.NodeAffinityPolicy).Elem())
+			reportStringPtr(w, x.NodeAffinityPolicy, y.NodeAffinityPolicy)
 		} else if *x.NodeAffinityPolicy != *y.NodeAffinityPolicy {
-			w.report(reflect.ValueOf(x.NodeAffinityPolicy).Elem(), reflect.ValueOf(y.NodeAffinityPolicy).Elem())
+			reportString(w, *x.NodeAffinityPolicy, *y.NodeAffinityPolicy)
 		}
 		w.pop()
 	}
 	if x.NodeTaintsPolicy != y.NodeTaintsPolicy {
-		w.pushField("nodeTaintsPolicy", "f:nodeTaintsPolicy")
+		w.pushField("nodeTaintsPolicy")
 		if x.NodeTaintsPolicy == nil || y.NodeTaintsPolicy == nil {
-			w.report(reflect.ValueOf(&x.NodeTaintsPolicy).Elem(), reflect.ValueOf(&y.NodeTaintsPolicy).Elem())
+			reportStringPtr(w, x.NodeTaintsPolicy, y.NodeTaintsPolicy)
 		} else if *x.NodeTaintsPolicy != *y.NodeTaintsPolicy {
-			w.report(reflect.ValueOf(x.NodeTaintsPolicy).Elem(), reflect.ValueOf(y.NodeTaintsPolicy).Elem())
+			reportString(w, *x.NodeTaintsPolicy, *y.NodeTaintsPolicy)
 		}
 		w.pop()
 	}
 	if x.TopologyKey != y.TopologyKey {
-		w.pushField("topologyKey", "f:topologyKey")
-		w.report(reflect.ValueOf(&x.TopologyKey).Elem(), reflect.ValueOf(&y.TopologyKey).Elem())
+		w.pushField("topologyKey")
+		reportString(w, x.TopologyKey, y.TopologyKey)
 		w.pop()
 	}
 	if x.WhenUnsatisfiable != y.WhenUnsatisfiable {
-		w.pushField("whenUnsatisfiable", "f:whenUnsatisfiable")
-		w.report(reflect.ValueOf(&x.WhenUnsatisfiable).Elem(), reflect.ValueOf(&y.WhenUnsatisfiable).Elem())
+		w.pushField("whenUnsatisfiable")
+		reportString(w, x.WhenUnsatisfiable, y.WhenUnsatisfiable)
 		w.pop()
 	}
 }
@@ -4370,22 +9412,22 @@ func walkCorev1TopologySpreadConstraint(w *walker, x, y *corev1.TopologySpreadCo
 // walkCorev1TypedLocalObjectReference compares two corev1.TypedLocalObjectReference as compareStruct does.
 func walkCorev1TypedLocalObjectReference(w *walker, x, y *corev1.TypedLocalObjectReference) {
 	if x.APIGroup != y.APIGroup {
-		w.pushField("apiGroup", "f:apiGroup")
+		w.pushField("apiGroup")
 		if x.APIGroup == nil || y.APIGroup == nil {
-			w.report(reflect.ValueOf(&x.APIGroup).Elem(), reflect.ValueOf(&y.APIGroup).Elem())
+			reportStringPtr(w, x.APIGroup, y.APIGroup)
 		} else if *x.APIGroup != *y.APIGroup {
-			w.report(reflect.ValueOf(x.APIGroup).Elem(), reflect.ValueOf(y.APIGroup).Elem())
+			reportString(w, *x.APIGroup, *y.APIGroup)
 		}
 		w.pop()
 	}
 	if x.Kind != y.Kind {
-		w.pushField("kind", "f:kind")
-		w.report(reflect.ValueOf(&x.Kind).Elem(), reflect.ValueOf(&y.Kind).Elem())
+		w.pushField("kind")
+		reportString(w, x.Kind, y.Kind)
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 }
@@ -4393,30 +9435,30 @@ func walkCorev1TypedLocalObjectReference(w *walker, x, y *corev1.TypedLocalObjec
 // walkCorev1TypedObjectReference compares two corev1.TypedObjectReference as compareStruct does.
 func walkCorev1TypedObjectReference(w *walker, x, y *corev1.TypedObjectReference) {
 	if x.APIGroup != y.APIGroup {
-		w.pushField("apiGroup", "f:apiGroup")
+		w.pushField("apiGroup")
 		if x.APIGroup == nil || y.APIGroup == nil {
-			w.report(reflect.ValueOf(&x.APIGroup).Elem(), reflect.ValueOf(&y.APIGroup).Elem())
+			reportStringPtr(w, x.APIGroup, y.APIGroup)
 		} else if *x.APIGroup != *y.APIGroup {
-			w.report(reflect.ValueOf(x.APIGroup).Elem(), reflect.ValueOf(y.APIGroup).Elem())
+			reportString(w, *x.APIGroup, *y.APIGroup)
 		}
 		w.pop()
 	}
 	if x.Kind != y.Kind {
-		w.pushField("kind", "f:kind")
-		w.report(reflect.ValueOf(&x.Kind).Elem(), reflect.ValueOf(&y.Kind).Elem())
+		w.pushField("kind")
+		reportString(w, x.Kind, y.Kind)
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.Namespace != y.Namespace {
-		w.pushField("namespace", "f:namespace")
+		w.pushField("namespace")
 		if x.Namespace == nil || y.Namespace == nil {
-			w.report(reflect.ValueOf(&x.Namespace).Elem(), reflect.ValueOf(&y.Namespace).Elem())
+			reportStringPtr(w, x.Namespace, y.Namespace)
 		} else if *x.Namespace != *y.Namespace {
-			w.report(reflect.ValueOf(x.Namespace).Elem(), reflect.ValueOf(y.Namespace).Elem())
+			reportString(w, *x.Namespace, *y.Namespace)
 		}
 		w.pop()
 	}
@@ -4428,8 +9470,8 @@ func walkCorev1Volume(w *walker, x, y *corev1.Volume) {
 		walkCorev1VolumeSource(w, &x.VolumeSource, &y.VolumeSource)
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 }
@@ -4437,13 +9479,13 @@ func walkCorev1Volume(w *walker, x, y *corev1.Volume) {
 // walkCorev1VolumeDevice compares two corev1.VolumeDevice as compareStruct does.
 func walkCorev1VolumeDevice(w *walker, x, y *corev1.VolumeDevice) {
 	if x.DevicePath != y.DevicePath {
-		w.pushField("devicePath", "f:devicePath")
-		w.report(reflect.ValueOf(&x.DevicePath).Elem(), reflect.ValueOf(&y.DevicePath).Elem())
+		w.pushField("devicePath")
+		reportString(w, x.DevicePath, y.DevicePath)
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 }
@@ -4451,18 +9493,18 @@ func walkCorev1VolumeDevice(w *walker, x, y *corev1.VolumeDevice) {
 // walkCorev1VolumeHealthCondition compares two corev1.VolumeHealthCondition as compareStruct does.
 func walkCorev1VolumeHealthCondition(w *walker, x, y *corev1.VolumeHealthCondition) {
 	if x.Message != y.Message {
-		w.pushField("message", "f:message")
-		w.report(reflect.ValueOf(&x.Message).Elem(), reflect.ValueOf(&y.Message).Elem())
+		w.pushField("message")
+		reportString(w, x.Message, y.Message)
 		w.pop()
 	}
 	if x.Reason != y.Reason {
-		w.pushField("reason", "f:reason")
-		w.report(reflect.ValueOf(&x.Reason).Elem(), reflect.ValueOf(&y.Reason).Elem())
+		w.pushField("reason")
+		reportString(w, x.Reason, y.Reason)
 		w.pop()
 	}
 	if x.Status != y.Status {
-		w.pushField("status", "f:status")
-		w.report(reflect.ValueOf(&x.Status).Elem(), reflect.ValueOf(&y.Status).Elem())
+		w.pushField("status")
+		reportString(w, x.Status, y.Status)
 		w.pop()
 	}
 }
@@ -4470,51 +9512,51 @@ func walkCorev1VolumeHealthCondition(w *walker, x, y *corev1.VolumeHealthConditi
 // walkCorev1VolumeMount compares two corev1.VolumeMount as compareStruct does.
 func walkCorev1VolumeMount(w *walker, x, y *corev1.VolumeMount) {
 	if !(len(x.BindMountOptions) == 0 && len(y.BindMountOptions) == 0 || len(x.BindMountOptions) == len(y.BindMountOptions) && unsafe.SliceData(x.BindMountOptions) == unsafe.SliceData(y.BindMountOptions)) {
-		w.pushField("bindMountOptions", "f:bindMountOptions")
+		w.pushField("bindMountOptions")
 		w.compareUnlike(reflect.ValueOf(&x.BindMountOptions).Elem(), reflect.ValueOf(&y.BindMountOptions).Elem())
 		w.pop()
 	}
 	if x.MountPath != y.MountPath {
-		w.pushField("mountPath", "f:mountPath")
-		w.report(reflect.ValueOf(&x.MountPath).Elem(), reflect.ValueOf(&y.MountPath).Elem())
+		w.pushField("mountPath")
+		reportString(w, x.MountPath, y.MountPath)
 		w.pop()
 	}
 	if x.MountPropagation != y.MountPropagation {
-		w.pushField("mountPropagation", "f:mountPropagation")
+		w.pushField("mountPropagation")
 		if x.MountPropagation == nil || y.MountPropagation == nil {
-			w.report(reflect.ValueOf(&x.MountPropagation).Elem(), reflect.ValueOf(&y.MountPropagation).Elem())
+			reportStringPtr(w, x.MountPropagation, y.MountPropagation)
 		} else if *x.MountPropagation != *y.MountPropagation {
-			w.report(reflect.ValueOf(x.MountPropagation).Elem(), reflect.ValueOf(y.MountPropagation).Elem())
+			reportString(w, *x.MountPropagation, *y.MountPropagation)
 		}
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.RecursiveReadOnly != y.RecursiveReadOnly {
-		w.pushField("recursiveReadOnly", "f:recursiveReadOnly")
+		w.pushField("recursiveReadOnly")
 		if x.RecursiveReadOnly == nil || y.RecursiveReadOnly == nil {
-			w.report(reflect.ValueOf(&x.RecursiveReadOnly).Elem(), reflect.ValueOf(&y.RecursiveReadOnly).Elem())
+			reportStringPtr(w, x.RecursiveReadOnly, y.RecursiveReadOnly)
 		} else if *x.RecursiveReadOnly != *y.RecursiveReadOnly {
-			w.report(reflect.ValueOf(x.RecursiveReadOnly).Elem(), reflect.ValueOf(y.RecursiveReadOnly).Elem())
+			reportString(w, *x.RecursiveReadOnly, *y.RecursiveReadOnly)
 		}
 		w.pop()
 	}
 	if x.SubPath != y.SubPath {
-		w.pushField("subPath", "f:subPath")
-		w.report(reflect.ValueOf(&x.SubPath).Elem(), reflect.ValueOf(&y.SubPath).Elem())
+		w.pushField("subPath")
+		reportString(w, x.SubPath, y.SubPath)
 		w.pop()
 	}
 	if x.SubPathExpr != y.SubPathExpr {
-		w.pushField("subPathExpr", "f:subPathExpr")
-		w.report(reflect.ValueOf(&x.SubPathExpr).Elem(), reflect.ValueOf(&y.SubPathExpr).Elem())
+		w.pushField("subPathExpr")
+		reportString(w, x.SubPathExpr, y.SubPathExpr)
 		w.pop()
 	}
 }
@@ -4522,33 +9564,33 @@ func walkCorev1VolumeMount(w *walker, x, y *corev1.VolumeMount) {
 // walkCorev1VolumeMountStatus compares two corev1.VolumeMountStatus as compareStruct does.
 func walkCorev1VolumeMountStatus(w *walker, x, y *corev1.VolumeMountStatus) {
 	if x.MountPath != y.MountPath {
-		w.pushField("mountPath", "f:mountPath")
-		w.report(reflect.ValueOf(&x.MountPath).Elem(), reflect.ValueOf(&y.MountPath).Elem())
+		w.pushField("mountPath")
+		reportString(w, x.MountPath, y.MountPath)
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.ReadOnly != y.ReadOnly {
-		w.pushField("readOnly", "f:readOnly")
-		w.report(reflect.ValueOf(&x.ReadOnly).Elem(), reflect.ValueOf(&y.ReadOnly).Elem())
+		w.pushField("readOnly")
+		reportBool(w, x.ReadOnly, y.ReadOnly)
 		w.pop()
 	}
 	if x.RecursiveReadOnly != y.RecursiveReadOnly {
-		w.pushField("recursiveReadOnly", "f:recursiveReadOnly")
+		w.pushField("recursiveReadOnly")
 		if x.RecursiveReadOnly == nil || y.RecursiveReadOnly == nil {
-			w.report(reflect.ValueOf(&x.RecursiveReadOnly).Elem(), reflect.ValueOf(&y.RecursiveReadOnly).Elem())
+			reportStringPtr(w, x.RecursiveReadOnly, y.RecursiveReadOnly)
 		} else if *x.RecursiveReadOnly != *y.RecursiveReadOnly {
-			w.report(reflect.ValueOf(x.RecursiveReadOnly).Elem(), reflect.ValueOf(y.RecursiveReadOnly).Elem())
+			reportString(w, *x.RecursiveReadOnly, *y.RecursiveReadOnly)
 		}
 		w.pop()
 	}
 	if x.VolumeStatus != y.VolumeStatus {
-		w.pushField("volumeStatus", "f:volumeStatus")
+		w.pushField("volumeStatus")
 		if x.VolumeStatus == nil || y.VolumeStatus == nil {
-			w.report(reflect.ValueOf(&x.VolumeStatus).Elem(), reflect.ValueOf(&y.VolumeStatus).Elem())
+			reportStructPtr(w, x.VolumeStatus, y.VolumeStatus, appendJSONCorev1VolumeStatus)
 		} else if !typedSameBytes(unsafe.Pointer(x.VolumeStatus), unsafe.Pointer(y.VolumeStatus), unsafe.Sizeof(*x.VolumeStatus)) {
 			walkCorev1VolumeStatus(w, x.VolumeStatus, y.VolumeStatus)
 		}
@@ -4559,16 +9601,16 @@ func walkCorev1VolumeMountStatus(w *walker, x, y *corev1.VolumeMountStatus) {
 // walkCorev1VolumeProjection compares two corev1.VolumeProjection as compareStruct does.
 func walkCorev1VolumeProjection(w *walker, x, y *corev1.VolumeProjection) {
 	if x.ClusterTrustBundle != y.ClusterTrustBundle {
-		w.pushField("clusterTrustBundle", "f:clusterTrustBundle")
+		w.pushField("clusterTrustBundle")
 		if x.ClusterTrustBundle == nil || y.ClusterTrustBundle == nil {
-			w.report(reflect.ValueOf(&x.ClusterTrustBundle).Elem(), reflect.ValueOf(&y.ClusterTrustBundle).Elem())
+			reportStructPtr(w, x.ClusterTrustBundle, y.ClusterTrustBundle, appendJSONCorev1ClusterTrustBundleProjection)
 		} else if !typedSameBytes(unsafe.Pointer(x.ClusterTrustBundle), unsafe.Pointer(y.ClusterTrustBundle), unsafe.Sizeof(*x.ClusterTrustBundle)) {
 			walkCorev1ClusterTrustBundleProjection(w, x.ClusterTrustBundle, y.ClusterTrustBundle)
 		}
 		w.pop()
 	}
 	if x.ConfigMap != y.ConfigMap {
-		w.pushField("configMap", "f:configMap")
+		w.pushField("configMap")
 		if x.ConfigMap == nil || y.ConfigMap == nil {
 			w.report(reflect.ValueOf(&x.ConfigMap).Elem(), reflect.ValueOf(&y.ConfigMap).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.ConfigMap), unsafe.Pointer(y.ConfigMap), unsafe.Sizeof(*x.ConfigMap)) {
@@ -4577,25 +9619,25 @@ func walkCorev1VolumeProjection(w *walker, x, y *corev1.VolumeProjection) {
 		w.pop()
 	}
 	if x.DownwardAPI != y.DownwardAPI {
-		w.pushField("downwardAPI", "f:downwardAPI")
+		w.pushField("downwardAPI")
 		if x.DownwardAPI == nil || y.DownwardAPI == nil {
-			w.report(reflect.ValueOf(&x.DownwardAPI).Elem(), reflect.ValueOf(&y.DownwardAPI).Elem())
+			reportStructPtr(w, x.DownwardAPI, y.DownwardAPI, appendJSONCorev1DownwardAPIProjection)
 		} else if !typedSameBytes(unsafe.Pointer(x.DownwardAPI), unsafe.Pointer(y.DownwardAPI), unsafe.Sizeof(*x.DownwardAPI)) {
 			walkCorev1DownwardAPIProjection(w, x.DownwardAPI, y.DownwardAPI)
 		}
 		w.pop()
 	}
 	if x.PodCertificate != y.PodCertificate {
-		w.pushField("podCertificate", "f:podCertificate")
+		w.pushField("podCertificate")
 		if x.PodCertificate == nil || y.PodCertificate == nil {
-			w.report(reflect.ValueOf(&x.PodCertificate).Elem(), reflect.ValueOf(&y.PodCertificate).Elem())
+			reportStructPtr(w, x.PodCertificate, y.PodCertificate, appendJSONCorev1PodCertificateProjection)
 		} else if !typedSameBytes(unsafe.Pointer(x.PodCertificate), unsafe.Pointer(y.PodCertificate), unsafe.Sizeof(*x.PodCertificate)) {
 			walkCorev1PodCertificateProjection(w, x.PodCertificate, y.PodCertificate)
 		}
 		w.pop()
 	}
 	if x.Secret != y.Secret {
-		w.pushField("secret", "f:secret")
+		w.pushField("secret")
 		if x.Secret == nil || y.Secret == nil {
 			w.report(reflect.ValueOf(&x.Secret).Elem(), reflect.ValueOf(&y.Secret).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.Secret), unsafe.Pointer(y.Secret), unsafe.Sizeof(*x.Secret)) {
@@ -4604,9 +9646,9 @@ func walkCorev1VolumeProjection(w *walker, x, y *corev1.VolumeProjection) {
 		w.pop()
 	}
 	if x.ServiceAccountToken != y.ServiceAccountToken {
-		w.pushField("serviceAccountToken", "f:serviceAccountToken")
+		w.pushField("serviceAccountToken")
 		if x.ServiceAccountToken == nil || y.ServiceAccountToken == nil {
-			w.report(reflect.ValueOf(&x.ServiceAccountToken).Elem(), reflect.ValueOf(&y.ServiceAccountToken).Elem())
+			reportStructPtr(w, x.ServiceAccountToken, y.ServiceAccountToken, appendJSONCorev1ServiceAccountTokenProjection)
 		} else if !typedSameBytes(unsafe.Pointer(x.ServiceAccountToken), unsafe.Pointer(y.ServiceAccountToken), unsafe.Sizeof(*x.ServiceAccountToken)) {
 			walkCorev1ServiceAccountTokenProjection(w, x.ServiceAccountToken, y.ServiceAccountToken)
 		}
@@ -4617,12 +9659,12 @@ func walkCorev1VolumeProjection(w *walker, x, y *corev1.VolumeProjection) {
 // walkCorev1VolumeResourceRequirements compares two corev1.VolumeResourceRequirements as compareStruct does.
 func walkCorev1VolumeResourceRequirements(w *walker, x, y *corev1.VolumeResourceRequirements) {
 	if !(len(x.Limits) == 0 && len(y.Limits) == 0 || len(x.Limits) == len(y.Limits) && typedMapPointer(unsafe.Pointer(&x.Limits)) == typedMapPointer(unsafe.Pointer(&y.Limits))) {
-		w.pushField("limits", "f:limits")
+		w.pushField("limits")
 		w.compareUnlike(reflect.ValueOf(&x.Limits).Elem(), reflect.ValueOf(&y.Limits).Elem())
 		w.pop()
 	}
 	if !(len(x.Requests) == 0 && len(y.Requests) == 0 || len(x.Requests) == len(y.Requests) && typedMapPointer(unsafe.Pointer(&x.Requests)) == typedMapPointer(unsafe.Pointer(&y.Requests))) {
-		w.pushField("requests", "f:requests")
+		w.pushField("requests")
 		w.compareUnlike(reflect.ValueOf(&x.Requests).Elem(), reflect.ValueOf(&y.Requests).Elem())
 		w.pop()
 	}
@@ -4631,52 +9673,52 @@ func walkCorev1VolumeResourceRequirements(w *walker, x, y *corev1.VolumeResource
 // walkCorev1VolumeSource compares two corev1.VolumeSource as compareStruct does.
 func walkCorev1VolumeSource(w *walker, x, y *corev1.VolumeSource) {
 	if x.AWSElasticBlockStore != y.AWSElasticBlockStore {
-		w.pushField("awsElasticBlockStore", "f:awsElasticBlockStore")
+		w.pushField("awsElasticBlockStore")
 		if x.AWSElasticBlockStore == nil || y.AWSElasticBlockStore == nil {
-			w.report(reflect.ValueOf(&x.AWSElasticBlockStore).Elem(), reflect.ValueOf(&y.AWSElasticBlockStore).Elem())
+			reportStructPtr(w, x.AWSElasticBlockStore, y.AWSElasticBlockStore, appendJSONCorev1AWSElasticBlockStoreVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.AWSElasticBlockStore), unsafe.Pointer(y.AWSElasticBlockStore), unsafe.Sizeof(*x.AWSElasticBlockStore)) {
 			walkCorev1AWSElasticBlockStoreVolumeSource(w, x.AWSElasticBlockStore, y.AWSElasticBlockStore)
 		}
 		w.pop()
 	}
 	if x.AzureDisk != y.AzureDisk {
-		w.pushField("azureDisk", "f:azureDisk")
+		w.pushField("azureDisk")
 		if x.AzureDisk == nil || y.AzureDisk == nil {
-			w.report(reflect.ValueOf(&x.AzureDisk).Elem(), reflect.ValueOf(&y.AzureDisk).Elem())
+			reportStructPtr(w, x.AzureDisk, y.AzureDisk, appendJSONCorev1AzureDiskVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.AzureDisk), unsafe.Pointer(y.AzureDisk), unsafe.Sizeof(*x.AzureDisk)) {
 			walkCorev1AzureDiskVolumeSource(w, x.AzureDisk, y.AzureDisk)
 		}
 		w.pop()
 	}
 	if x.AzureFile != y.AzureFile {
-		w.pushField("azureFile", "f:azureFile")
+		w.pushField("azureFile")
 		if x.AzureFile == nil || y.AzureFile == nil {
-			w.report(reflect.ValueOf(&x.AzureFile).Elem(), reflect.ValueOf(&y.AzureFile).Elem())
+			reportStructPtr(w, x.AzureFile, y.AzureFile, appendJSONCorev1AzureFileVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.AzureFile), unsafe.Pointer(y.AzureFile), unsafe.Sizeof(*x.AzureFile)) {
 			walkCorev1AzureFileVolumeSource(w, x.AzureFile, y.AzureFile)
 		}
 		w.pop()
 	}
 	if x.CephFS != y.CephFS {
-		w.pushField("cephfs", "f:cephfs")
+		w.pushField("cephfs")
 		if x.CephFS == nil || y.CephFS == nil {
-			w.report(reflect.ValueOf(&x.CephFS).Elem(), reflect.ValueOf(&y.CephFS).Elem())
+			reportStructPtr(w, x.CephFS, y.CephFS, appendJSONCorev1CephFSVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.CephFS), unsafe.Pointer(y.CephFS), unsafe.Sizeof(*x.CephFS)) {
 			walkCorev1CephFSVolumeSource(w, x.CephFS, y.CephFS)
 		}
 		w.pop()
 	}
 	if x.Cinder != y.Cinder {
-		w.pushField("cinder", "f:cinder")
+		w.pushField("cinder")
 		if x.Cinder == nil || y.Cinder == nil {
-			w.report(reflect.ValueOf(&x.Cinder).Elem(), reflect.ValueOf(&y.Cinder).Elem())
+			reportStructPtr(w, x.Cinder, y.Cinder, appendJSONCorev1CinderVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.Cinder), unsafe.Pointer(y.Cinder), unsafe.Sizeof(*x.Cinder)) {
 			walkCorev1CinderVolumeSource(w, x.Cinder, y.Cinder)
 		}
 		w.pop()
 	}
 	if x.ConfigMap != y.ConfigMap {
-		w.pushField("configMap", "f:configMap")
+		w.pushField("configMap")
 		if x.ConfigMap == nil || y.ConfigMap == nil {
 			w.report(reflect.ValueOf(&x.ConfigMap).Elem(), reflect.ValueOf(&y.ConfigMap).Elem())
 		} else if !typedSameBytes(unsafe.Pointer(x.ConfigMap), unsafe.Pointer(y.ConfigMap), unsafe.Sizeof(*x.ConfigMap)) {
@@ -4685,216 +9727,216 @@ func walkCorev1VolumeSource(w *walker, x, y *corev1.VolumeSource) {
 		w.pop()
 	}
 	if x.CSI != y.CSI {
-		w.pushField("csi", "f:csi")
+		w.pushField("csi")
 		if x.CSI == nil || y.CSI == nil {
-			w.report(reflect.ValueOf(&x.CSI).Elem(), reflect.ValueOf(&y.CSI).Elem())
+			reportStructPtr(w, x.CSI, y.CSI, appendJSONCorev1CSIVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.CSI), unsafe.Pointer(y.CSI), unsafe.Sizeof(*x.CSI)) {
 			walkCorev1CSIVolumeSource(w, x.CSI, y.CSI)
 		}
 		w.pop()
 	}
 	if x.DownwardAPI != y.DownwardAPI {
-		w.pushField("downwardAPI", "f:downwardAPI")
+		w.pushField("downwardAPI")
 		if x.DownwardAPI == nil || y.DownwardAPI == nil {
-			w.report(reflect.ValueOf(&x.DownwardAPI).Elem(), reflect.ValueOf(&y.DownwardAPI).Elem())
+			reportStructPtr(w, x.DownwardAPI, y.DownwardAPI, appendJSONCorev1DownwardAPIVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.DownwardAPI), unsafe.Pointer(y.DownwardAPI), unsafe.Sizeof(*x.DownwardAPI)) {
 			walkCorev1DownwardAPIVolumeSource(w, x.DownwardAPI, y.DownwardAPI)
 		}
 		w.pop()
 	}
 	if x.EmptyDir != y.EmptyDir {
-		w.pushField("emptyDir", "f:emptyDir")
+		w.pushField("emptyDir")
 		if x.EmptyDir == nil || y.EmptyDir == nil {
-			w.report(reflect.ValueOf(&x.EmptyDir).Elem(), reflect.ValueOf(&y.EmptyDir).Elem())
+			reportStructPtr(w, x.EmptyDir, y.EmptyDir, appendJSONCorev1EmptyDirVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.EmptyDir), unsafe.Pointer(y.EmptyDir), unsafe.Sizeof(*x.EmptyDir)) {
 			walkCorev1EmptyDirVolumeSource(w, x.EmptyDir, y.EmptyDir)
 		}
 		w.pop()
 	}
 	if x.Ephemeral != y.Ephemeral {
-		w.pushField("ephemeral", "f:ephemeral")
+		w.pushField("ephemeral")
 		if x.Ephemeral == nil || y.Ephemeral == nil {
-			w.report(reflect.ValueOf(&x.Ephemeral).Elem(), reflect.ValueOf(&y.Ephemeral).Elem())
+			reportStructPtr(w, x.Ephemeral, y.Ephemeral, appendJSONCorev1EphemeralVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.Ephemeral), unsafe.Pointer(y.Ephemeral), unsafe.Sizeof(*x.Ephemeral)) {
 			walkCorev1EphemeralVolumeSource(w, x.Ephemeral, y.Ephemeral)
 		}
 		w.pop()
 	}
 	if x.FC != y.FC {
-		w.pushField("fc", "f:fc")
+		w.pushField("fc")
 		if x.FC == nil || y.FC == nil {
-			w.report(reflect.ValueOf(&x.FC).Elem(), reflect.ValueOf(&y.FC).Elem())
+			reportStructPtr(w, x.FC, y.FC, appendJSONCorev1FCVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.FC), unsafe.Pointer(y.FC), unsafe.Sizeof(*x.FC)) {
 			walkCorev1FCVolumeSource(w, x.FC, y.FC)
 		}
 		w.pop()
 	}
 	if x.FlexVolume != y.FlexVolume {
-		w.pushField("flexVolume", "f:flexVolume")
+		w.pushField("flexVolume")
 		if x.FlexVolume == nil || y.FlexVolume == nil {
-			w.report(reflect.ValueOf(&x.FlexVolume).Elem(), reflect.ValueOf(&y.FlexVolume).Elem())
+			reportStructPtr(w, x.FlexVolume, y.FlexVolume, appendJSONCorev1FlexVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.FlexVolume), unsafe.Pointer(y.FlexVolume), unsafe.Sizeof(*x.FlexVolume)) {
 			walkCorev1FlexVolumeSource(w, x.FlexVolume, y.FlexVolume)
 		}
 		w.pop()
 	}
 	if x.Flocker != y.Flocker {
-		w.pushField("flocker", "f:flocker")
+		w.pushField("flocker")
 		if x.Flocker == nil || y.Flocker == nil {
-			w.report(reflect.ValueOf(&x.Flocker).Elem(), reflect.ValueOf(&y.Flocker).Elem())
+			reportStructPtr(w, x.Flocker, y.Flocker, appendJSONCorev1FlockerVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.Flocker), unsafe.Pointer(y.Flocker), unsafe.Sizeof(*x.Flocker)) {
 			walkCorev1FlockerVolumeSource(w, x.Flocker, y.Flocker)
 		}
 		w.pop()
 	}
 	if x.GCEPersistentDisk != y.GCEPersistentDisk {
-		w.pushField("gcePersistentDisk", "f:gcePersistentDisk")
+		w.pushField("gcePersistentDisk")
 		if x.GCEPersistentDisk == nil || y.GCEPersistentDisk == nil {
-			w.report(reflect.ValueOf(&x.GCEPersistentDisk).Elem(), reflect.ValueOf(&y.GCEPersistentDisk).Elem())
+			reportStructPtr(w, x.GCEPersistentDisk, y.GCEPersistentDisk, appendJSONCorev1GCEPersistentDiskVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.GCEPersistentDisk), unsafe.Pointer(y.GCEPersistentDisk), unsafe.Sizeof(*x.GCEPersistentDisk)) {
 			walkCorev1GCEPersistentDiskVolumeSource(w, x.GCEPersistentDisk, y.GCEPersistentDisk)
 		}
 		w.pop()
 	}
 	if x.GitRepo != y.GitRepo {
-		w.pushField("gitRepo", "f:gitRepo")
+		w.pushField("gitRepo")
 		if x.GitRepo == nil || y.GitRepo == nil {
-			w.report(reflect.ValueOf(&x.GitRepo).Elem(), reflect.ValueOf(&y.GitRepo).Elem())
+			reportStructPtr(w, x.GitRepo, y.GitRepo, appendJSONCorev1GitRepoVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.GitRepo), unsafe.Pointer(y.GitRepo), unsafe.Sizeof(*x.GitRepo)) {
 			walkCorev1GitRepoVolumeSource(w, x.GitRepo, y.GitRepo)
 		}
 		w.pop()
 	}
 	if x.Glusterfs != y.Glusterfs {
-		w.pushField("glusterfs", "f:glusterfs")
+		w.pushField("glusterfs")
 		if x.Glusterfs == nil || y.Glusterfs == nil {
-			w.report(reflect.ValueOf(&x.Glusterfs).Elem(), reflect.ValueOf(&y.Glusterfs).Elem())
+			reportStructPtr(w, x.Glusterfs, y.Glusterfs, appendJSONCorev1GlusterfsVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.Glusterfs), unsafe.Pointer(y.Glusterfs), unsafe.Sizeof(*x.Glusterfs)) {
 			walkCorev1GlusterfsVolumeSource(w, x.Glusterfs, y.Glusterfs)
 		}
 		w.pop()
 	}
 	if x.HostPath != y.HostPath {
-		w.pushField("hostPath", "f:hostPath")
+		w.pushField("hostPath")
 		if x.HostPath == nil || y.HostPath == nil {
-			w.report(reflect.ValueOf(&x.HostPath).Elem(), reflect.ValueOf(&y.HostPath).Elem())
+			reportStructPtr(w, x.HostPath, y.HostPath, appendJSONCorev1HostPathVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.HostPath), unsafe.Pointer(y.HostPath), unsafe.Sizeof(*x.HostPath)) {
 			walkCorev1HostPathVolumeSource(w, x.HostPath, y.HostPath)
 		}
 		w.pop()
 	}
 	if x.Image != y.Image {
-		w.pushField("image", "f:image")
+		w.pushField("image")
 		if x.Image == nil || y.Image == nil {
-			w.report(reflect.ValueOf(&x.Image).Elem(), reflect.ValueOf(&y.Image).Elem())
+			reportStructPtr(w, x.Image, y.Image, appendJSONCorev1ImageVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.Image), unsafe.Pointer(y.Image), unsafe.Sizeof(*x.Image)) {
 			walkCorev1ImageVolumeSource(w, x.Image, y.Image)
 		}
 		w.pop()
 	}
 	if x.ISCSI != y.ISCSI {
-		w.pushField("iscsi", "f:iscsi")
+		w.pushField("iscsi")
 		if x.ISCSI == nil || y.ISCSI == nil {
-			w.report(reflect.ValueOf(&x.ISCSI).Elem(), reflect.ValueOf(&y.ISCSI).Elem())
+			reportStructPtr(w, x.ISCSI, y.ISCSI, appendJSONCorev1ISCSIVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.ISCSI), unsafe.Pointer(y.ISCSI), unsafe.Sizeof(*x.ISCSI)) {
 			walkCorev1ISCSIVolumeSource(w, x.ISCSI, y.ISCSI)
 		}
 		w.pop()
 	}
 	if x.NFS != y.NFS {
-		w.pushField("nfs", "f:nfs")
+		w.pushField("nfs")
 		if x.NFS == nil || y.NFS == nil {
-			w.report(reflect.ValueOf(&x.NFS).Elem(), reflect.ValueOf(&y.NFS).Elem())
+			reportStructPtr(w, x.NFS, y.NFS, appendJSONCorev1NFSVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.NFS), unsafe.Pointer(y.NFS), unsafe.Sizeof(*x.NFS)) {
 			walkCorev1NFSVolumeSource(w, x.NFS, y.NFS)
 		}
 		w.pop()
 	}
 	if x.PersistentVolumeClaim != y.PersistentVolumeClaim {
-		w.pushField("persistentVolumeClaim", "f:persistentVolumeClaim")
+		w.pushField("persistentVolumeClaim")
 		if x.PersistentVolumeClaim == nil || y.PersistentVolumeClaim == nil {
-			w.report(reflect.ValueOf(&x.PersistentVolumeClaim).Elem(), reflect.ValueOf(&y.PersistentVolumeClaim).Elem())
+			reportStructPtr(w, x.PersistentVolumeClaim, y.PersistentVolumeClaim, appendJSONCorev1PersistentVolumeClaimVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.PersistentVolumeClaim), unsafe.Pointer(y.PersistentVolumeClaim), unsafe.Sizeof(*x.PersistentVolumeClaim)) {
 			walkCorev1PersistentVolumeClaimVolumeSource(w, x.PersistentVolumeClaim, y.PersistentVolumeClaim)
 		}
 		w.pop()
 	}
 	if x.PhotonPersistentDisk != y.PhotonPersistentDisk {
-		w.pushField("photonPersistentDisk", "f:photonPersistentDisk")
+		w.pushField("photonPersistentDisk")
 		if x.PhotonPersistentDisk == nil || y.PhotonPersistentDisk == nil {
-			w.report(reflect.ValueOf(&x.PhotonPersistentDisk).Elem(), reflect.ValueOf(&y.PhotonPersistentDisk).Elem())
+			reportStructPtr(w, x.PhotonPersistentDisk, y.PhotonPersistentDisk, appendJSONCorev1PhotonPersistentDiskVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.PhotonPersistentDisk), unsafe.Pointer(y.PhotonPersistentDisk), unsafe.Sizeof(*x.PhotonPersistentDisk)) {
 			walkCorev1PhotonPersistentDiskVolumeSource(w, x.PhotonPersistentDisk, y.PhotonPersistentDisk)
 		}
 		w.pop()
 	}
 	if x.PortworxVolume != y.PortworxVolume {
-		w.pushField("portworxVolume", "f:portworxVolume")
+		w.pushField("portworxVolume")
 		if x.PortworxVolume == nil || y.PortworxVolume == nil {
-			w.report(reflect.ValueOf(&x.PortworxVolume).Elem(), reflect.ValueOf(&y.PortworxVolume).Elem())
+			reportStructPtr(w, x.PortworxVolume, y.PortworxVolume, appendJSONCorev1PortworxVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.PortworxVolume), unsafe.Pointer(y.PortworxVolume), unsafe.Sizeof(*x.PortworxVolume)) {
 			walkCorev1PortworxVolumeSource(w, x.PortworxVolume, y.PortworxVolume)
 		}
 		w.pop()
 	}
 	if x.Projected != y.Projected {
-		w.pushField("projected", "f:projected")
+		w.pushField("projected")
 		if x.Projected == nil || y.Projected == nil {
-			w.report(reflect.ValueOf(&x.Projected).Elem(), reflect.ValueOf(&y.Projected).Elem())
+			reportStructPtr(w, x.Projected, y.Projected, appendJSONCorev1ProjectedVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.Projected), unsafe.Pointer(y.Projected), unsafe.Sizeof(*x.Projected)) {
 			walkCorev1ProjectedVolumeSource(w, x.Projected, y.Projected)
 		}
 		w.pop()
 	}
 	if x.Quobyte != y.Quobyte {
-		w.pushField("quobyte", "f:quobyte")
+		w.pushField("quobyte")
 		if x.Quobyte == nil || y.Quobyte == nil {
-			w.report(reflect.ValueOf(&x.Quobyte).Elem(), reflect.ValueOf(&y.Quobyte).Elem())
+			reportStructPtr(w, x.Quobyte, y.Quobyte, appendJSONCorev1QuobyteVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.Quobyte), unsafe.Pointer(y.Quobyte), unsafe.Sizeof(*x.Quobyte)) {
 			walkCorev1QuobyteVolumeSource(w, x.Quobyte, y.Quobyte)
 		}
 		w.pop()
 	}
 	if x.RBD != y.RBD {
-		w.pushField("rbd", "f:rbd")
+		w.pushField("rbd")
 		if x.RBD == nil || y.RBD == nil {
-			w.report(reflect.ValueOf(&x.RBD).Elem(), reflect.ValueOf(&y.RBD).Elem())
+			reportStructPtr(w, x.RBD, y.RBD, appendJSONCorev1RBDVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.RBD), unsafe.Pointer(y.RBD), unsafe.Sizeof(*x.RBD)) {
 			walkCorev1RBDVolumeSource(w, x.RBD, y.RBD)
 		}
 		w.pop()
 	}
 	if x.ScaleIO != y.ScaleIO {
-		w.pushField("scaleIO", "f:scaleIO")
+		w.pushField("scaleIO")
 		if x.ScaleIO == nil || y.ScaleIO == nil {
-			w.report(reflect.ValueOf(&x.ScaleIO).Elem(), reflect.ValueOf(&y.ScaleIO).Elem())
+			reportStructPtr(w, x.ScaleIO, y.ScaleIO, appendJSONCorev1ScaleIOVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.ScaleIO), unsafe.Pointer(y.ScaleIO), unsafe.Sizeof(*x.ScaleIO)) {
 			walkCorev1ScaleIOVolumeSource(w, x.ScaleIO, y.ScaleIO)
 		}
 		w.pop()
 	}
 	if x.Secret != y.Secret {
-		w.pushField("secret", "f:secret")
+		w.pushField("secret")
 		if x.Secret == nil || y.Secret == nil {
-			w.report(reflect.ValueOf(&x.Secret).Elem(), reflect.ValueOf(&y.Secret).Elem())
+			reportStructPtr(w, x.Secret, y.Secret, appendJSONCorev1SecretVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.Secret), unsafe.Pointer(y.Secret), unsafe.Sizeof(*x.Secret)) {
 			walkCorev1SecretVolumeSource(w, x.Secret, y.Secret)
 		}
 		w.pop()
 	}
 	if x.StorageOS != y.StorageOS {
-		w.pushField("storageos", "f:storageos")
+		w.pushField("storageos")
 		if x.StorageOS == nil || y.StorageOS == nil {
-			w.report(reflect.ValueOf(&x.StorageOS).Elem(), reflect.ValueOf(&y.StorageOS).Elem())
+			reportStructPtr(w, x.StorageOS, y.StorageOS, appendJSONCorev1StorageOSVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.StorageOS), unsafe.Pointer(y.StorageOS), unsafe.Sizeof(*x.StorageOS)) {
 			walkCorev1StorageOSVolumeSource(w, x.StorageOS, y.StorageOS)
 		}
 		w.pop()
 	}
 	if x.VsphereVolume != y.VsphereVolume {
-		w.pushField("vsphereVolume", "f:vsphereVolume")
+		w.pushField("vsphereVolume")
 		if x.VsphereVolume == nil || y.VsphereVolume == nil {
-			w.report(reflect.ValueOf(&x.VsphereVolume).Elem(), reflect.ValueOf(&y.VsphereVolume).Elem())
+			reportStructPtr(w, x.VsphereVolume, y.VsphereVolume, appendJSONCorev1VsphereVirtualDiskVolumeSource)
 		} else if !typedSameBytes(unsafe.Pointer(x.VsphereVolume), unsafe.Pointer(y.VsphereVolume), unsafe.Sizeof(*x.VsphereVolume)) {
 			walkCorev1VsphereVirtualDiskVolumeSource(w, x.VsphereVolume, y.VsphereVolume)
 		}
@@ -4905,9 +9947,9 @@ func walkCorev1VolumeSource(w *walker, x, y *corev1.VolumeSource) {
 // walkCorev1VolumeStatus compares two corev1.VolumeStatus as compareStruct does.
 func walkCorev1VolumeStatus(w *walker, x, y *corev1.VolumeStatus) {
 	if x.Image != y.Image {
-		w.pushField("image", "f:image")
+		w.pushField("image")
 		if x.Image == nil || y.Image == nil {
-			w.report(reflect.ValueOf(&x.Image).Elem(), reflect.ValueOf(&y.Image).Elem())
+			reportStructPtr(w, x.Image, y.Image, appendJSONCorev1ImageVolumeStatus)
 		} else if !typedSameBytes(unsafe.Pointer(x.Image), unsafe.Pointer(y.Image), unsafe.Sizeof(*x.Image)) {
 			walkCorev1ImageVolumeStatus(w, x.Image, y.Image)
 		}
@@ -4918,23 +9960,23 @@ func walkCorev1VolumeStatus(w *walker, x, y *corev1.VolumeStatus) {
 // walkCorev1VsphereVirtualDiskVolumeSource compares two corev1.VsphereVirtualDiskVolumeSource as compareStruct does.
 func walkCorev1VsphereVirtualDiskVolumeSource(w *walker, x, y *corev1.VsphereVirtualDiskVolumeSource) {
 	if x.FSType != y.FSType {
-		w.pushField("fsType", "f:fsType")
-		w.report(reflect.ValueOf(&x.FSType).Elem(), reflect.ValueOf(&y.FSType).Elem())
+		w.pushField("fsType")
+		reportString(w, x.FSType, y.FSType)
 		w.pop()
 	}
 	if x.StoragePolicyID != y.StoragePolicyID {
-		w.pushField("storagePolicyID", "f:storagePolicyID")
-		w.report(reflect.ValueOf(&x.StoragePolicyID).Elem(), reflect.ValueOf(&y.StoragePolicyID).Elem())
+		w.pushField("storagePolicyID")
+		reportString(w, x.StoragePolicyID, y.StoragePolicyID)
 		w.pop()
 	}
 	if x.StoragePolicyName != y.StoragePolicyName {
-		w.pushField("storagePolicyName", "f:storagePolicyName")
-		w.report(reflect.ValueOf(&x.StoragePolicyName).Elem(), reflect.ValueOf(&y.StoragePolicyName).Elem())
+		w.pushField("storagePolicyName")
+		reportString(w, x.StoragePolicyName, y.StoragePolicyName)
 		w.pop()
 	}
 	if x.VolumePath != y.VolumePath {
-		w.pushField("volumePath", "f:volumePath")
-		w.report(reflect.ValueOf(&x.VolumePath).Elem(), reflect.ValueOf(&y.VolumePath).Elem())
+		w.pushField("volumePath")
+		reportString(w, x.VolumePath, y.VolumePath)
 		w.pop()
 	}
 }
@@ -4942,13 +9984,13 @@ func walkCorev1VsphereVirtualDiskVolumeSource(w *walker, x, y *corev1.VsphereVir
 // walkCorev1WeightedPodAffinityTerm compares two corev1.WeightedPodAffinityTerm as compareStruct does.
 func walkCorev1WeightedPodAffinityTerm(w *walker, x, y *corev1.WeightedPodAffinityTerm) {
 	if !typedSameBytes(unsafe.Pointer(&x.PodAffinityTerm), unsafe.Pointer(&y.PodAffinityTerm), unsafe.Sizeof(x.PodAffinityTerm)) {
-		w.pushField("podAffinityTerm", "f:podAffinityTerm")
+		w.pushField("podAffinityTerm")
 		walkCorev1PodAffinityTerm(w, &x.PodAffinityTerm, &y.PodAffinityTerm)
 		w.pop()
 	}
 	if x.Weight != y.Weight {
-		w.pushField("weight", "f:weight")
-		w.report(reflect.ValueOf(&x.Weight).Elem(), reflect.ValueOf(&y.Weight).Elem())
+		w.pushField("weight")
+		reportInt(w, x.Weight, y.Weight)
 		w.pop()
 	}
 }
@@ -4956,38 +9998,38 @@ func walkCorev1WeightedPodAffinityTerm(w *walker, x, y *corev1.WeightedPodAffini
 // walkCorev1WindowsSecurityContextOptions compares two corev1.WindowsSecurityContextOptions as compareStruct does.
 func walkCorev1WindowsSecurityContextOptions(w *walker, x, y *corev1.WindowsSecurityContextOptions) {
 	if x.GMSACredentialSpec != y.GMSACredentialSpec {
-		w.pushField("gmsaCredentialSpec", "f:gmsaCredentialSpec")
+		w.pushField("gmsaCredentialSpec")
 		if x.GMSACredentialSpec == nil || y.GMSACredentialSpec == nil {
-			w.report(reflect.ValueOf(&x.GMSACredentialSpec).Elem(), reflect.ValueOf(&y.GMSACredentialSpec).Elem())
+			reportStringPtr(w, x.GMSACredentialSpec, y.GMSACredentialSpec)
 		} else if *x.GMSACredentialSpec != *y.GMSACredentialSpec {
-			w.report(reflect.ValueOf(x.GMSACredentialSpec).Elem(), reflect.ValueOf(y.GMSACredentialSpec).Elem())
+			reportString(w, *x.GMSACredentialSpec, *y.GMSACredentialSpec)
 		}
 		w.pop()
 	}
 	if x.GMSACredentialSpecName != y.GMSACredentialSpecName {
-		w.pushField("gmsaCredentialSpecName", "f:gmsaCredentialSpecName")
+		w.pushField("gmsaCredentialSpecName")
 		if x.GMSACredentialSpecName == nil || y.GMSACredentialSpecName == nil {
-			w.report(reflect.ValueOf(&x.GMSACredentialSpecName).Elem(), reflect.ValueOf(&y.GMSACredentialSpecName).Elem())
+			reportStringPtr(w, x.GMSACredentialSpecName, y.GMSACredentialSpecName)
 		} else if *x.GMSACredentialSpecName != *y.GMSACredentialSpecName {
-			w.report(reflect.ValueOf(x.GMSACredentialSpecName).Elem(), reflect.ValueOf(y.GMSACredentialSpecName).Elem())
+			reportString(w, *x.GMSACredentialSpecName, *y.GMSACredentialSpecName)
 		}
 		w.pop()
 	}
 	if x.HostProcess != y.HostProcess {
-		w.pushField("hostProcess", "f:hostProcess")
+		w.pushField("hostProcess")
 		if x.HostProcess == nil || y.HostProcess == nil {
-			w.report(reflect.ValueOf(&x.HostProcess).Elem(), reflect.ValueOf(&y.HostProcess).Elem())
+			reportBoolPtr(w, x.HostProcess, y.HostProcess)
 		} else if *x.HostProcess != *y.HostProcess {
-			w.report(reflect.ValueOf(x.HostProcess).Elem(), reflect.ValueOf(y.HostProcess).Elem())
+			reportBool(w, *x.HostProcess, *y.HostProcess)
 		}
 		w.pop()
 	}
 	if x.RunAsUserName != y.RunAsUserName {
-		w.pushField("runAsUserName", "f:runAsUserName")
+		w.pushField("runAsUserName")
 		if x.RunAsUserName == nil || y.RunAsUserName == nil {
-			w.report(reflect.ValueOf(&x.RunAsUserName).Elem(), reflect.ValueOf(&y.RunAsUserName).Elem())
+			reportStringPtr(w, x.RunAsUserName, y.RunAsUserName)
 		} else if *x.RunAsUserName != *y.RunAsUserName {
-			w.report(reflect.ValueOf(x.RunAsUserName).Elem(), reflect.ValueOf(y.RunAsUserName).Elem())
+			reportString(w, *x.RunAsUserName, *y.RunAsUserName)
 		}
 		w.pop()
 	}
@@ -4996,18 +10038,18 @@ func walkCorev1WindowsSecurityContextOptions(w *walker, x, y *corev1.WindowsSecu
 // walkIntstrIntOrString compares two intstr.IntOrString as compareStruct does.
 func walkIntstrIntOrString(w *walker, x, y *intstr.IntOrString) {
 	if x.IntVal != y.IntVal {
-		w.pushField("IntVal", "f:IntVal")
-		w.report(reflect.ValueOf(&x.IntVal).Elem(), reflect.ValueOf(&y.IntVal).Elem())
+		w.pushField("IntVal")
+		reportInt(w, x.IntVal, y.IntVal)
 		w.pop()
 	}
 	if x.StrVal != y.StrVal {
-		w.pushField("StrVal", "f:StrVal")
-		w.report(reflect.ValueOf(&x.StrVal).Elem(), reflect.ValueOf(&y.StrVal).Elem())
+		w.pushField("StrVal")
+		reportString(w, x.StrVal, y.StrVal)
 		w.pop()
 	}
 	if x.Type != y.Type {
-		w.pushField("Type", "f:Type")
-		w.report(reflect.ValueOf(&x.Type).Elem(), reflect.ValueOf(&y.Type).Elem())
+		w.pushField("Type")
+		reportInt(w, x.Type, y.Type)
 		w.pop()
 	}
 }
@@ -5015,12 +10057,12 @@ func walkIntstrIntOrString(w *walker, x, y *intstr.IntOrString) {
 // walkMetav1LabelSelector compares two metav1.LabelSelector as compareStruct does.
 func walkMetav1LabelSelector(w *walker, x, y *metav1.LabelSelector) {
 	if !(len(x.MatchExpressions) == 0 && len(y.MatchExpressions) == 0 || len(x.MatchExpressions) == len(y.MatchExpressions) && unsafe.SliceData(x.MatchExpressions) == unsafe.SliceData(y.MatchExpressions)) {
-		w.pushField("matchExpressions", "f:matchExpressions")
+		w.pushField("matchExpressions")
 		w.compareUnlike(reflect.ValueOf(&x.MatchExpressions).Elem(), reflect.ValueOf(&y.MatchExpressions).Elem())
 		w.pop()
 	}
 	if !(len(x.MatchLabels) == 0 && len(y.MatchLabels) == 0 || len(x.MatchLabels) == len(y.MatchLabels) && typedMapPointer(unsafe.Pointer(&x.MatchLabels)) == typedMapPointer(unsafe.Pointer(&y.MatchLabels))) {
-		w.pushField("matchLabels", "f:matchLabels")
+		w.pushField("matchLabels")
 		w.compareUnlike(reflect.ValueOf(&x.MatchLabels).Elem(), reflect.ValueOf(&y.MatchLabels).Elem())
 		w.pop()
 	}
@@ -5029,17 +10071,17 @@ func walkMetav1LabelSelector(w *walker, x, y *metav1.LabelSelector) {
 // walkMetav1LabelSelectorRequirement compares two metav1.LabelSelectorRequirement as compareStruct does.
 func walkMetav1LabelSelectorRequirement(w *walker, x, y *metav1.LabelSelectorRequirement) {
 	if x.Key != y.Key {
-		w.pushField("key", "f:key")
-		w.report(reflect.ValueOf(&x.Key).Elem(), reflect.ValueOf(&y.Key).Elem())
+		w.pushField("key")
+		reportString(w, x.Key, y.Key)
 		w.pop()
 	}
 	if x.Operator != y.Operator {
-		w.pushField("operator", "f:operator")
-		w.report(reflect.ValueOf(&x.Operator).Elem(), reflect.ValueOf(&y.Operator).Elem())
+		w.pushField("operator")
+		reportString(w, x.Operator, y.Operator)
 		w.pop()
 	}
 	if !(len(x.Values) == 0 && len(y.Values) == 0 || len(x.Values) == len(y.Values) && unsafe.SliceData(x.Values) == unsafe.SliceData(y.Values)) {
-		w.pushField("values", "f:values")
+		w.pushField("values")
 		w.compareUnlike(reflect.ValueOf(&x.Values).Elem(), reflect.ValueOf(&y.Values).Elem())
 		w.pop()
 	}
@@ -5048,72 +10090,72 @@ func walkMetav1LabelSelectorRequirement(w *walker, x, y *metav1.LabelSelectorReq
 // walkMetav1ObjectMeta compares two metav1.ObjectMeta as compareStruct does.
 func walkMetav1ObjectMeta(w *walker, x, y *metav1.ObjectMeta) {
 	if !(len(x.Annotations) == 0 && len(y.Annotations) == 0 || len(x.Annotations) == len(y.Annotations) && typedMapPointer(unsafe.Pointer(&x.Annotations)) == typedMapPointer(unsafe.Pointer(&y.Annotations))) {
-		w.pushField("annotations", "f:annotations")
+		w.pushField("annotations")
 		w.compareUnlike(reflect.ValueOf(&x.Annotations).Elem(), reflect.ValueOf(&y.Annotations).Elem())
 		w.pop()
 	}
 	if !typedSameBytes(unsafe.Pointer(&x.CreationTimestamp), unsafe.Pointer(&y.CreationTimestamp), unsafe.Sizeof(x.CreationTimestamp)) {
-		w.pushField("creationTimestamp", "f:creationTimestamp")
+		w.pushField("creationTimestamp")
 		walkMetav1Time(w, &x.CreationTimestamp, &y.CreationTimestamp)
 		w.pop()
 	}
 	if x.DeletionGracePeriodSeconds != y.DeletionGracePeriodSeconds {
-		w.pushField("deletionGracePeriodSeconds", "f:deletionGracePeriodSeconds")
+		w.pushField("deletionGracePeriodSeconds")
 		if x.DeletionGracePeriodSeconds == nil || y.DeletionGracePeriodSeconds == nil {
-			w.report(reflect.ValueOf(&x.DeletionGracePeriodSeconds).Elem(), reflect.ValueOf(&y.DeletionGracePeriodSeconds).Elem())
+			reportIntPtr(w, x.DeletionGracePeriodSeconds, y.DeletionGracePeriodSeconds)
 		} else if *x.DeletionGracePeriodSeconds != *y.DeletionGracePeriodSeconds {
-			w.report(reflect.ValueOf(x.DeletionGracePeriodSeconds).Elem(), reflect.ValueOf(y.DeletionGracePeriodSeconds).Elem())
+			reportInt(w, *x.DeletionGracePeriodSeconds, *y.DeletionGracePeriodSeconds)
 		}
 		w.pop()
 	}
-	if !(x.DeletionTimestamp == y.DeletionTimestamp) {
-		w.pushField("deletionTimestamp", "f:deletionTimestamp")
-		w.compareUnlike(reflect.ValueOf(&x.DeletionTimestamp).Elem(), reflect.ValueOf(&y.DeletionTimestamp).Elem())
+	if x.DeletionTimestamp != y.DeletionTimestamp && !x.DeletionTimestamp.Equal(y.DeletionTimestamp) {
+		w.pushField("deletionTimestamp")
+		w.reportMetaTime(x.DeletionTimestamp, y.DeletionTimestamp)
 		w.pop()
 	}
 	if !(len(x.Finalizers) == 0 && len(y.Finalizers) == 0 || len(x.Finalizers) == len(y.Finalizers) && unsafe.SliceData(x.Finalizers) == unsafe.SliceData(y.Finalizers)) {
-		w.pushField("finalizers", "f:finalizers")
+		w.pushField("finalizers")
 		w.compareKeyed(listKind{key: "", set: true}, reflect.ValueOf(&x.Finalizers).Elem(), reflect.ValueOf(&y.Finalizers).Elem())
 		w.pop()
 	}
 	if x.GenerateName != y.GenerateName {
-		w.pushField("generateName", "f:generateName")
-		w.report(reflect.ValueOf(&x.GenerateName).Elem(), reflect.ValueOf(&y.GenerateName).Elem())
+		w.pushField("generateName")
+		reportString(w, x.GenerateName, y.GenerateName)
 		w.pop()
 	}
 	if x.Generation != y.Generation {
-		w.pushField("generation", "f:generation")
-		w.report(reflect.ValueOf(&x.Generation).Elem(), reflect.ValueOf(&y.Generation).Elem())
+		w.pushField("generation")
+		reportInt(w, x.Generation, y.Generation)
 		w.pop()
 	}
 	if !(len(x.Labels) == 0 && len(y.Labels) == 0 || len(x.Labels) == len(y.Labels) && typedMapPointer(unsafe.Pointer(&x.Labels)) == typedMapPointer(unsafe.Pointer(&y.Labels))) {
-		w.pushField("labels", "f:labels")
+		w.pushField("labels")
 		w.compareUnlike(reflect.ValueOf(&x.Labels).Elem(), reflect.ValueOf(&y.Labels).Elem())
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.Namespace != y.Namespace {
-		w.pushField("namespace", "f:namespace")
-		w.report(reflect.ValueOf(&x.Namespace).Elem(), reflect.ValueOf(&y.Namespace).Elem())
+		w.pushField("namespace")
+		reportString(w, x.Namespace, y.Namespace)
 		w.pop()
 	}
 	if !(len(x.OwnerReferences) == 0 && len(y.OwnerReferences) == 0 || len(x.OwnerReferences) == len(y.OwnerReferences) && unsafe.SliceData(x.OwnerReferences) == unsafe.SliceData(y.OwnerReferences)) {
-		w.pushField("ownerReferences", "f:ownerReferences")
-		typedCompareKeyed(w, listKind{key: "uid", set: false}, x.OwnerReferences, y.OwnerReferences, keyMetav1OwnerReference, walkMetav1OwnerReference, unsafe.Sizeof(metav1.OwnerReference{}))
+		w.pushField("ownerReferences")
+		typedCompareKeyed(w, listKind{key: "uid", set: false}, x.OwnerReferences, y.OwnerReferences, keyMetav1OwnerReference, walkMetav1OwnerReference, unsafe.Sizeof(metav1.OwnerReference{}), appendJSONMetav1OwnerReference)
 		w.pop()
 	}
 	if x.SelfLink != y.SelfLink {
-		w.pushField("selfLink", "f:selfLink")
-		w.report(reflect.ValueOf(&x.SelfLink).Elem(), reflect.ValueOf(&y.SelfLink).Elem())
+		w.pushField("selfLink")
+		reportString(w, x.SelfLink, y.SelfLink)
 		w.pop()
 	}
 	if x.UID != y.UID {
-		w.pushField("uid", "f:uid")
-		w.report(reflect.ValueOf(&x.UID).Elem(), reflect.ValueOf(&y.UID).Elem())
+		w.pushField("uid")
+		reportString(w, x.UID, y.UID)
 		w.pop()
 	}
 }
@@ -5121,62 +10163,62 @@ func walkMetav1ObjectMeta(w *walker, x, y *metav1.ObjectMeta) {
 // walkMetav1OwnerReference compares two metav1.OwnerReference as compareStruct does.
 func walkMetav1OwnerReference(w *walker, x, y *metav1.OwnerReference) {
 	if x.APIVersion != y.APIVersion {
-		w.pushField("apiVersion", "f:apiVersion")
-		w.report(reflect.ValueOf(&x.APIVersion).Elem(), reflect.ValueOf(&y.APIVersion).Elem())
+		w.pushField("apiVersion")
+		reportString(w, x.APIVersion, y.APIVersion)
 		w.pop()
 	}
 	if x.BlockOwnerDeletion != y.BlockOwnerDeletion {
-		w.pushField("blockOwnerDeletion", "f:blockOwnerDeletion")
+		w.pushField("blockOwnerDeletion")
 		if x.BlockOwnerDeletion == nil || y.BlockOwnerDeletion == nil {
-			w.report(reflect.ValueOf(&x.BlockOwnerDeletion).Elem(), reflect.ValueOf(&y.BlockOwnerDeletion).Elem())
+			reportBoolPtr(w, x.BlockOwnerDeletion, y.BlockOwnerDeletion)
 		} else if *x.BlockOwnerDeletion != *y.BlockOwnerDeletion {
-			w.report(reflect.ValueOf(x.BlockOwnerDeletion).Elem(), reflect.ValueOf(y.BlockOwnerDeletion).Elem())
+			reportBool(w, *x.BlockOwnerDeletion, *y.BlockOwnerDeletion)
 		}
 		w.pop()
 	}
 	if x.Controller != y.Controller {
-		w.pushField("controller", "f:controller")
+		w.pushField("controller")
 		if x.Controller == nil || y.Controller == nil {
-			w.report(reflect.ValueOf(&x.Controller).Elem(), reflect.ValueOf(&y.Controller).Elem())
+			reportBoolPtr(w, x.Controller, y.Controller)
 		} else if *x.Controller != *y.Controller {
-			w.report(reflect.ValueOf(x.Controller).Elem(), reflect.ValueOf(y.Controller).Elem())
+			reportBool(w, *x.Controller, *y.Controller)
 		}
 		w.pop()
 	}
 	if x.Kind != y.Kind {
-		w.pushField("kind", "f:kind")
-		w.report(reflect.ValueOf(&x.Kind).Elem(), reflect.ValueOf(&y.Kind).Elem())
+		w.pushField("kind")
+		reportString(w, x.Kind, y.Kind)
 		w.pop()
 	}
 	if x.Name != y.Name {
-		w.pushField("name", "f:name")
-		w.report(reflect.ValueOf(&x.Name).Elem(), reflect.ValueOf(&y.Name).Elem())
+		w.pushField("name")
+		reportString(w, x.Name, y.Name)
 		w.pop()
 	}
 	if x.UID != y.UID {
-		w.pushField("uid", "f:uid")
-		w.report(reflect.ValueOf(&x.UID).Elem(), reflect.ValueOf(&y.UID).Elem())
+		w.pushField("uid")
+		reportString(w, x.UID, y.UID)
 		w.pop()
 	}
 }
 
 // walkMetav1Time compares two metav1.Time as compareStruct does.
 func walkMetav1Time(w *walker, x, y *metav1.Time) {
-	if !(typedSameBytes(unsafe.Pointer(&x.Time), unsafe.Pointer(&y.Time), unsafe.Sizeof(x.Time))) {
-		w.compareUnlike(reflect.ValueOf(&x.Time).Elem(), reflect.ValueOf(&y.Time).Elem())
+	if !typedSameBytes(unsafe.Pointer(&x.Time), unsafe.Pointer(&y.Time), unsafe.Sizeof(x.Time)) && !x.Time.Equal(y.Time) {
+		w.reportTime(&x.Time, &y.Time)
 	}
 }
 
 // walkMetav1TypeMeta compares two metav1.TypeMeta as compareStruct does.
 func walkMetav1TypeMeta(w *walker, x, y *metav1.TypeMeta) {
 	if x.APIVersion != y.APIVersion {
-		w.pushField("apiVersion", "f:apiVersion")
-		w.report(reflect.ValueOf(&x.APIVersion).Elem(), reflect.ValueOf(&y.APIVersion).Elem())
+		w.pushField("apiVersion")
+		reportString(w, x.APIVersion, y.APIVersion)
 		w.pop()
 	}
 	if x.Kind != y.Kind {
-		w.pushField("kind", "f:kind")
-		w.report(reflect.ValueOf(&x.Kind).Elem(), reflect.ValueOf(&y.Kind).Elem())
+		w.pushField("kind")
+		reportString(w, x.Kind, y.Kind)
 		w.pop()
 	}
 }

@@ -16,19 +16,32 @@
 // structField.same) finds the two equal at a glance, its path step pushed
 // otherwise. Plain scalars are compared in place; structs the generator
 // writes a function for, and pointers to them, are compared by that
-// function; pointers to plain scalars in place. Lists compared by key
-// whose elements are such structs, keyed by a string or int field, go to
-// typedCompareKeyed (written into the generated file), which is
+// function; pointers to plain scalars in place; time.Time and
+// *metav1.Time by their Equal methods, as equalTimes does. Lists compared
+// by key whose elements are such structs, keyed by a string or int field,
+// go to typedCompareKeyed (written into the generated file), which is
 // compareKeyed with typed keys and elements, and hands a list with an
 // empty or a duplicate key to compareKeyed (appendElementKeys makes up
-// keys for those); other lists compared by key go to compareKeyed. Everything else (maps, ordered lists, Equal methods,
-// quantities, times, interfaces, pointers to those) is handed to the
-// reflective walker.compareUnlike, after the same test compareStruct
-// makes; the top of the generated file lists those fields' types.
+// keys for those); other lists compared by key go to compareKeyed.
+// Everything else (maps, ordered lists, other Equal methods, quantities,
+// interfaces, pointers to those) is handed to the reflective
+// walker.compareUnlike, after the same test compareStruct makes; the top
+// of the generated file lists those fields' types.
+//
+// What the generated functions compare in place they report with walk.go's
+// typed reports (reportString, reportTime, reportStructPtr...), which make
+// the Change report makes without reflection. A struct reported whole (a
+// pointer to it set or cleared, a list element added or removed) is
+// written by a generated JSON appender, appendJSON's struct case for that
+// type (format.go), which hands what it does not write itself (maps,
+// floats, values that encode themselves) to appendJSON; where appendJSON
+// declines, formatValue formats the value, as before.
 package main
 
 import (
 	"bytes"
+	"encoding"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"go/format"
@@ -59,6 +72,7 @@ var setFields = map[reflect.Type]map[string]bool{
 var (
 	quantityType    = reflect.TypeFor[resource.Quantity]()
 	timeType        = reflect.TypeFor[time.Time]()
+	metaTimeType    = reflect.TypeFor[metav1.Time]()
 	metaTimePtrType = reflect.TypeFor[*metav1.Time]()
 	objectMetaType  = reflect.TypeFor[metav1.ObjectMeta]()
 	boolType        = reflect.TypeFor[bool]()
@@ -87,20 +101,29 @@ type gen struct {
 	fnNames   map[reflect.Type]string
 	usedNames map[string]bool
 	queue     []reflect.Type
+	// appNames are the names of the JSON appenders of struct types (see
+	// appender), "" for a type without one; appQueue those to write.
+	appNames  map[reflect.Type]string
+	appQueue  []reflect.Type
 	funcs     map[string][]byte // function name -> source
 	fallbacks map[string]bool   // field types handed to compareUnlike, and why
 	strconv   bool              // the file imports strconv
 }
 
-func generate() ([]byte, error) {
-	g := &gen{
+func newGen() *gen {
+	return &gen{
 		imports:   map[string]string{},
 		names:     map[string]string{},
 		fnNames:   map[reflect.Type]string{},
 		usedNames: map[string]bool{},
+		appNames:  map[reflect.Type]string{},
 		funcs:     map[string][]byte{},
 		fallbacks: map[string]bool{},
 	}
+}
+
+func generate() ([]byte, error) {
+	g := newGen()
 	for _, name := range []string{"reflect", "slices", "strconv", "strings", "unsafe"} {
 		g.names[name] = "(reserved)"
 	}
@@ -109,10 +132,16 @@ func generate() ([]byte, error) {
 			return nil, fmt.Errorf("root %s is not compared field by field", r)
 		}
 	}
-	for len(g.queue) > 0 {
-		t := g.queue[0]
-		g.queue = g.queue[1:]
-		g.genStruct(t)
+	for len(g.queue) > 0 || len(g.appQueue) > 0 {
+		if len(g.queue) > 0 {
+			t := g.queue[0]
+			g.queue = g.queue[1:]
+			g.genStruct(t)
+			continue
+		}
+		t := g.appQueue[0]
+		g.appQueue = g.appQueue[1:]
+		g.genAppender(t)
 	}
 
 	var out bytes.Buffer
@@ -120,7 +149,10 @@ func generate() ([]byte, error) {
 	out.WriteString("// The functions below compare two values of the struct types reachable\n")
 	out.WriteString("// from corev1.Pod that the walker compares field by field, as\n")
 	out.WriteString("// walker.compareStruct does (walk.go), without reflection where nothing\n")
-	out.WriteString("// changed. typedWalks registers them for the walker's reflective path.\n//\n")
+	out.WriteString("// changed, and report what did with the typed reports of walk.go; and\n")
+	out.WriteString("// the functions that append the JSON of the structs reported whole as\n")
+	out.WriteString("// appendJSON does (format.go). typedWalks registers the first for the\n")
+	out.WriteString("// walker's reflective path.\n//\n")
 	out.WriteString("// Fields handed to the reflective walker.compareUnlike (or compareKeyed),\n// by type:\n")
 	for _, f := range sortedKeys(g.fallbacks) {
 		fmt.Fprintf(&out, "//   - %s\n", f)
@@ -137,6 +169,8 @@ func generate() ([]byte, error) {
 
 	out.WriteString("// typedWalks are the generated functions by the type they compare (see\n// walkFacts.typed), set by init: they call the walker, which looks here.\n")
 	out.WriteString("var typedWalks map[reflect.Type]func(w *walker, x, y unsafe.Pointer)\n\n")
+	out.WriteString("// typedAppenders are the generated JSON appenders by the type whose JSON\n// they append, for the tests.\n")
+	out.WriteString("var typedAppenders map[reflect.Type]func(b []byte, v unsafe.Pointer) ([]byte, bool)\n\n")
 	out.WriteString("func init() {\n\ttypedWalks = map[reflect.Type]func(w *walker, x, y unsafe.Pointer){\n")
 	var types []reflect.Type
 	for t := range g.fnNames {
@@ -146,6 +180,19 @@ func generate() ([]byte, error) {
 	for _, t := range types {
 		te := g.typeExpr(t)
 		fmt.Fprintf(&out, "\treflect.TypeFor[%s](): func(w *walker, x, y unsafe.Pointer) { %s(w, (*%s)(x), (*%s)(y)) },\n", te, g.fnNames[t], te, te)
+	}
+	out.WriteString("}\n")
+	var apps []reflect.Type
+	for t, n := range g.appNames {
+		if n != "" {
+			apps = append(apps, t)
+		}
+	}
+	slices.SortFunc(apps, func(a, b reflect.Type) int { return strings.Compare(g.appNames[a], g.appNames[b]) })
+	out.WriteString("\ttypedAppenders = map[reflect.Type]func(b []byte, v unsafe.Pointer) ([]byte, bool){\n")
+	for _, t := range apps {
+		te := g.typeExpr(t)
+		fmt.Fprintf(&out, "\treflect.TypeFor[%s](): func(b []byte, v unsafe.Pointer) ([]byte, bool) { return %s(b, (*%s)(v)) },\n", te, g.appNames[t], te)
 	}
 	out.WriteString("}\n}\n\n")
 	out.WriteString(helpers)
@@ -172,10 +219,11 @@ func typedMapPointer(m unsafe.Pointer) unsafe.Pointer { return *(*unsafe.Pointer
 // typedCompareKeyed is compareKeyed for two lists of elements compared by
 // walk, whose keys key returns (the field keyFieldIndex names, as
 // scalarString writes it), size the size of an element when equal bytes
-// make two equal (see sameMemory), else 0. When a list has an element
-// whose key is empty, or two elements with one key, it is compareKeyed's:
-// appendElementKeys makes up their keys.
-func typedCompareKeyed[E any](w *walker, lk listKind, x, y []E, key func(*E) string, walk func(*walker, *E, *E), size uintptr) {
+// make two equal (see sameMemory), else 0; appendE, when not nil, appends
+// the JSON of an element added or removed (see reportTypedElem). When a
+// list has an element whose key is empty, or two elements with one key, it
+// is compareKeyed's: appendElementKeys makes up their keys.
+func typedCompareKeyed[E any](w *walker, lk listKind, x, y []E, key func(*E) string, walk func(*walker, *E, *E), size uintptr, appendE func([]byte, *E) ([]byte, bool)) {
 	var bx, by [8]keyIndex
 	kx, okx := typedSortedKeys(x, bx[:0], key)
 	ky, oky := typedSortedKeys(y, by[:0], key)
@@ -209,10 +257,18 @@ func typedCompareKeyed[E any](w *walker, lk listKind, x, y []E, key func(*E) str
 			walk(w, ex, ey)
 		case ix >= 0:
 			w.pushElem(lk, k)
-			w.reportElem(lk, boxed(reflect.ValueOf(&x[ix]).Elem()), reflect.Value{})
+			if appendE != nil {
+				reportTypedElem(w, lk, &x[ix], nil, appendE)
+			} else {
+				w.reportElem(lk, boxed(reflect.ValueOf(&x[ix]).Elem()), reflect.Value{})
+			}
 		default:
 			w.pushElem(lk, k)
-			w.reportElem(lk, reflect.Value{}, boxed(reflect.ValueOf(&y[iy]).Elem()))
+			if appendE != nil {
+				reportTypedElem(w, lk, nil, &y[iy], appendE)
+			} else {
+				w.reportElem(lk, reflect.Value{}, boxed(reflect.ValueOf(&y[iy]).Elem()))
+			}
 		}
 		w.pop()
 	}
@@ -548,7 +604,7 @@ func (g *gen) field(w *bytes.Buffer, f structField) {
 	fx, fy := "x."+f.sf.Name, "y."+f.sf.Name
 	push, pop := "", ""
 	if f.name != "" {
-		push = fmt.Sprintf("w.pushField(%q, %q)\n", f.name, "f:"+f.name)
+		push = fmt.Sprintf("w.pushField(%q)\n", f.name)
 		pop = "w.pop()\n"
 	}
 	values := fmt.Sprintf("reflect.ValueOf(&%s).Elem(), reflect.ValueOf(&%s).Elem()", fx, fy)
@@ -557,14 +613,31 @@ func (g *gen) field(w *bytes.Buffer, f structField) {
 		lk := fmt.Sprintf("listKind{key: %q, set: %v}", f.list.key, f.list.set)
 		call := fmt.Sprintf("w.compareKeyed(%s, %s)", lk, values)
 		if key, walk, size := g.keyedElems(ft.Elem()); key != "" {
-			call = fmt.Sprintf("typedCompareKeyed(w, %s, %s, %s, %s, %s, %s)", lk, fx, fy, key, walk, size)
+			app := g.appender(ft.Elem())
+			if app == "" {
+				app = "nil"
+			}
+			call = fmt.Sprintf("typedCompareKeyed(w, %s, %s, %s, %s, %s, %s, %s)", lk, fx, fy, key, walk, size, app)
 		} else {
 			g.fallbacks[typeName(ft)+" (list compared by key, with compareKeyed)"] = true
 		}
 		fmt.Fprintf(w, "if !(%s) {\n%s%s\n%s}\n", sameSlices(fx, fy), push, call, pop)
 		return
 	case plainScalar(ft):
-		fmt.Fprintf(w, "if %s != %s {\n%sw.report(%s)\n%s}\n", fx, fy, push, values, pop)
+		report := fmt.Sprintf("w.report(%s)", values)
+		if r := scalarReport(ft); r != "" {
+			report = fmt.Sprintf("%s(w, %s, %s)", r, fx, fy)
+		}
+		fmt.Fprintf(w, "if %s != %s {\n%s%s\n%s}\n", fx, fy, push, report, pop)
+		return
+	case ft == timeType:
+		// compareUnlike: equalTimes, then report.
+		fmt.Fprintf(w, "if !typedSameBytes(unsafe.Pointer(&%s), unsafe.Pointer(&%s), unsafe.Sizeof(%s)) && !%s.Equal(%s) {\n%sw.reportTime(&%s, &%s)\n%s}\n",
+			fx, fy, fx, fx, fy, push, fx, fy, pop)
+		return
+	case ft == metaTimePtrType:
+		// compareUnlike: equalTimes, then report.
+		fmt.Fprintf(w, "if %s != %s && !%s.Equal(%s) {\n%sw.reportMetaTime(%s, %s)\n%s}\n", fx, fy, fx, fy, push, fx, fy, pop)
 		return
 	case ft.Kind() == reflect.Struct:
 		if fn := g.structFunc(ft); fn != "" {
@@ -581,15 +654,24 @@ func (g *gen) field(w *bytes.Buffer, f structField) {
 		et := ft.Elem()
 		elems := fmt.Sprintf("reflect.ValueOf(%s).Elem(), reflect.ValueOf(%s).Elem()", fx, fy)
 		if plainScalar(et) {
+			nilReport, report := fmt.Sprintf("w.report(%s)", values), fmt.Sprintf("w.report(%s)", elems)
+			if r := scalarReport(et); r != "" {
+				nilReport = fmt.Sprintf("%sPtr(w, %s, %s)", r, fx, fy)
+				report = fmt.Sprintf("%s(w, *%s, *%s)", r, fx, fy)
+			}
 			fmt.Fprintf(w, "if %s != %s {\n%s", fx, fy, push)
-			fmt.Fprintf(w, "if %s == nil || %s == nil {\nw.report(%s)\n} else if *%s != *%s {\nw.report(%s)\n}\n",
-				fx, fy, values, fx, fy, elems)
+			fmt.Fprintf(w, "if %s == nil || %s == nil {\n%s\n} else if *%s != *%s {\n%s\n}\n",
+				fx, fy, nilReport, fx, fy, report)
 			fmt.Fprintf(w, "%s}\n", pop)
 			return
 		}
 		if fn := g.structFunc(et); fn != "" {
+			nilReport := fmt.Sprintf("w.report(%s)", values)
+			if app := g.appender(et); app != "" {
+				nilReport = fmt.Sprintf("reportStructPtr(w, %s, %s, %s)", fx, fy, app)
+			}
 			fmt.Fprintf(w, "if %s != %s {\n%s", fx, fy, push)
-			fmt.Fprintf(w, "if %s == nil || %s == nil {\nw.report(%s)\n}", fx, fy, values)
+			fmt.Fprintf(w, "if %s == nil || %s == nil {\n%s\n}", fx, fy, nilReport)
 			if bitwiseComparable(et) {
 				fmt.Fprintf(w, " else if !typedSameBytes(unsafe.Pointer(%s), unsafe.Pointer(%s), unsafe.Sizeof(*%s)) {\n%s(w, %s, %s)\n}\n",
 					fx, fy, fx, fn, fx, fy)
@@ -714,4 +796,236 @@ func (g *gen) fallback(t reflect.Type) {
 		why = "pointer to a " + t.Elem().Kind().String()
 	}
 	g.fallbacks[typeName(t)+" ("+why+")"] = true
+}
+
+// scalarReport returns the typed report (walk.go) of two values of plain
+// scalar type t, or "" for a kind formatValue does not write with strconv.
+func scalarReport(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "reportString"
+	case reflect.Bool:
+		return "reportBool"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "reportInt"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "reportUint"
+	}
+	return ""
+}
+
+// appender returns the name of the function that appends the JSON of a
+// value of struct type t as format.go's appendJSON does, queueing it, or
+// "" when appendJSON does not write t field by field (t is a time, encodes
+// itself, or has a field jsonPlanOf declines) or the file cannot name it.
+func (g *gen) appender(t reflect.Type) string {
+	if n, ok := g.appNames[t]; ok {
+		return n
+	}
+	name := ""
+	if _, ok := jsonPlanOf(t); ok && t != metaTimeType && t != timeType && !selfEncoding(t) && g.typeExpr(t) != "" {
+		pn := g.pkgName(t.PkgPath())
+		base := "appendJSON" + strings.ToUpper(pn[:1]) + pn[1:] + t.Name()
+		name = base
+		for i := 2; g.usedNames[name]; i++ {
+			name = base + strconv.Itoa(i)
+		}
+		g.usedNames[name] = true
+		g.appQueue = append(g.appQueue, t)
+	}
+	g.appNames[t] = name
+	return name
+}
+
+// genAppender writes the JSON appender of struct type t: appendJSON's
+// struct case, with the kinds it writes itself written in place, and the
+// others handed to it.
+func (g *gen) genAppender(t reflect.Type) {
+	name, te := g.appNames[t], g.typeExpr(t)
+	plan, _ := jsonPlanOf(t)
+	var body bytes.Buffer
+	// always: a field before this one is always written, so this one
+	// follows a comma; start: the function tests whether one was.
+	always, start := false, false
+	for i, f := range plan {
+		expr := "v." + t.Field(f.index).Name
+		ft := t.Field(f.index).Type
+		omit := f.omitEmpty && emptyJSON(ft, expr) != "" // omitempty omits no struct
+		if omit {
+			fmt.Fprintf(&body, "if !(%s) {\n", emptyJSON(ft, expr))
+		}
+		switch {
+		case always:
+			body.WriteString("b = append(b, ',')\n")
+		case i > 0:
+			body.WriteString("if len(b) > start+1 {\nb = append(b, ',')\n}\n")
+			start = true
+		}
+		fmt.Fprintf(&body, "b = append(b, %q...)\n", f.prefix)
+		g.appendValue(&body, ft, expr, 0)
+		if omit {
+			body.WriteString("}\n")
+		} else {
+			always = true
+		}
+	}
+	var w bytes.Buffer
+	fmt.Fprintf(&w, "// %s appends the JSON of a %s as appendJSON does, or reports false.\n", name, te)
+	fmt.Fprintf(&w, "func %s(b []byte, v *%s) ([]byte, bool) {\n", name, te)
+	if bytes.Contains(body.Bytes(), []byte("ok = ")) {
+		w.WriteString("var ok bool\n")
+	}
+	if start {
+		w.WriteString("start := len(b)\n")
+	}
+	w.WriteString("b = append(b, '{')\n")
+	w.Write(body.Bytes())
+	w.WriteString("return append(b, '}'), true\n}\n")
+	g.funcs[name] = w.Bytes()
+}
+
+// addr is &expr, for an addressable expression.
+func addr(expr string) string {
+	if strings.HasPrefix(expr, "(*") && strings.HasSuffix(expr, ")") {
+		return expr[2 : len(expr)-1]
+	}
+	return "&" + expr
+}
+
+// appendValue writes the code that appends the JSON of the value expr
+// (addressable) of type t to b as appendJSON does, returning b, false
+// where it does.
+func (g *gen) appendValue(w *bytes.Buffer, t reflect.Type, expr string, depth int) {
+	reflective := func() {
+		fmt.Fprintf(w, "if b, ok = appendJSON(b, reflect.ValueOf(%s).Elem()); !ok {\nreturn b, false\n}\n", addr(expr))
+	}
+	k := t.Kind()
+	switch {
+	case t == metaTimeType:
+		fmt.Fprintf(w, "b = appendMetaTimeJSON(b, %s)\n", addr(expr))
+	case t == timeType:
+		fmt.Fprintf(w, "if b, ok = appendTimeJSON(b, %s); !ok {\nreturn b, false\n}\n", addr(expr))
+	case k == reflect.Pointer:
+		fmt.Fprintf(w, "if %s == nil {\nb = append(b, \"null\"...)\n} else {\n", expr)
+		switch {
+		case t.Elem() == metaTimeType:
+			fmt.Fprintf(w, "b = appendMetaTimeJSON(b, %s)\n", expr)
+		case selfEncoding(t):
+			reflective()
+		default:
+			g.appendValue(w, t.Elem(), "(*"+expr+")", depth)
+		}
+		w.WriteString("}\n")
+	case selfEncoding(t):
+		reflective()
+	case k == reflect.String:
+		fmt.Fprintf(w, "if b, ok = appendJSONString(b, string(%s)); !ok {\nreturn b, false\n}\n", expr)
+	case k == reflect.Bool:
+		fmt.Fprintf(w, "b = strconv.AppendBool(b, bool(%s))\n", expr)
+		g.strconv = true
+	case k == reflect.Int || k == reflect.Int8 || k == reflect.Int16 || k == reflect.Int32 || k == reflect.Int64:
+		fmt.Fprintf(w, "b = strconv.AppendInt(b, int64(%s), 10)\n", expr)
+		g.strconv = true
+	case k == reflect.Uint || k == reflect.Uint8 || k == reflect.Uint16 || k == reflect.Uint32 || k == reflect.Uint64:
+		fmt.Fprintf(w, "b = strconv.AppendUint(b, uint64(%s), 10)\n", expr)
+		g.strconv = true
+	case k == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
+		i := fmt.Sprintf("i%d", depth)
+		fmt.Fprintf(w, "if %s == nil {\nb = append(b, \"null\"...)\n} else {\nb = append(b, '[')\nfor %s := range %s {\nif %s > 0 {\nb = append(b, ',')\n}\n", expr, i, expr, i)
+		g.appendValue(w, t.Elem(), fmt.Sprintf("%s[%s]", expr, i), depth+1)
+		w.WriteString("}\nb = append(b, ']')\n}\n")
+	case k == reflect.Struct:
+		if app := g.appender(t); app != "" {
+			fmt.Fprintf(w, "if b, ok = %s(b, %s); !ok {\nreturn b, false\n}\n", app, addr(expr))
+		} else {
+			reflective()
+		}
+	default:
+		// Maps, floats, byte slices, interfaces...: appendJSON's.
+		reflective()
+	}
+}
+
+// emptyJSON is format.go's: the test that omitempty omits the value expr
+// of type t, "" for a type it never omits (a struct).
+func emptyJSON(t reflect.Type, expr string) string {
+	switch t.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return "len(" + expr + ") == 0"
+	case reflect.Bool:
+		return "!" + expr
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return expr + " == 0"
+	case reflect.Interface, reflect.Pointer:
+		return expr + " == nil"
+	}
+	return ""
+}
+
+var (
+	marshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// selfEncoding is format.go's: whether encoding/json may hand values of
+// type t to their own MarshalJSON or MarshalText.
+func selfEncoding(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return t.Implements(marshalerType) || t.Implements(textMarshaler) || p.Implements(marshalerType) || p.Implements(textMarshaler)
+}
+
+// jsonField is format.go's.
+type jsonField struct {
+	index     int
+	prefix    string
+	omitEmpty bool
+}
+
+// jsonPlanOf is format.go's: the fields of struct type t in the order
+// encoding/json writes them, and false for a struct whose fields it would
+// not write plainly.
+func jsonPlanOf(t reflect.Type) ([]jsonField, bool) {
+	if t.Kind() != reflect.Struct {
+		return nil, false
+	}
+	var fields []jsonField
+	seen := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous {
+			return nil, false
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		if (opts != "" && opts != "omitempty") || !plainName(name) || seen[name] {
+			return nil, false
+		}
+		seen[name] = true
+		fields = append(fields, jsonField{index: i, prefix: `"` + name + `":`, omitEmpty: opts == "omitempty"})
+	}
+	return fields, true
+}
+
+// plainName is format.go's.
+func plainName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' || c == '/') {
+			return false
+		}
+	}
+	return true
 }
