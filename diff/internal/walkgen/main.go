@@ -42,22 +42,17 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"go/format"
-	"log"
-	"os"
 	"reflect"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podtrace/podtrace/hack/gogen"
 )
 
 // roots are the types the walker compares: comparePods walks pods.
@@ -79,27 +74,13 @@ var (
 )
 
 func main() {
-	out := flag.String("o", "zz_generated_walk.go", "output file, - for standard output")
-	flag.Parse()
-	src, err := generate()
-	if err != nil {
-		log.Fatal(err)
-	}
-	if *out == "-" {
-		_, err = os.Stdout.Write(src)
-	} else {
-		err = os.WriteFile(*out, src, 0o644)
-	}
-	if err != nil {
-		log.Fatal(err)
-	}
+	gogen.Main("zz_generated_walk.go", generate)
 }
 
 type gen struct {
-	imports   map[string]string // package path -> name
-	names     map[string]string // package name -> path
+	imports   *gogen.Imports // the packages of the types named
 	fnNames   map[reflect.Type]string
-	usedNames map[string]bool
+	usedNames gogen.Idents
 	queue     []reflect.Type
 	// appNames are the names of the JSON appenders of struct types (see
 	// appender), "" for a type without one; appQueue those to write.
@@ -112,10 +93,9 @@ type gen struct {
 
 func newGen() *gen {
 	return &gen{
-		imports:   map[string]string{},
-		names:     map[string]string{},
+		imports:   gogen.NewImports("reflect", "slices", "strconv", "strings", "unsafe"), // imported by every file
 		fnNames:   map[reflect.Type]string{},
-		usedNames: map[string]bool{},
+		usedNames: gogen.Idents{},
 		appNames:  map[reflect.Type]string{},
 		funcs:     map[string][]byte{},
 		fallbacks: map[string]bool{},
@@ -124,9 +104,6 @@ func newGen() *gen {
 
 func generate() ([]byte, error) {
 	g := newGen()
-	for _, name := range []string{"reflect", "slices", "strconv", "strings", "unsafe"} {
-		g.names[name] = "(reserved)"
-	}
 	for _, r := range roots {
 		if g.structFunc(r) == "" {
 			return nil, fmt.Errorf("root %s is not compared field by field", r)
@@ -154,7 +131,7 @@ func generate() ([]byte, error) {
 	out.WriteString("// appendJSON does (format.go). typedWalks registers the first for the\n")
 	out.WriteString("// walker's reflective path.\n//\n")
 	out.WriteString("// Fields handed to the reflective walker.compareUnlike (or compareKeyed),\n// by type:\n")
-	for _, f := range sortedKeys(g.fallbacks) {
+	for _, f := range gogen.SortedKeys(g.fallbacks) {
 		fmt.Fprintf(&out, "//   - %s\n", f)
 	}
 	out.WriteString("\npackage diff\n\nimport (\n\t\"reflect\"\n\t\"slices\"\n")
@@ -162,8 +139,8 @@ func generate() ([]byte, error) {
 		out.WriteString("\t\"strconv\"\n")
 	}
 	out.WriteString("\t\"strings\"\n\t\"unsafe\"\n\n")
-	for _, p := range sortedKeys(g.imports) {
-		fmt.Fprintf(&out, "\t%s\n", importSpec(g.imports[p], p))
+	for _, p := range g.imports.Paths() {
+		fmt.Fprintf(&out, "\t%s\n", g.imports.Spec(p))
 	}
 	out.WriteString(")\n\n")
 
@@ -196,15 +173,11 @@ func generate() ([]byte, error) {
 	}
 	out.WriteString("}\n}\n\n")
 	out.WriteString(helpers)
-	for _, name := range sortedKeys(g.funcs) {
+	for _, name := range gogen.SortedKeys(g.funcs) {
 		out.WriteString("\n")
 		out.Write(g.funcs[name])
 	}
-	src, err := format.Source(out.Bytes())
-	if err != nil {
-		return out.Bytes(), fmt.Errorf("generated code does not parse: %v", err)
-	}
-	return src, nil
+	return gogen.Source(out.Bytes())
 }
 
 // helpers are written into the generated file as they are.
@@ -302,81 +275,10 @@ func typedSortedKeys[E any](x []E, buf []keyIndex, key func(*E) string) ([]keyIn
 }
 `
 
-// importSpec imports path as name.
-func importSpec(name, path string) string {
-	if name == path[strings.LastIndex(path, "/")+1:] {
-		return strconv.Quote(path)
-	}
-	return name + " " + strconv.Quote(path)
-}
-
-// typeName is t with the paths of the packages of the named types in it,
-// for the generated file's comments.
-func typeName(t reflect.Type) string {
-	switch {
-	case t.Name() != "" && t.PkgPath() != "":
-		return t.PkgPath() + "." + t.Name()
-	case t.Name() != "":
-		return t.Name()
-	case t.Kind() == reflect.Pointer:
-		return "*" + typeName(t.Elem())
-	case t.Kind() == reflect.Slice:
-		return "[]" + typeName(t.Elem())
-	case t.Kind() == reflect.Map:
-		return "map[" + typeName(t.Key()) + "]" + typeName(t.Elem())
-	}
-	return t.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
-
-var versionRE = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
-
-// pkgName returns the name the generated file imports path as.
-func (g *gen) pkgName(path string) string {
-	if n, ok := g.imports[path]; ok {
-		return n
-	}
-	elems := strings.Split(path, "/")
-	base := elems[len(elems)-1]
-	if versionRE.MatchString(base) && len(elems) > 1 {
-		base = elems[len(elems)-2] + base
-	}
-	base = strings.Map(func(r rune) rune {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return r
-		}
-		return -1
-	}, base)
-	name := base
-	for i := 2; g.names[name] != ""; i++ {
-		name = base + strconv.Itoa(i)
-	}
-	g.names[name] = path
-	g.imports[path] = name
-	return name
-}
-
 // typeExpr returns named type t as Go source in the generated file, or ""
 // if the file cannot name it (unexported, generic, anonymous).
 func (g *gen) typeExpr(t reflect.Type) string {
-	if t.Name() == "" || t.PkgPath() == "" || strings.ContainsAny(t.Name(), "[]") || !exported(t.Name()) {
-		return ""
-	}
-	return g.pkgName(t.PkgPath()) + "." + t.Name()
-}
-
-// exported: an exported identifier.
-func exported(name string) bool {
-	r := []rune(name)
-	return len(r) > 0 && unicode.IsUpper(r[0])
+	return g.imports.Named(t)
 }
 
 // structFunc returns the name of the function that compares two values of
@@ -389,13 +291,7 @@ func (g *gen) structFunc(t reflect.Type) string {
 	if !walked(t) || g.typeExpr(t) == "" {
 		return ""
 	}
-	pn := g.pkgName(t.PkgPath())
-	base := "walk" + strings.ToUpper(pn[:1]) + pn[1:] + t.Name()
-	name := base
-	for i := 2; g.usedNames[name]; i++ {
-		name = base + strconv.Itoa(i)
-	}
-	g.usedNames[name] = true
+	name := g.usedNames.New(g.imports.FuncBase("walk", t))
 	g.fnNames[t] = name
 	g.queue = append(g.queue, t)
 	return name
@@ -619,7 +515,7 @@ func (g *gen) field(w *bytes.Buffer, f structField) {
 			}
 			call = fmt.Sprintf("typedCompareKeyed(w, %s, %s, %s, %s, %s, %s, %s)", lk, fx, fy, key, walk, size, app)
 		} else {
-			g.fallbacks[typeName(ft)+" (list compared by key, with compareKeyed)"] = true
+			g.fallbacks[gogen.TypeName(ft)+" (list compared by key, with compareKeyed)"] = true
 		}
 		fmt.Fprintf(w, "if !(%s) {\n%s%s\n%s}\n", sameSlices(fx, fy), push, call, pop)
 		return
@@ -795,7 +691,7 @@ func (g *gen) fallback(t reflect.Type) {
 	case t.Kind() == reflect.Pointer:
 		why = "pointer to a " + t.Elem().Kind().String()
 	}
-	g.fallbacks[typeName(t)+" ("+why+")"] = true
+	g.fallbacks[gogen.TypeName(t)+" ("+why+")"] = true
 }
 
 // scalarReport returns the typed report (walk.go) of two values of plain
@@ -824,13 +720,7 @@ func (g *gen) appender(t reflect.Type) string {
 	}
 	name := ""
 	if _, ok := jsonPlanOf(t); ok && t != metaTimeType && t != timeType && !selfEncoding(t) && g.typeExpr(t) != "" {
-		pn := g.pkgName(t.PkgPath())
-		base := "appendJSON" + strings.ToUpper(pn[:1]) + pn[1:] + t.Name()
-		name = base
-		for i := 2; g.usedNames[name]; i++ {
-			name = base + strconv.Itoa(i)
-		}
-		g.usedNames[name] = true
+		name = g.usedNames.New(g.imports.FuncBase("appendJSON", t))
 		g.appQueue = append(g.appQueue, t)
 	}
 	g.appNames[t] = name

@@ -105,8 +105,7 @@ func TestLookupList(t *testing.T) {
 // int field; the others (an EphemeralContainer's name is in an inlined
 // struct: appendElementKeys keys those by their JSON) go to compareKeyed.
 func TestKeyedElems(t *testing.T) {
-	g := &gen{imports: map[string]string{}, names: map[string]string{}, fnNames: map[reflect.Type]string{},
-		usedNames: map[string]bool{}, funcs: map[string][]byte{}, fallbacks: map[string]bool{}}
+	g := newGen()
 	for _, c := range []struct {
 		t    reflect.Type
 		want string // the key function's body, "" for none

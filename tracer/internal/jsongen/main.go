@@ -20,13 +20,8 @@ import (
 	"bytes"
 	"encoding"
 	stdjson "encoding/json"
-	"flag"
 	"fmt"
-	"go/format"
-	"log"
-	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podtrace/podtrace/hack/gogen"
 )
 
 // roots are the types tracer/kind.go watches; appendObject switches over
@@ -78,20 +75,7 @@ var (
 )
 
 func main() {
-	out := flag.String("o", "zz_generated_json.go", "output file, - for standard output")
-	flag.Parse()
-	src, err := generate()
-	if err != nil {
-		log.Fatal(err)
-	}
-	if *out == "-" {
-		_, err = os.Stdout.Write(src)
-	} else {
-		err = os.WriteFile(*out, src, 0o644)
-	}
-	if err != nil {
-		log.Fatal(err)
-	}
+	gogen.Main("zz_generated_json.go", generate)
 }
 
 // fnKey names one generated function: a struct type, and whether its value
@@ -103,10 +87,9 @@ type fnKey struct {
 }
 
 type gen struct {
-	imports   map[string]string // package path -> name
-	names     map[string]string // package name -> path
+	imports   *gogen.Imports
 	fnNames   map[fnKey]string
-	usedNames map[string]bool
+	usedNames gogen.Idents
 	queue     []fnKey
 	funcs     map[string][]byte // function name -> source
 	fallbacks map[string]bool   // what appendReflect writes, and why
@@ -116,19 +99,14 @@ type gen struct {
 
 func generate() ([]byte, error) {
 	g := &gen{
-		imports:   map[string]string{},
-		names:     map[string]string{},
+		imports:   gogen.NewImports("json", "stdjson", "strconv", "base64", "slices", "strings", "reflect", "math", "runtime", "bytes"),
 		fnNames:   map[fnKey]string{},
-		usedNames: map[string]bool{},
+		usedNames: gogen.Idents{},
 		funcs:     map[string][]byte{},
 		fallbacks: map[string]bool{},
 		marshal:   map[string]bool{},
 	}
-	for _, name := range []string{"json", "stdjson", "strconv", "base64", "slices", "strings", "reflect", "math", "runtime", "bytes"} {
-		g.names[name] = "(reserved)"
-	}
-	g.names["runtime"] = "k8s.io/apimachinery/pkg/runtime"
-	g.imports["k8s.io/apimachinery/pkg/runtime"] = "runtime"
+	g.imports.Add("k8s.io/apimachinery/pkg/runtime", "runtime")
 
 	var sw bytes.Buffer
 	sw.WriteString("// appendObject appends obj's JSON, the bytes encoding/json writes, when\n")
@@ -152,13 +130,13 @@ func generate() ([]byte, error) {
 	out.WriteString("// The functions below append the bytes encoding/json's Marshal writes for\n")
 	out.WriteString("// the API types the recorder encodes (see encode in encode.go).\n//\n")
 	out.WriteString("// json.Marshalers called (their output is appended when verbatim, else\n// compacted as encoding/json does):\n")
-	for _, m := range sortedKeys(g.marshal) {
+	for _, m := range gogen.SortedKeys(g.marshal) {
 		fmt.Fprintf(&out, "//   - %s\n", m)
 	}
 	out.WriteString("//\n// Hand appenders (encode.go) write what MarshalJSON returns for:\n")
 	var sp []string
 	for t, fn := range special {
-		sp = append(sp, typeName(t)+" ("+fn+")")
+		sp = append(sp, gogen.TypeName(t)+" ("+fn+")")
 	}
 	slices.Sort(sp)
 	for _, s := range sp {
@@ -169,90 +147,33 @@ func generate() ([]byte, error) {
 		out.WriteString("// Written by the reflective encoder (appendReflect): nothing.\n\n")
 	} else {
 		out.WriteString("// Written by the reflective encoder (appendReflect):\n")
-		for _, f := range sortedKeys(g.fallbacks) {
+		for _, f := range gogen.SortedKeys(g.fallbacks) {
 			fmt.Fprintf(&out, "//   - %s\n", f)
 		}
 		out.WriteString("\n")
 	}
 	out.WriteString("package tracer\n\nimport (\n")
-	paths := sortedKeys(g.imports)
+	paths := g.imports.Paths()
 	for _, p := range paths {
 		if strings.Contains(p, ".") {
 			continue
 		}
-		fmt.Fprintf(&out, "\t%s\n", importSpec(g.imports[p], p))
+		fmt.Fprintf(&out, "\t%s\n", g.imports.Spec(p))
 	}
 	out.WriteString("\n")
 	for _, p := range paths {
 		if !strings.Contains(p, ".") {
 			continue
 		}
-		fmt.Fprintf(&out, "\t%s\n", importSpec(g.imports[p], p))
+		fmt.Fprintf(&out, "\t%s\n", g.imports.Spec(p))
 	}
 	out.WriteString(")\n\n")
 	out.Write(sw.Bytes())
-	for _, name := range sortedKeys(g.funcs) {
+	for _, name := range gogen.SortedKeys(g.funcs) {
 		out.WriteString("\n")
 		out.Write(g.funcs[name])
 	}
-	src, err := format.Source(out.Bytes())
-	if err != nil {
-		return out.Bytes(), fmt.Errorf("generated code does not parse: %v", err)
-	}
-	return src, nil
-}
-
-// importSpec imports path as name.
-func importSpec(name, path string) string {
-	if name == path[strings.LastIndex(path, "/")+1:] {
-		return strconv.Quote(path)
-	}
-	return name + " " + strconv.Quote(path)
-}
-
-// typeName is t's name with its package's path, for the generated file's
-// comments.
-func typeName(t reflect.Type) string {
-	if t.PkgPath() == "" {
-		return t.String()
-	}
-	return t.PkgPath() + "." + t.Name()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
-
-var versionRE = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
-
-// pkgName returns the name the generated file imports path as.
-func (g *gen) pkgName(path string) string {
-	if n, ok := g.imports[path]; ok {
-		return n
-	}
-	elems := strings.Split(path, "/")
-	base := elems[len(elems)-1]
-	if versionRE.MatchString(base) && len(elems) > 1 {
-		base = elems[len(elems)-2] + base
-	}
-	base = strings.Map(func(r rune) rune {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return r
-		}
-		return -1
-	}, base)
-	name := base
-	for i := 2; g.names[name] != ""; i++ {
-		name = base + strconv.Itoa(i)
-	}
-	g.names[name] = path
-	g.imports[path] = name
-	return name
+	return gogen.Source(out.Bytes())
 }
 
 // typeExpr returns t as Go source in the generated file, or "" if the file
@@ -262,10 +183,7 @@ func (g *gen) typeExpr(t reflect.Type) string {
 		if t.PkgPath() == "" {
 			return t.Name() // predeclared
 		}
-		if strings.ContainsAny(t.Name(), "[]") || !token(t.Name()) {
-			return "" // generic instance, unexported
-		}
-		return g.pkgName(t.PkgPath()) + "." + t.Name()
+		return g.imports.Named(t) // "" for a generic instance, an unexported type
 	}
 	var elem string
 	switch t.Kind() {
@@ -295,12 +213,6 @@ func (g *gen) typeExpr(t reflect.Type) string {
 	return ""
 }
 
-// token: an exported identifier.
-func token(name string) bool {
-	r := []rune(name)
-	return len(r) > 0 && unicode.IsUpper(r[0])
-}
-
 // structFunc returns the name of the function that appends a struct of
 // type t, queueing it. A struct whose encoding does not depend on its
 // addressability has one function.
@@ -312,20 +224,11 @@ func (g *gen) structFunc(t reflect.Type, addr bool) string {
 	if n, ok := g.fnNames[k]; ok {
 		return n
 	}
-	base := "append"
-	if t.PkgPath() != "" {
-		pn := g.pkgName(t.PkgPath())
-		base += strings.ToUpper(pn[:1]) + pn[1:]
-	}
-	base += t.Name()
+	base := g.imports.FuncBase("append", t)
 	if !addr {
 		base += "NoAddr"
 	}
-	name := base
-	for i := 2; g.usedNames[name]; i++ {
-		name = base + strconv.Itoa(i)
-	}
-	g.usedNames[name] = true
+	name := g.usedNames.New(base)
 	g.fnNames[k] = name
 	g.queue = append(g.queue, k)
 	return name
@@ -391,7 +294,7 @@ func (g *gen) genStruct(k fnKey) {
 	fmt.Fprintf(&w, "// %s %s.\nfunc %s(b []byte, v *%s) []byte {\n", name, doc, name, te)
 	body, why := g.structBody(t, k.addr)
 	if why != "" {
-		g.fallback(fmt.Sprintf("%s: %s", typeName(t), why))
+		g.fallback(fmt.Sprintf("%s: %s", gogen.TypeName(t), why))
 		if k.addr {
 			w.WriteString("\treturn appendReflect(b, v)\n}\n")
 		} else {
@@ -498,7 +401,7 @@ func (g *gen) notZero(t reflect.Type, x string) (string, bool) {
 	case reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice:
 		return x + " != nil", true
 	case reflect.Struct, reflect.Array:
-		g.imports["reflect"] = "reflect"
+		g.imports.Add("reflect", "reflect")
 		return "!reflect.ValueOf(&" + x + ").Elem().IsZero()", true
 	}
 	return "", false
@@ -547,7 +450,7 @@ func (g *gen) valueNonNil(w *bytes.Buffer, t reflect.Type, x string, addr, quote
 			g.reflectValue(w, t, x, addr, "interface "+t.String())
 			return
 		}
-		g.marshal[typeName(t)] = true
+		g.marshal[gogen.TypeName(t)] = true
 		out, err := g.temp("out"), g.temp("err")
 		fmt.Fprintf(w, "\t%s, %s := %s.MarshalJSON()\n\tb = appendMarshaled(b, %s, %s, %v)\n", out, err, x, out, err, trusted[t])
 		return
@@ -557,7 +460,7 @@ func (g *gen) valueNonNil(w *bytes.Buffer, t reflect.Type, x string, addr, quote
 			g.reflectValue(w, t, x, addr, "interface "+t.String())
 			return
 		}
-		g.marshal[typeName(t)+" (MarshalText)"] = true
+		g.marshal[gogen.TypeName(t)+" (MarshalText)"] = true
 		out, err := g.temp("text"), g.temp("err")
 		fmt.Fprintf(w, "\t%s, %s := %s.MarshalText()\n\tb = appendMarshaledText(b, %s, %s)\n", out, err, x, out, err)
 		return
@@ -569,16 +472,16 @@ func (g *gen) valueNonNil(w *bytes.Buffer, t reflect.Type, x string, addr, quote
 		} else {
 			fmt.Fprintf(w, "\tb = strconv.AppendBool(b, bool(%s))\n", x)
 		}
-		g.imports["strconv"] = "strconv"
+		g.imports.Add("strconv", "strconv")
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		g.imports["strconv"] = "strconv"
+		g.imports.Add("strconv", "strconv")
 		if quoted {
 			fmt.Fprintf(w, "\tb = append(b, '\"')\n\tb = strconv.AppendInt(b, int64(%s), 10)\n\tb = append(b, '\"')\n", x)
 		} else {
 			fmt.Fprintf(w, "\tb = strconv.AppendInt(b, int64(%s), 10)\n", x)
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		g.imports["strconv"] = "strconv"
+		g.imports.Add("strconv", "strconv")
 		if quoted {
 			fmt.Fprintf(w, "\tb = append(b, '\"')\n\tb = strconv.AppendUint(b, uint64(%s), 10)\n\tb = append(b, '\"')\n", x)
 		} else {
@@ -594,7 +497,7 @@ func (g *gen) valueNonNil(w *bytes.Buffer, t reflect.Type, x string, addr, quote
 		if quoted {
 			fmt.Fprintf(w, "\tb = appendQuotedString(b, string(%s))\n", x)
 		} else {
-			g.imports["github.com/segmentio/encoding/json"] = "json"
+			g.imports.Add("github.com/segmentio/encoding/json", "json")
 			fmt.Fprintf(w, "\tb = json.AppendEscape(b, string(%s), flags)\n", x)
 		}
 	case reflect.Struct:
@@ -613,7 +516,7 @@ func (g *gen) valueNonNil(w *bytes.Buffer, t reflect.Type, x string, addr, quote
 					g.reflectValue(w, t, x, addr, "slice of named bytes "+t.String())
 					return
 				}
-				g.imports["encoding/base64"] = "base64"
+				g.imports.Add("encoding/base64", "base64")
 				ifNil()
 				fmt.Fprintf(w, "\tb = append(b, '\"')\n\tb = base64.StdEncoding.AppendEncode(b, %s)\n\tb = append(b, '\"')\n", x)
 				endNil()
@@ -683,18 +586,18 @@ func (g *gen) mapValue(w *bytes.Buffer, t reflect.Type, x string, ifNil, endNil 
 	default:
 		switch k.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			g.imports["strconv"] = "strconv"
+			g.imports.Add("strconv", "strconv")
 			keyString = "strconv.FormatInt(int64(%s), 10)"
 		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-			g.imports["strconv"] = "strconv"
+			g.imports.Add("strconv", "strconv")
 			keyString = "strconv.FormatUint(uint64(%s), 10)"
 		default:
 			g.reflectValue(w, t, x, false, "map with key type "+k.String())
 			return
 		}
 	}
-	g.imports["slices"] = "slices"
-	g.imports["github.com/segmentio/encoding/json"] = "json"
+	g.imports.Add("slices", "slices")
+	g.imports.Add("github.com/segmentio/encoding/json", "json")
 	ifNil()
 	keys, kv, mv, kb := g.temp("keys"), g.temp("kv"), g.temp("mv"), g.temp("kb")
 	k := g.temp("k")
@@ -706,7 +609,7 @@ func (g *gen) mapValue(w *bytes.Buffer, t reflect.Type, x string, ifNil, endNil 
 		fmt.Fprintf(w, "\t\tb = append(b, '{')\n\t\tfor %s, %s := range %s {\n\t\t\tif %s > 0 {\n\t\t\t\tb = append(b, ',')\n\t\t\t}\n\t\t\tb = json.AppendEscape(b, %s, flags)\n\t\t\tb = append(b, ':')\n\t\t\t%s := %s[%s(%s)]\n",
 			kv, k, keys, kv, k, mv, x, kt, k)
 	} else {
-		g.imports["strings"] = "strings"
+		g.imports.Add("strings", "strings")
 		et := "struct {\n\t\t\ts string\n\t\t\tk " + kt + "\n\t\t}"
 		fmt.Fprintf(w, "\t\t%s := make([]%s, 0, len(%s))\n\t\tfor %s := range %s {\n\t\t\t%s = append(%s, %s{%s, %s})\n\t\t}\n",
 			keys, et, x, k, x, keys, keys, et, fmt.Sprintf(keyString, k), k)
