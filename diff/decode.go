@@ -1140,42 +1140,28 @@ func (in *interner) decodeAt(p unsafe.Pointer, k leafKind, raw []byte) bool {
 	case leafTime:
 		return in.decodeMetaTimeAt((*metav1.Time)(p), raw)
 	case leafPtrString:
-		v := new(string)
-		if !in.decodeAt(unsafe.Pointer(v), leafString, raw) {
-			return false
-		}
-		*(**string)(p) = v
-		return true
+		return decodePtrAt[string](in, p, leafString, raw)
 	case leafPtrBool:
-		v := new(bool)
-		if !in.decodeAt(unsafe.Pointer(v), leafBool, raw) {
-			return false
-		}
-		*(**bool)(p) = v
-		return true
+		return decodePtrAt[bool](in, p, leafBool, raw)
 	case leafPtrInt64:
-		v := new(int64)
-		if !in.decodeAt(unsafe.Pointer(v), leafInt64, raw) {
-			return false
-		}
-		*(**int64)(p) = v
-		return true
+		return decodePtrAt[int64](in, p, leafInt64, raw)
 	case leafPtrInt32:
-		v := new(int32)
-		if !in.decodeAt(unsafe.Pointer(v), leafInt32, raw) {
-			return false
-		}
-		*(**int32)(p) = v
-		return true
+		return decodePtrAt[int32](in, p, leafInt32, raw)
 	case leafPtrTime:
-		v := new(metav1.Time)
-		if !in.decodeMetaTimeAt(v, raw) {
-			return false
-		}
-		*(**metav1.Time)(p) = v
-		return true
+		return decodePtrAt[metav1.Time](in, p, leafTime, raw)
 	}
 	return false
+}
+
+// decodePtrAt decodes raw into a new T, of leaf kind k, and sets the *T at
+// p to it; it changes nothing when decodeAt declines raw.
+func decodePtrAt[T any](in *interner, p unsafe.Pointer, k leafKind, raw []byte) bool {
+	v := new(T)
+	if !in.decodeAt(unsafe.Pointer(v), k, raw) {
+		return false
+	}
+	*(**T)(p) = v
+	return true
 }
 
 // parseJSONInt parses raw, a JSON number written as an integer that fits
