@@ -333,16 +333,47 @@ func PodRequest(op admissionv1.OperationType, sub string, old, pod *corev1.Pod, 
 		req.OldObjectLabels = old.Labels
 	}
 	if rec, ok := revisionAt(namespaces, t); ok {
-		var ns corev1.Namespace
-		if json.Unmarshal(rec.Object, &ns) == nil {
-			req.NamespaceLabels = ns.Labels
-			if req.NamespaceLabels == nil {
-				req.NamespaceLabels = map[string]string{}
-			}
-		}
+		req.NamespaceLabels = namespaceLabels(rec)
 	}
 	return req
 }
+
+// namespaceLabels returns the labels of a Namespace's revision: empty, not
+// nil, when it has none; nil when it cannot be decoded. The pods of one
+// namespace ask for the same revisions: they are decoded once, kept by
+// their JSON (up to maxDecodedNamespaces of them). The map is shared: it
+// must not be modified.
+func namespaceLabels(rec store.Record) map[string]string {
+	decodedNamespaces.Lock()
+	l, hit := decodedNamespaces.m[string(rec.Object)]
+	decodedNamespaces.Unlock()
+	if hit {
+		return l
+	}
+	var ns corev1.Namespace
+	if json.Unmarshal(rec.Object, &ns) == nil {
+		l = ns.Labels
+		if l == nil {
+			l = map[string]string{}
+		}
+	}
+	decodedNamespaces.Lock()
+	if decodedNamespaces.m == nil || len(decodedNamespaces.m) >= maxDecodedNamespaces {
+		decodedNamespaces.m = make(map[string]map[string]string)
+	}
+	decodedNamespaces.m[string(rec.Object)] = l
+	decodedNamespaces.Unlock()
+	return l
+}
+
+// decodedNamespaces holds what namespaceLabels decoded, by the Namespace
+// revision's JSON; it is emptied when it holds maxDecodedNamespaces.
+var decodedNamespaces struct {
+	sync.Mutex
+	m map[string]map[string]string
+}
+
+const maxDecodedNamespaces = 256
 
 func sortWebhooks(ws []Webhook) {
 	sort.Slice(ws, func(i, j int) bool {

@@ -2,10 +2,12 @@ package diff
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podtrace/podtrace/store"
@@ -166,5 +168,39 @@ func TestWebhooksOfCached(t *testing.T) {
 	}
 	if _, hooks, _ := webhooksOf(mut); hooks[0].ReinvocationPolicy == nil {
 		t.Errorf("mutating webhook from the cache lost its reinvocationPolicy")
+	}
+}
+
+// TestPodRequestNamespaceLabels checks the namespace labels of a request,
+// read from the namespace's revision at the request's time, through the
+// cache of decoded revisions: each revision gives its own labels however
+// often it is asked for.
+func TestPodRequestNamespaceLabels(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	ns := func(seq uint64, at time.Time, obj string) store.Record {
+		return store.Record{Seq: seq, Observed: at, Type: store.Updated, Kind: "Namespace", Name: "team", Object: []byte(obj)}
+	}
+	recs := []store.Record{
+		ns(1, t0, `{"metadata":{"name":"team","labels":{"env":"dev"}}}`),
+		ns(2, t0.Add(time.Minute), `{"metadata":{"name":"team","labels":{"env":"prod","tier":"web"}}}`),
+		ns(3, t0.Add(2*time.Minute), `{"metadata":{"name":"team"}}`),
+		ns(4, t0.Add(3*time.Minute), `{"metadata":`),
+	}
+	pod := &corev1.Pod{}
+	for round := range 3 {
+		for _, c := range []struct {
+			at   time.Time
+			want map[string]string
+		}{
+			{t0.Add(30 * time.Second), map[string]string{"env": "dev"}},
+			{t0.Add(90 * time.Second), map[string]string{"env": "prod", "tier": "web"}},
+			{t0.Add(150 * time.Second), map[string]string{}},
+			{t0.Add(210 * time.Second), nil}, // cannot be read: no namespace selector can match
+		} {
+			got := PodRequest(admissionv1.Create, "", nil, pod, recs, c.at).NamespaceLabels
+			if !reflect.DeepEqual(got, c.want) || (got == nil) != (c.want == nil) {
+				t.Errorf("round %d: namespace labels at %s = %#v, want %#v", round, c.at.Format(time.TimeOnly), got, c.want)
+			}
+		}
 	}
 }
