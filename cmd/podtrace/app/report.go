@@ -67,7 +67,7 @@ func reportCommand(streams Streams) *cli.Command {
 func (o *reportOptions) Run() error {
 	gc := 200
 	if o.format == "html" {
-		gc = 600 // see batchGC
+		gc = 300 // see batchGC
 	}
 	defer batchGC(gc)()
 	db, err := openTrace(o.db)
@@ -241,7 +241,10 @@ func loadPod(db *store.DB, tc *traceContext, p store.Object, finish func(*diff.L
 // page data and what is left of its lifecycle (report.TrimPrepared), less
 // than half of that: at GOGC=200 it peaked at 320-330 MB, and GOGC=600
 // (535-620 MB, below what 200 cost with whole lifecycles) took its CPU from
-// 7.2-7.7 to 6.4-6.5 s in one side-by-side run.
+// 7.2-7.7 to 6.4-6.5 s in one side-by-side run. Since the replay allocates
+// less, GOGC=300 costs what 600 did (8 runs each, alternated: 4.99 vs 5.00
+// s CPU, 2.70 vs 2.71 s wall) at 312-330 MB instead of 434-498; 200 cost
+// 4% more CPU (265-281 MB).
 // record keeps Go's default: it runs for days within a memory budget. It
 // returns the function that puts the previous setting back (for callers of
 // Run in a longer-lived process: tests, embedders).
