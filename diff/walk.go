@@ -502,17 +502,22 @@ func (w *walker) compareKeyed(lk listKind, x, y reflect.Value) {
 // buf.
 func sortedElementKeys(v reflect.Value, buf []keyIndex) []keyIndex {
 	keys := appendElementKeys(buf, v)
+	sortKeys(keys)
+	return keys
+}
+
+// sortKeys sorts keys by key: by insertion while they are few, as a list's
+// are.
+func sortKeys(keys []keyIndex) {
 	if len(keys) > 16 {
 		slices.SortFunc(keys, func(a, b keyIndex) int { return strings.Compare(a.key, b.key) })
-		return keys
+		return
 	}
-	// Insertion sort: lists are short, and keys unique.
 	for i := 1; i < len(keys); i++ {
 		for j := i; j > 0 && keys[j].key < keys[j-1].key; j-- {
 			keys[j], keys[j-1] = keys[j-1], keys[j]
 		}
 	}
-	return keys
 }
 
 // boxed wraps v in an interface, as a keyedList holds it, so that an element

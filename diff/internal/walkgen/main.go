@@ -93,7 +93,7 @@ type gen struct {
 
 func newGen() *gen {
 	return &gen{
-		imports:   gogen.NewImports("reflect", "slices", "strconv", "strings", "unsafe"), // imported by every file
+		imports:   gogen.NewImports("reflect", "slices", "strconv", "strings", "unsafe"), // diff's own imports
 		fnNames:   map[reflect.Type]string{},
 		usedNames: gogen.Idents{},
 		appNames:  map[reflect.Type]string{},
@@ -134,11 +134,11 @@ func generate() ([]byte, error) {
 	for _, f := range gogen.SortedKeys(g.fallbacks) {
 		fmt.Fprintf(&out, "//   - %s\n", f)
 	}
-	out.WriteString("\npackage diff\n\nimport (\n\t\"reflect\"\n\t\"slices\"\n")
+	out.WriteString("\npackage diff\n\nimport (\n\t\"reflect\"\n")
 	if g.strconv {
 		out.WriteString("\t\"strconv\"\n")
 	}
-	out.WriteString("\t\"strings\"\n\t\"unsafe\"\n\n")
+	out.WriteString("\t\"unsafe\"\n\n")
 	for _, p := range g.imports.Paths() {
 		fmt.Fprintf(&out, "\t%s\n", g.imports.Spec(p))
 	}
@@ -172,108 +172,12 @@ func generate() ([]byte, error) {
 		fmt.Fprintf(&out, "\treflect.TypeFor[%s](): func(b []byte, v unsafe.Pointer) ([]byte, bool) { return %s(b, (*%s)(v)) },\n", te, g.appNames[t], te)
 	}
 	out.WriteString("}\n}\n\n")
-	out.WriteString(helpers)
 	for _, name := range gogen.SortedKeys(g.funcs) {
 		out.WriteString("\n")
 		out.Write(g.funcs[name])
 	}
 	return gogen.Source(out.Bytes())
 }
-
-// helpers are written into the generated file as they are.
-const helpers = `// typedSameBytes is sameBytes for the n bytes at x and y.
-func typedSameBytes(x, y unsafe.Pointer, n uintptr) bool {
-	return x == y || unsafe.String((*byte)(x), n) == unsafe.String((*byte)(y), n)
-}
-
-// typedMapPointer is what reflect.Value.Pointer returns for the map at m.
-func typedMapPointer(m unsafe.Pointer) unsafe.Pointer { return *(*unsafe.Pointer)(m) }
-
-// typedCompareKeyed is compareKeyed for two lists of elements compared by
-// walk, whose keys key returns (the field keyFieldIndex names, as
-// scalarString writes it), size the size of an element when equal bytes
-// make two equal (see sameMemory), else 0; appendE, when not nil, appends
-// the JSON of an element added or removed (see reportTypedElem). When a
-// list has an element whose key is empty, or two elements with one key, it
-// is compareKeyed's: appendElementKeys makes up their keys.
-func typedCompareKeyed[E any](w *walker, lk listKind, x, y []E, key func(*E) string, walk func(*walker, *E, *E), size uintptr, appendE func([]byte, *E) ([]byte, bool)) {
-	var bx, by [8]keyIndex
-	kx, okx := typedSortedKeys(x, bx[:0], key)
-	ky, oky := typedSortedKeys(y, by[:0], key)
-	if !okx || !oky {
-		w.compareKeyed(lk, reflect.ValueOf(x), reflect.ValueOf(y))
-		return
-	}
-	i, j := 0, 0
-	for i < len(kx) || j < len(ky) {
-		var k string
-		ix, iy := -1, -1
-		switch {
-		case j == len(ky) || i < len(kx) && kx[i].key < ky[j].key:
-			k, ix = kx[i].key, kx[i].i
-			i++
-		case i == len(kx) || ky[j].key < kx[i].key:
-			k, iy = ky[j].key, ky[j].i
-			j++
-		default:
-			k, ix, iy = kx[i].key, kx[i].i, ky[j].i
-			i++
-			j++
-		}
-		switch {
-		case ix >= 0 && iy >= 0:
-			ex, ey := &x[ix], &y[iy]
-			if size > 0 && typedSameBytes(unsafe.Pointer(ex), unsafe.Pointer(ey), size) {
-				continue
-			}
-			w.pushElem(lk, k)
-			walk(w, ex, ey)
-		case ix >= 0:
-			w.pushElem(lk, k)
-			if appendE != nil {
-				reportTypedElem(w, lk, &x[ix], nil, appendE)
-			} else {
-				w.reportElem(lk, boxed(reflect.ValueOf(&x[ix]).Elem()), reflect.Value{})
-			}
-		default:
-			w.pushElem(lk, k)
-			if appendE != nil {
-				reportTypedElem(w, lk, nil, &y[iy], appendE)
-			} else {
-				w.reportElem(lk, reflect.Value{}, boxed(reflect.ValueOf(&y[iy]).Elem()))
-			}
-		}
-		w.pop()
-	}
-}
-
-// typedSortedKeys is sortedElementKeys for a list whose keys are not empty
-// and unique (then they are appendElementKeys's); false otherwise.
-func typedSortedKeys[E any](x []E, buf []keyIndex, key func(*E) string) ([]keyIndex, bool) {
-	for i := range x {
-		k := key(&x[i])
-		if k == "" {
-			return buf, false
-		}
-		buf = append(buf, keyIndex{k, i})
-	}
-	if len(buf) > 16 {
-		slices.SortFunc(buf, func(a, b keyIndex) int { return strings.Compare(a.key, b.key) })
-	} else {
-		for i := 1; i < len(buf); i++ {
-			for j := i; j > 0 && buf[j].key < buf[j-1].key; j-- {
-				buf[j], buf[j-1] = buf[j-1], buf[j]
-			}
-		}
-	}
-	for i := 1; i < len(buf); i++ {
-		if buf[i].key == buf[i-1].key {
-			return buf, false
-		}
-	}
-	return buf, true
-}
-`
 
 // typeExpr returns named type t as Go source in the generated file, or ""
 // if the file cannot name it (unexported, generic, anonymous).
