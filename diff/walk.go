@@ -469,33 +469,51 @@ func (w *walker) compareMap(x, y reflect.Value) {
 func (w *walker) compareKeyed(lk listKind, x, y reflect.Value) {
 	var bx, by [8]keyIndex
 	kx, ky := sortedElementKeys(x, bx[:0]), sortedElementKeys(y, by[:0])
-	i, j := 0, 0
-	for i < len(kx) || j < len(ky) {
-		var k string
-		ix, iy := -1, -1
+	kj := keyJoin{kx: kx, ky: ky}
+	for e, ok := kj.next(); ok; e, ok = kj.next() {
+		w.pushElem(lk, e.key)
 		switch {
-		case j == len(ky) || i < len(kx) && kx[i].key < ky[j].key:
-			k, ix = kx[i].key, kx[i].i
-			i++
-		case i == len(kx) || ky[j].key < kx[i].key:
-			k, iy = ky[j].key, ky[j].i
-			j++
+		case e.ix >= 0 && e.iy >= 0:
+			w.compare(x.Index(e.ix), y.Index(e.iy))
+		case e.ix >= 0:
+			w.reportElem(lk, boxed(x.Index(e.ix)), reflect.Value{})
 		default:
-			k, ix, iy = kx[i].key, kx[i].i, ky[j].i
-			i++
-			j++
-		}
-		w.pushElem(lk, k)
-		switch {
-		case ix >= 0 && iy >= 0:
-			w.compare(x.Index(ix), y.Index(iy))
-		case ix >= 0:
-			w.reportElem(lk, boxed(x.Index(ix)), reflect.Value{})
-		default:
-			w.reportElem(lk, reflect.Value{}, boxed(y.Index(iy)))
+			w.reportElem(lk, reflect.Value{}, boxed(y.Index(e.iy)))
 		}
 		w.pop()
 	}
+}
+
+// joined is a key of two lists, with the index of its element in each, or
+// -1 in the list that has none.
+type joined struct {
+	key    string
+	ix, iy int
+}
+
+// keyJoin goes through the keys of two lists, both sorted and without
+// repeats, in order, each once.
+type keyJoin struct {
+	kx, ky []keyIndex
+	i, j   int
+}
+
+// next returns the next key, or false after the last.
+func (kj *keyJoin) next() (joined, bool) {
+	kx, ky, i, j := kj.kx, kj.ky, kj.i, kj.j
+	switch {
+	case i == len(kx) && j == len(ky):
+		return joined{}, false
+	case j == len(ky) || i < len(kx) && kx[i].key < ky[j].key:
+		kj.i++
+		return joined{key: kx[i].key, ix: kx[i].i, iy: -1}, true
+	case i == len(kx) || ky[j].key < kx[i].key:
+		kj.j++
+		return joined{key: ky[j].key, ix: -1, iy: ky[j].i}, true
+	}
+	kj.i++
+	kj.j++
+	return joined{key: kx[i].key, ix: kx[i].i, iy: ky[j].i}, true
 }
 
 // sortedElementKeys returns elementKeys(v) as a list sorted by key, appended to

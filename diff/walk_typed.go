@@ -31,22 +31,9 @@ func typedCompareKeyed[E any](w *walker, lk listKind, x, y []E, key func(*E) str
 		w.compareKeyed(lk, reflect.ValueOf(x), reflect.ValueOf(y))
 		return
 	}
-	i, j := 0, 0
-	for i < len(kx) || j < len(ky) {
-		var k string
-		ix, iy := -1, -1
-		switch {
-		case j == len(ky) || i < len(kx) && kx[i].key < ky[j].key:
-			k, ix = kx[i].key, kx[i].i
-			i++
-		case i == len(kx) || ky[j].key < kx[i].key:
-			k, iy = ky[j].key, ky[j].i
-			j++
-		default:
-			k, ix, iy = kx[i].key, kx[i].i, ky[j].i
-			i++
-			j++
-		}
+	kj := keyJoin{kx: kx, ky: ky}
+	for e, ok := kj.next(); ok; e, ok = kj.next() {
+		k, ix, iy := e.key, e.ix, e.iy
 		switch {
 		case ix >= 0 && iy >= 0:
 			ex, ey := &x[ix], &y[iy]
