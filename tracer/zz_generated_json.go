@@ -14,6 +14,12 @@
 //   - k8s.io/apimachinery/pkg/util/intstr.IntOrString (appendIntOrString)
 //
 // Written by the reflective encoder (appendReflect): nothing.
+//
+// The protobuf transcoders (pbX, see tracer/protojson.go) decode typed:
+//   - k8s.io/apimachinery/pkg/api/resource.Quantity: written by appendQuantity; by its protobuf bytes, cached, in pbQuantity
+//   - k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta: field creationTimestamp has omitzero or ,string
+//   - k8s.io/apimachinery/pkg/apis/meta/v1.Time: written by appendTime
+//   - k8s.io/apimachinery/pkg/util/intstr.IntOrString: written by appendIntOrString
 
 package tracer
 
@@ -28,8 +34,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // appendObject appends obj's JSON, the bytes encoding/json writes, when
@@ -7592,4 +7600,6038 @@ func appendSchedulingv1alpha3WorkloadPodGroupSingleDisruptionMode(b []byte, v *s
 	}
 	b[start] = '{'
 	return append(b, '}')
+}
+
+// pbCorev1AWSElasticBlockStoreVolumeSource writes the JSON of the corev1.AWSElasticBlockStoreVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1AWSElasticBlockStoreVolumeSource(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1AWSElasticBlockStoreVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"volumeID\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if int32(f[2].v) != 0 {
+		b = append(b, ",\"partition\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[2].v)), 10)
+	}
+	if f[3].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1Affinity writes the JSON of the corev1.Affinity encoded in p (see appendProtoJSON).
+func pbCorev1Affinity(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1Affinity[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"nodeAffinity\":"...)
+		b = pbCorev1NodeAffinity(b, pbOne(p, &f[0]))
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"podAffinity\":"...)
+		b = pbCorev1PodAffinity(b, pbOne(p, &f[1]))
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"podAntiAffinity\":"...)
+		b = pbCorev1PodAntiAffinity(b, pbOne(p, &f[2]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1AppArmorProfile writes the JSON of the corev1.AppArmorProfile encoded in p (see appendProtoJSON).
+func pbCorev1AppArmorProfile(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1AppArmorProfile[:], f[:])
+	start := len(b)
+	b = append(b, ",\"type\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"localhostProfile\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1AzureDiskVolumeSource writes the JSON of the corev1.AzureDiskVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1AzureDiskVolumeSource(b, p []byte) []byte {
+	var f [6]pbField
+	pbScan(p, pbTabCorev1AzureDiskVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"diskName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"diskURI\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].n != 0 {
+		b = append(b, ",\"cachingMode\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[4].v != 0)
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"kind\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1AzureFileVolumeSource writes the JSON of the corev1.AzureFileVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1AzureFileVolumeSource(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1AzureFileVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"secretName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"shareName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1CSIVolumeSource writes the JSON of the corev1.CSIVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1CSIVolumeSource(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1CSIVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"driver\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[1].v != 0)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"volumeAttributes\":"...)
+		var eb1 [8]pbEntry
+		es2 := pbMap(p, &f[3], 4, eb1[:0])
+		b = append(b, '{')
+		m3 := len(b)
+		for k4 := range es2 {
+			e5 := &es2[k4]
+			if pbOverwritten(es2, k4) {
+				continue
+			}
+			if len(b) > m3 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e5.k), flags)
+			b = append(b, ':')
+			b = json.AppendEscape(b, pbBytesString(e5.v), flags)
+		}
+		b = append(b, '}')
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"nodePublishSecretRef\":"...)
+		b = pbCorev1LocalObjectReference(b, pbOne(p, &f[4]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1Capabilities writes the JSON of the corev1.Capabilities encoded in p (see appendProtoJSON).
+func pbCorev1Capabilities(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1Capabilities[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"add\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"drop\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i4 := range f[1].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it3.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1CephFSVolumeSource writes the JSON of the corev1.CephFSVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1CephFSVolumeSource(b, p []byte) []byte {
+	var f [6]pbField
+	pbScan(p, pbTabCorev1CephFSVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"monitors\":"...)
+	if f[0].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"path\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"user\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"secretFile\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"secretRef\":"...)
+		b = pbCorev1LocalObjectReference(b, pbOne(p, &f[4]))
+	}
+	if f[5].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[5].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1CinderVolumeSource writes the JSON of the corev1.CinderVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1CinderVolumeSource(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1CinderVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"volumeID\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"secretRef\":"...)
+		b = pbCorev1LocalObjectReference(b, pbOne(p, &f[3]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ClusterTrustBundleProjection writes the JSON of the corev1.ClusterTrustBundleProjection encoded in p (see appendProtoJSON).
+func pbCorev1ClusterTrustBundleProjection(b, p []byte) []byte {
+	var f [6]pbField
+	pbScan(p, pbTabCorev1ClusterTrustBundleProjection[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"signerName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"labelSelector\":"...)
+		b = pbMetav1LabelSelector(b, pbOne(p, &f[2]))
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"optional\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	b = append(b, ",\"path\":"...)
+	b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	if f[5].n != 0 {
+		b = append(b, ",\"user\":"...)
+		b = strconv.AppendInt(b, int64(f[5].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ConfigMapEnvSource writes the JSON of the corev1.ConfigMapEnvSource encoded in p (see appendProtoJSON).
+func pbCorev1ConfigMapEnvSource(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1ConfigMapEnvSource[:], f[:])
+	p1 := pbOne(p, &f[0])
+	var f1 [1]pbField
+	pbScan(p1, pbTabCorev1LocalObjectReference[:], f1[:])
+	start := len(b)
+	if f1[0].hi != f1[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[0].lo, f1[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"optional\":"...)
+		b = strconv.AppendBool(b, f[1].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ConfigMapKeySelector writes the JSON of the corev1.ConfigMapKeySelector encoded in p (see appendProtoJSON).
+func pbCorev1ConfigMapKeySelector(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1ConfigMapKeySelector[:], f[:])
+	p1 := pbOne(p, &f[0])
+	var f1 [1]pbField
+	pbScan(p1, pbTabCorev1LocalObjectReference[:], f1[:])
+	start := len(b)
+	if f1[0].hi != f1[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[0].lo, f1[0].hi), flags)
+	}
+	b = append(b, ",\"key\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].n != 0 {
+		b = append(b, ",\"optional\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ConfigMapProjection writes the JSON of the corev1.ConfigMapProjection encoded in p (see appendProtoJSON).
+func pbCorev1ConfigMapProjection(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1ConfigMapProjection[:], f[:])
+	p1 := pbOne(p, &f[0])
+	var f1 [1]pbField
+	pbScan(p1, pbTabCorev1LocalObjectReference[:], f1[:])
+	start := len(b)
+	if f1[0].hi != f1[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[0].lo, f1[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"items\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1KeyToPath(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"optional\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ConfigMapVolumeSource writes the JSON of the corev1.ConfigMapVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1ConfigMapVolumeSource(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1ConfigMapVolumeSource[:], f[:])
+	p1 := pbOne(p, &f[0])
+	var f1 [1]pbField
+	pbScan(p1, pbTabCorev1LocalObjectReference[:], f1[:])
+	start := len(b)
+	if f1[0].hi != f1[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[0].lo, f1[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"items\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1KeyToPath(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"defaultMode\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[2].v)), 10)
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"optional\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"defaultUser\":"...)
+		b = strconv.AppendInt(b, int64(f[4].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1Container writes the JSON of the corev1.Container encoded in p (see appendProtoJSON).
+func pbCorev1Container(b, p []byte) []byte {
+	var f [25]pbField
+	pbScan(p, pbTabCorev1Container[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"image\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"command\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[2].first), num: 3}
+		for i2 := range f[2].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"args\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[3].first), num: 4}
+		for i4 := range f[3].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it3.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"workingDir\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"ports\":"...)
+		b = append(b, '[')
+		it5 := pbIter{p: p, i: int(f[5].first), num: 6}
+		for i6 := range f[5].n {
+			if i6 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ContainerPort(b, it5.next())
+		}
+		b = append(b, ']')
+	}
+	if f[6].n != 0 {
+		b = append(b, ",\"envFrom\":"...)
+		b = append(b, '[')
+		it7 := pbIter{p: p, i: int(f[6].first), num: 19}
+		for i8 := range f[6].n {
+			if i8 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1EnvFromSource(b, it7.next())
+		}
+		b = append(b, ']')
+	}
+	if f[7].n != 0 {
+		b = append(b, ",\"env\":"...)
+		b = append(b, '[')
+		it9 := pbIter{p: p, i: int(f[7].first), num: 7}
+		for i10 := range f[7].n {
+			if i10 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1EnvVar(b, it9.next())
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"resources\":"...)
+	b = pbCorev1ResourceRequirements(b, pbOne(p, &f[8]))
+	if f[9].n != 0 {
+		b = append(b, ",\"resizePolicy\":"...)
+		b = append(b, '[')
+		it11 := pbIter{p: p, i: int(f[9].first), num: 23}
+		for i12 := range f[9].n {
+			if i12 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ContainerResizePolicy(b, it11.next())
+		}
+		b = append(b, ']')
+	}
+	if f[10].n != 0 {
+		b = append(b, ",\"restartPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[10].lo, f[10].hi), flags)
+	}
+	if f[11].n != 0 {
+		b = append(b, ",\"restartPolicyRules\":"...)
+		b = append(b, '[')
+		it13 := pbIter{p: p, i: int(f[11].first), num: 25}
+		for i14 := range f[11].n {
+			if i14 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ContainerRestartRule(b, it13.next())
+		}
+		b = append(b, ']')
+	}
+	if f[12].n != 0 {
+		b = append(b, ",\"volumeMounts\":"...)
+		b = append(b, '[')
+		it15 := pbIter{p: p, i: int(f[12].first), num: 9}
+		for i16 := range f[12].n {
+			if i16 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1VolumeMount(b, it15.next())
+		}
+		b = append(b, ']')
+	}
+	if f[13].n != 0 {
+		b = append(b, ",\"volumeDevices\":"...)
+		b = append(b, '[')
+		it17 := pbIter{p: p, i: int(f[13].first), num: 21}
+		for i18 := range f[13].n {
+			if i18 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1VolumeDevice(b, it17.next())
+		}
+		b = append(b, ']')
+	}
+	if f[14].n != 0 {
+		b = append(b, ",\"livenessProbe\":"...)
+		b = pbCorev1Probe(b, pbOne(p, &f[14]))
+	}
+	if f[15].n != 0 {
+		b = append(b, ",\"readinessProbe\":"...)
+		b = pbCorev1Probe(b, pbOne(p, &f[15]))
+	}
+	if f[16].n != 0 {
+		b = append(b, ",\"startupProbe\":"...)
+		b = pbCorev1Probe(b, pbOne(p, &f[16]))
+	}
+	if f[17].n != 0 {
+		b = append(b, ",\"lifecycle\":"...)
+		b = pbCorev1Lifecycle(b, pbOne(p, &f[17]))
+	}
+	if f[18].hi != f[18].lo {
+		b = append(b, ",\"terminationMessagePath\":"...)
+		b = json.AppendEscape(b, pbString(p, f[18].lo, f[18].hi), flags)
+	}
+	if f[19].hi != f[19].lo {
+		b = append(b, ",\"terminationMessagePolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[19].lo, f[19].hi), flags)
+	}
+	if f[20].hi != f[20].lo {
+		b = append(b, ",\"imagePullPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[20].lo, f[20].hi), flags)
+	}
+	if f[21].n != 0 {
+		b = append(b, ",\"securityContext\":"...)
+		b = pbCorev1SecurityContext(b, pbOne(p, &f[21]))
+	}
+	if f[22].v != 0 {
+		b = append(b, ",\"stdin\":"...)
+		b = strconv.AppendBool(b, f[22].v != 0)
+	}
+	if f[23].v != 0 {
+		b = append(b, ",\"stdinOnce\":"...)
+		b = strconv.AppendBool(b, f[23].v != 0)
+	}
+	if f[24].v != 0 {
+		b = append(b, ",\"tty\":"...)
+		b = strconv.AppendBool(b, f[24].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerExtendedResourceRequest writes the JSON of the corev1.ContainerExtendedResourceRequest encoded in p (see appendProtoJSON).
+func pbCorev1ContainerExtendedResourceRequest(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1ContainerExtendedResourceRequest[:], f[:])
+	start := len(b)
+	b = append(b, ",\"containerName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"resourceName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	b = append(b, ",\"requestName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerPort writes the JSON of the corev1.ContainerPort encoded in p (see appendProtoJSON).
+func pbCorev1ContainerPort(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1ContainerPort[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if int32(f[1].v) != 0 {
+		b = append(b, ",\"hostPort\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[1].v)), 10)
+	}
+	b = append(b, ",\"containerPort\":"...)
+	b = strconv.AppendInt(b, int64(int32(f[2].v)), 10)
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"protocol\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"hostIP\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerResizePolicy writes the JSON of the corev1.ContainerResizePolicy encoded in p (see appendProtoJSON).
+func pbCorev1ContainerResizePolicy(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1ContainerResizePolicy[:], f[:])
+	start := len(b)
+	b = append(b, ",\"resourceName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"restartPolicy\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerRestartRule writes the JSON of the corev1.ContainerRestartRule encoded in p (see appendProtoJSON).
+func pbCorev1ContainerRestartRule(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1ContainerRestartRule[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"action\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"exitCodes\":"...)
+		b = pbCorev1ContainerRestartRuleOnExitCodes(b, pbOne(p, &f[1]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerRestartRuleOnExitCodes writes the JSON of the corev1.ContainerRestartRuleOnExitCodes encoded in p (see appendProtoJSON).
+func pbCorev1ContainerRestartRuleOnExitCodes(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1ContainerRestartRuleOnExitCodes[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"operator\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].cnt != 0 {
+		b = append(b, ",\"values\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].cnt {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(int32(it1.nextVarint())), 10)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerState writes the JSON of the corev1.ContainerState encoded in p (see appendProtoJSON).
+func pbCorev1ContainerState(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1ContainerState[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"waiting\":"...)
+		b = pbCorev1ContainerStateWaiting(b, pbOne(p, &f[0]))
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"running\":"...)
+		b = pbCorev1ContainerStateRunning(b, pbOne(p, &f[1]))
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"terminated\":"...)
+		b = pbCorev1ContainerStateTerminated(b, pbOne(p, &f[2]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerStateRunning writes the JSON of the corev1.ContainerStateRunning encoded in p (see appendProtoJSON).
+func pbCorev1ContainerStateRunning(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1ContainerStateRunning[:], f[:])
+	start := len(b)
+	b = append(b, ",\"startedAt\":"...)
+	{
+		var v1 metav1.Time
+		it2 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for range f[0].n {
+			if v1.Unmarshal(it2.next()) != nil {
+				pbFail()
+			}
+		}
+		b = appendTime(b, &v1)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerStateTerminated writes the JSON of the corev1.ContainerStateTerminated encoded in p (see appendProtoJSON).
+func pbCorev1ContainerStateTerminated(b, p []byte) []byte {
+	var f [7]pbField
+	pbScan(p, pbTabCorev1ContainerStateTerminated[:], f[:])
+	start := len(b)
+	b = append(b, ",\"exitCode\":"...)
+	b = strconv.AppendInt(b, int64(int32(f[0].v)), 10)
+	if int32(f[1].v) != 0 {
+		b = append(b, ",\"signal\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[1].v)), 10)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"reason\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"message\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	b = append(b, ",\"startedAt\":"...)
+	{
+		var v1 metav1.Time
+		it2 := pbIter{p: p, i: int(f[4].first), num: 5}
+		for range f[4].n {
+			if v1.Unmarshal(it2.next()) != nil {
+				pbFail()
+			}
+		}
+		b = appendTime(b, &v1)
+	}
+	b = append(b, ",\"finishedAt\":"...)
+	{
+		var v3 metav1.Time
+		it4 := pbIter{p: p, i: int(f[5].first), num: 6}
+		for range f[5].n {
+			if v3.Unmarshal(it4.next()) != nil {
+				pbFail()
+			}
+		}
+		b = appendTime(b, &v3)
+	}
+	if f[6].hi != f[6].lo {
+		b = append(b, ",\"containerID\":"...)
+		b = json.AppendEscape(b, pbString(p, f[6].lo, f[6].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerStateWaiting writes the JSON of the corev1.ContainerStateWaiting encoded in p (see appendProtoJSON).
+func pbCorev1ContainerStateWaiting(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1ContainerStateWaiting[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"reason\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"message\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerStatus writes the JSON of the corev1.ContainerStatus encoded in p (see appendProtoJSON).
+func pbCorev1ContainerStatus(b, p []byte) []byte {
+	var f [15]pbField
+	pbScan(p, pbTabCorev1ContainerStatus[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"state\":"...)
+	b = pbCorev1ContainerState(b, pbOne(p, &f[1]))
+	b = append(b, ",\"lastState\":"...)
+	b = pbCorev1ContainerState(b, pbOne(p, &f[2]))
+	b = append(b, ",\"ready\":"...)
+	b = strconv.AppendBool(b, f[3].v != 0)
+	b = append(b, ",\"restartCount\":"...)
+	b = strconv.AppendInt(b, int64(int32(f[4].v)), 10)
+	b = append(b, ",\"image\":"...)
+	b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	b = append(b, ",\"imageID\":"...)
+	b = json.AppendEscape(b, pbString(p, f[6].lo, f[6].hi), flags)
+	if f[7].hi != f[7].lo {
+		b = append(b, ",\"containerID\":"...)
+		b = json.AppendEscape(b, pbString(p, f[7].lo, f[7].hi), flags)
+	}
+	if f[8].n != 0 {
+		b = append(b, ",\"started\":"...)
+		b = strconv.AppendBool(b, f[8].v != 0)
+	}
+	if f[9].n != 0 {
+		b = append(b, ",\"allocatedResources\":"...)
+		var eb1 [8]pbEntry
+		es2 := pbMap(p, &f[9], 10, eb1[:0])
+		b = append(b, '{')
+		m3 := len(b)
+		for k4 := range es2 {
+			e5 := &es2[k4]
+			if pbOverwritten(es2, k4) {
+				if e5.hasV {
+					n6 := len(b)
+					b = pbQuantity(b, e5.v)[:n6]
+				}
+				continue
+			}
+			if len(b) > m3 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e5.k), flags)
+			b = append(b, ':')
+			if e5.hasV {
+				b = pbQuantity(b, e5.v)
+			} else {
+				var v7 resource.Quantity
+				b = appendQuantity(b, &v7)
+			}
+		}
+		b = append(b, '}')
+	}
+	if f[10].n != 0 {
+		b = append(b, ",\"resources\":"...)
+		b = pbCorev1ResourceRequirements(b, pbOne(p, &f[10]))
+	}
+	if f[11].n != 0 {
+		b = append(b, ",\"volumeMounts\":"...)
+		b = append(b, '[')
+		it8 := pbIter{p: p, i: int(f[11].first), num: 12}
+		for i9 := range f[11].n {
+			if i9 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1VolumeMountStatus(b, it8.next())
+		}
+		b = append(b, ']')
+	}
+	if f[12].n != 0 {
+		b = append(b, ",\"user\":"...)
+		b = pbCorev1ContainerUser(b, pbOne(p, &f[12]))
+	}
+	if f[13].n != 0 {
+		b = append(b, ",\"allocatedResourcesStatus\":"...)
+		b = append(b, '[')
+		it10 := pbIter{p: p, i: int(f[13].first), num: 14}
+		for i11 := range f[13].n {
+			if i11 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ResourceStatus(b, it10.next())
+		}
+		b = append(b, ']')
+	}
+	if f[14].n != 0 {
+		b = append(b, ",\"stopSignal\":"...)
+		b = json.AppendEscape(b, pbString(p, f[14].lo, f[14].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ContainerUser writes the JSON of the corev1.ContainerUser encoded in p (see appendProtoJSON).
+func pbCorev1ContainerUser(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1ContainerUser[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"linux\":"...)
+		b = pbCorev1LinuxContainerUser(b, pbOne(p, &f[0]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1DownwardAPIProjection writes the JSON of the corev1.DownwardAPIProjection encoded in p (see appendProtoJSON).
+func pbCorev1DownwardAPIProjection(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1DownwardAPIProjection[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"items\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1DownwardAPIVolumeFile(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1DownwardAPIVolumeFile writes the JSON of the corev1.DownwardAPIVolumeFile encoded in p (see appendProtoJSON).
+func pbCorev1DownwardAPIVolumeFile(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1DownwardAPIVolumeFile[:], f[:])
+	start := len(b)
+	b = append(b, ",\"path\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"fieldRef\":"...)
+		b = pbCorev1ObjectFieldSelector(b, pbOne(p, &f[1]))
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"resourceFieldRef\":"...)
+		b = pbCorev1ResourceFieldSelector(b, pbOne(p, &f[2]))
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"mode\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[3].v)), 10)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"user\":"...)
+		b = strconv.AppendInt(b, int64(f[4].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1DownwardAPIVolumeSource writes the JSON of the corev1.DownwardAPIVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1DownwardAPIVolumeSource(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1DownwardAPIVolumeSource[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"items\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1DownwardAPIVolumeFile(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"defaultMode\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[1].v)), 10)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"defaultUser\":"...)
+		b = strconv.AppendInt(b, int64(f[2].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1EmptyDirVolumeSource writes the JSON of the corev1.EmptyDirVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1EmptyDirVolumeSource(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1EmptyDirVolumeSource[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"medium\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"sizeLimit\":"...)
+		if f[1].n == 1 {
+			b = pbQuantity(b, p[f[1].lo:f[1].hi])
+		} else {
+			{
+				var v1 resource.Quantity
+				it2 := pbIter{p: p, i: int(f[1].first), num: 2}
+				for range f[1].n {
+					if v1.Unmarshal(it2.next()) != nil {
+						pbFail()
+					}
+				}
+				b = appendQuantity(b, &v1)
+			}
+		}
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"mode\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[2].v)), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1EnvFromSource writes the JSON of the corev1.EnvFromSource encoded in p (see appendProtoJSON).
+func pbCorev1EnvFromSource(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1EnvFromSource[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"prefix\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"configMapRef\":"...)
+		b = pbCorev1ConfigMapEnvSource(b, pbOne(p, &f[1]))
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"secretRef\":"...)
+		b = pbCorev1SecretEnvSource(b, pbOne(p, &f[2]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1EnvVar writes the JSON of the corev1.EnvVar encoded in p (see appendProtoJSON).
+func pbCorev1EnvVar(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1EnvVar[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"value\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"valueFrom\":"...)
+		b = pbCorev1EnvVarSource(b, pbOne(p, &f[2]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1EnvVarSource writes the JSON of the corev1.EnvVarSource encoded in p (see appendProtoJSON).
+func pbCorev1EnvVarSource(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1EnvVarSource[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"fieldRef\":"...)
+		b = pbCorev1ObjectFieldSelector(b, pbOne(p, &f[0]))
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"resourceFieldRef\":"...)
+		b = pbCorev1ResourceFieldSelector(b, pbOne(p, &f[1]))
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"configMapKeyRef\":"...)
+		b = pbCorev1ConfigMapKeySelector(b, pbOne(p, &f[2]))
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"secretKeyRef\":"...)
+		b = pbCorev1SecretKeySelector(b, pbOne(p, &f[3]))
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"fileKeyRef\":"...)
+		b = pbCorev1FileKeySelector(b, pbOne(p, &f[4]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1EphemeralContainer writes the JSON of the corev1.EphemeralContainer encoded in p (see appendProtoJSON).
+func pbCorev1EphemeralContainer(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1EphemeralContainer[:], f[:])
+	p1 := pbOne(p, &f[0])
+	var f1 [25]pbField
+	pbScan(p1, pbTabCorev1EphemeralContainerCommon[:], f1[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p1, f1[0].lo, f1[0].hi), flags)
+	if f1[1].hi != f1[1].lo {
+		b = append(b, ",\"image\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[1].lo, f1[1].hi), flags)
+	}
+	if f1[2].n != 0 {
+		b = append(b, ",\"command\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p1, i: int(f1[2].first), num: 3}
+		for i2 := range f1[2].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f1[3].n != 0 {
+		b = append(b, ",\"args\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p1, i: int(f1[3].first), num: 4}
+		for i4 := range f1[3].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it3.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f1[4].hi != f1[4].lo {
+		b = append(b, ",\"workingDir\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[4].lo, f1[4].hi), flags)
+	}
+	if f1[5].n != 0 {
+		b = append(b, ",\"ports\":"...)
+		b = append(b, '[')
+		it5 := pbIter{p: p1, i: int(f1[5].first), num: 6}
+		for i6 := range f1[5].n {
+			if i6 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ContainerPort(b, it5.next())
+		}
+		b = append(b, ']')
+	}
+	if f1[6].n != 0 {
+		b = append(b, ",\"envFrom\":"...)
+		b = append(b, '[')
+		it7 := pbIter{p: p1, i: int(f1[6].first), num: 19}
+		for i8 := range f1[6].n {
+			if i8 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1EnvFromSource(b, it7.next())
+		}
+		b = append(b, ']')
+	}
+	if f1[7].n != 0 {
+		b = append(b, ",\"env\":"...)
+		b = append(b, '[')
+		it9 := pbIter{p: p1, i: int(f1[7].first), num: 7}
+		for i10 := range f1[7].n {
+			if i10 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1EnvVar(b, it9.next())
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"resources\":"...)
+	b = pbCorev1ResourceRequirements(b, pbOne(p1, &f1[8]))
+	if f1[9].n != 0 {
+		b = append(b, ",\"resizePolicy\":"...)
+		b = append(b, '[')
+		it11 := pbIter{p: p1, i: int(f1[9].first), num: 23}
+		for i12 := range f1[9].n {
+			if i12 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ContainerResizePolicy(b, it11.next())
+		}
+		b = append(b, ']')
+	}
+	if f1[10].n != 0 {
+		b = append(b, ",\"restartPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[10].lo, f1[10].hi), flags)
+	}
+	if f1[11].n != 0 {
+		b = append(b, ",\"restartPolicyRules\":"...)
+		b = append(b, '[')
+		it13 := pbIter{p: p1, i: int(f1[11].first), num: 25}
+		for i14 := range f1[11].n {
+			if i14 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ContainerRestartRule(b, it13.next())
+		}
+		b = append(b, ']')
+	}
+	if f1[12].n != 0 {
+		b = append(b, ",\"volumeMounts\":"...)
+		b = append(b, '[')
+		it15 := pbIter{p: p1, i: int(f1[12].first), num: 9}
+		for i16 := range f1[12].n {
+			if i16 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1VolumeMount(b, it15.next())
+		}
+		b = append(b, ']')
+	}
+	if f1[13].n != 0 {
+		b = append(b, ",\"volumeDevices\":"...)
+		b = append(b, '[')
+		it17 := pbIter{p: p1, i: int(f1[13].first), num: 21}
+		for i18 := range f1[13].n {
+			if i18 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1VolumeDevice(b, it17.next())
+		}
+		b = append(b, ']')
+	}
+	if f1[14].n != 0 {
+		b = append(b, ",\"livenessProbe\":"...)
+		b = pbCorev1Probe(b, pbOne(p1, &f1[14]))
+	}
+	if f1[15].n != 0 {
+		b = append(b, ",\"readinessProbe\":"...)
+		b = pbCorev1Probe(b, pbOne(p1, &f1[15]))
+	}
+	if f1[16].n != 0 {
+		b = append(b, ",\"startupProbe\":"...)
+		b = pbCorev1Probe(b, pbOne(p1, &f1[16]))
+	}
+	if f1[17].n != 0 {
+		b = append(b, ",\"lifecycle\":"...)
+		b = pbCorev1Lifecycle(b, pbOne(p1, &f1[17]))
+	}
+	if f1[18].hi != f1[18].lo {
+		b = append(b, ",\"terminationMessagePath\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[18].lo, f1[18].hi), flags)
+	}
+	if f1[19].hi != f1[19].lo {
+		b = append(b, ",\"terminationMessagePolicy\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[19].lo, f1[19].hi), flags)
+	}
+	if f1[20].hi != f1[20].lo {
+		b = append(b, ",\"imagePullPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[20].lo, f1[20].hi), flags)
+	}
+	if f1[21].n != 0 {
+		b = append(b, ",\"securityContext\":"...)
+		b = pbCorev1SecurityContext(b, pbOne(p1, &f1[21]))
+	}
+	if f1[22].v != 0 {
+		b = append(b, ",\"stdin\":"...)
+		b = strconv.AppendBool(b, f1[22].v != 0)
+	}
+	if f1[23].v != 0 {
+		b = append(b, ",\"stdinOnce\":"...)
+		b = strconv.AppendBool(b, f1[23].v != 0)
+	}
+	if f1[24].v != 0 {
+		b = append(b, ",\"tty\":"...)
+		b = strconv.AppendBool(b, f1[24].v != 0)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"targetContainerName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1EphemeralVolumeSource writes the JSON of the corev1.EphemeralVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1EphemeralVolumeSource(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1EphemeralVolumeSource[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"volumeClaimTemplate\":"...)
+		b = pbCorev1PersistentVolumeClaimTemplate(b, pbOne(p, &f[0]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1EvictionResponder writes the JSON of the corev1.EvictionResponder encoded in p (see appendProtoJSON).
+func pbCorev1EvictionResponder(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1EvictionResponder[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"priority\":"...)
+	if f[1].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, int64(int32(f[1].v)), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ExecAction writes the JSON of the corev1.ExecAction encoded in p (see appendProtoJSON).
+func pbCorev1ExecAction(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1ExecAction[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"command\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1FCVolumeSource writes the JSON of the corev1.FCVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1FCVolumeSource(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1FCVolumeSource[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"targetWWNs\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"lun\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[1].v)), 10)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"wwids\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[4].first), num: 5}
+		for i4 := range f[4].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it3.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1FileKeySelector writes the JSON of the corev1.FileKeySelector encoded in p (see appendProtoJSON).
+func pbCorev1FileKeySelector(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1FileKeySelector[:], f[:])
+	start := len(b)
+	b = append(b, ",\"volumeName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"path\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	b = append(b, ",\"key\":"...)
+	b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	if f[3].n != 0 {
+		b = append(b, ",\"optional\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1FlexVolumeSource writes the JSON of the corev1.FlexVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1FlexVolumeSource(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1FlexVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"driver\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"secretRef\":"...)
+		b = pbCorev1LocalObjectReference(b, pbOne(p, &f[2]))
+	}
+	if f[3].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"options\":"...)
+		var eb1 [8]pbEntry
+		es2 := pbMap(p, &f[4], 5, eb1[:0])
+		b = append(b, '{')
+		m3 := len(b)
+		for k4 := range es2 {
+			e5 := &es2[k4]
+			if pbOverwritten(es2, k4) {
+				continue
+			}
+			if len(b) > m3 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e5.k), flags)
+			b = append(b, ':')
+			b = json.AppendEscape(b, pbBytesString(e5.v), flags)
+		}
+		b = append(b, '}')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1FlockerVolumeSource writes the JSON of the corev1.FlockerVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1FlockerVolumeSource(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1FlockerVolumeSource[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"datasetName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"datasetUUID\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1GCEPersistentDiskVolumeSource writes the JSON of the corev1.GCEPersistentDiskVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1GCEPersistentDiskVolumeSource(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1GCEPersistentDiskVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"pdName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if int32(f[2].v) != 0 {
+		b = append(b, ",\"partition\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[2].v)), 10)
+	}
+	if f[3].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1GRPCAction writes the JSON of the corev1.GRPCAction encoded in p (see appendProtoJSON).
+func pbCorev1GRPCAction(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1GRPCAction[:], f[:])
+	start := len(b)
+	b = append(b, ",\"port\":"...)
+	b = strconv.AppendInt(b, int64(int32(f[0].v)), 10)
+	b = append(b, ",\"service\":"...)
+	if f[1].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"mode\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1GitRepoVolumeSource writes the JSON of the corev1.GitRepoVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1GitRepoVolumeSource(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1GitRepoVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"repository\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"revision\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"directory\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1GlusterfsVolumeSource writes the JSON of the corev1.GlusterfsVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1GlusterfsVolumeSource(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1GlusterfsVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"endpoints\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"path\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1HTTPGetAction writes the JSON of the corev1.HTTPGetAction encoded in p (see appendProtoJSON).
+func pbCorev1HTTPGetAction(b, p []byte) []byte {
+	var f [6]pbField
+	pbScan(p, pbTabCorev1HTTPGetAction[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"path\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	b = append(b, ",\"port\":"...)
+	{
+		var v1 intstr.IntOrString
+		it2 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for range f[1].n {
+			if v1.Unmarshal(it2.next()) != nil {
+				pbFail()
+			}
+		}
+		b = appendIntOrString(b, &v1)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"host\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"scheme\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"httpHeaders\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[4].first), num: 5}
+		for i4 := range f[4].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1HTTPHeader(b, it3.next())
+		}
+		b = append(b, ']')
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"protocol\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1HTTPHeader writes the JSON of the corev1.HTTPHeader encoded in p (see appendProtoJSON).
+func pbCorev1HTTPHeader(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1HTTPHeader[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"value\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1HostAlias writes the JSON of the corev1.HostAlias encoded in p (see appendProtoJSON).
+func pbCorev1HostAlias(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1HostAlias[:], f[:])
+	start := len(b)
+	b = append(b, ",\"ip\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"hostnames\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1HostIP writes the JSON of the corev1.HostIP encoded in p (see appendProtoJSON).
+func pbCorev1HostIP(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1HostIP[:], f[:])
+	start := len(b)
+	b = append(b, ",\"ip\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1HostPathVolumeSource writes the JSON of the corev1.HostPathVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1HostPathVolumeSource(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1HostPathVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"path\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"type\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ISCSIVolumeSource writes the JSON of the corev1.ISCSIVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1ISCSIVolumeSource(b, p []byte) []byte {
+	var f [11]pbField
+	pbScan(p, pbTabCorev1ISCSIVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"targetPortal\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"iqn\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	b = append(b, ",\"lun\":"...)
+	b = strconv.AppendInt(b, int64(int32(f[2].v)), 10)
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"iscsiInterface\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[5].v != 0)
+	}
+	if f[6].n != 0 {
+		b = append(b, ",\"portals\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[6].first), num: 7}
+		for i2 := range f[6].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[7].v != 0 {
+		b = append(b, ",\"chapAuthDiscovery\":"...)
+		b = strconv.AppendBool(b, f[7].v != 0)
+	}
+	if f[8].v != 0 {
+		b = append(b, ",\"chapAuthSession\":"...)
+		b = strconv.AppendBool(b, f[8].v != 0)
+	}
+	if f[9].n != 0 {
+		b = append(b, ",\"secretRef\":"...)
+		b = pbCorev1LocalObjectReference(b, pbOne(p, &f[9]))
+	}
+	if f[10].n != 0 {
+		b = append(b, ",\"initiatorName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[10].lo, f[10].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ImageVolumeSource writes the JSON of the corev1.ImageVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1ImageVolumeSource(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1ImageVolumeSource[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"reference\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"pullPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ImageVolumeStatus writes the JSON of the corev1.ImageVolumeStatus encoded in p (see appendProtoJSON).
+func pbCorev1ImageVolumeStatus(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1ImageVolumeStatus[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"imageRef\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1KeyToPath writes the JSON of the corev1.KeyToPath encoded in p (see appendProtoJSON).
+func pbCorev1KeyToPath(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1KeyToPath[:], f[:])
+	start := len(b)
+	b = append(b, ",\"key\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"path\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].n != 0 {
+		b = append(b, ",\"mode\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[2].v)), 10)
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"user\":"...)
+		b = strconv.AppendInt(b, int64(f[3].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1Lifecycle writes the JSON of the corev1.Lifecycle encoded in p (see appendProtoJSON).
+func pbCorev1Lifecycle(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1Lifecycle[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"postStart\":"...)
+		b = pbCorev1LifecycleHandler(b, pbOne(p, &f[0]))
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"preStop\":"...)
+		b = pbCorev1LifecycleHandler(b, pbOne(p, &f[1]))
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"stopSignal\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1LifecycleHandler writes the JSON of the corev1.LifecycleHandler encoded in p (see appendProtoJSON).
+func pbCorev1LifecycleHandler(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1LifecycleHandler[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"exec\":"...)
+		b = pbCorev1ExecAction(b, pbOne(p, &f[0]))
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"httpGet\":"...)
+		b = pbCorev1HTTPGetAction(b, pbOne(p, &f[1]))
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"tcpSocket\":"...)
+		b = pbCorev1TCPSocketAction(b, pbOne(p, &f[2]))
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"sleep\":"...)
+		b = pbCorev1SleepAction(b, pbOne(p, &f[3]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1LinuxContainerUser writes the JSON of the corev1.LinuxContainerUser encoded in p (see appendProtoJSON).
+func pbCorev1LinuxContainerUser(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1LinuxContainerUser[:], f[:])
+	start := len(b)
+	b = append(b, ",\"uid\":"...)
+	b = strconv.AppendInt(b, int64(f[0].v), 10)
+	b = append(b, ",\"gid\":"...)
+	b = strconv.AppendInt(b, int64(f[1].v), 10)
+	if f[2].cnt != 0 {
+		b = append(b, ",\"supplementalGroups\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[2].first), num: 3}
+		for i2 := range f[2].cnt {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(it1.nextVarint()), 10)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1LocalObjectReference writes the JSON of the corev1.LocalObjectReference encoded in p (see appendProtoJSON).
+func pbCorev1LocalObjectReference(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1LocalObjectReference[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1NFSVolumeSource writes the JSON of the corev1.NFSVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1NFSVolumeSource(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1NFSVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"server\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"path\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1NodeAffinity writes the JSON of the corev1.NodeAffinity encoded in p (see appendProtoJSON).
+func pbCorev1NodeAffinity(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1NodeAffinity[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"requiredDuringSchedulingIgnoredDuringExecution\":"...)
+		b = pbCorev1NodeSelector(b, pbOne(p, &f[0]))
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"preferredDuringSchedulingIgnoredDuringExecution\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PreferredSchedulingTerm(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1NodeAllocatableMappedResources writes the JSON of the corev1.NodeAllocatableMappedResources encoded in p (see appendProtoJSON).
+func pbCorev1NodeAllocatableMappedResources(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1NodeAllocatableMappedResources[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"quantity\":"...)
+	if f[1].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		if f[1].n == 1 {
+			b = pbQuantity(b, p[f[1].lo:f[1].hi])
+		} else {
+			{
+				var v1 resource.Quantity
+				it2 := pbIter{p: p, i: int(f[1].first), num: 2}
+				for range f[1].n {
+					if v1.Unmarshal(it2.next()) != nil {
+						pbFail()
+					}
+				}
+				b = appendQuantity(b, &v1)
+			}
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1NodeAllocatableOverheadResources writes the JSON of the corev1.NodeAllocatableOverheadResources encoded in p (see appendProtoJSON).
+func pbCorev1NodeAllocatableOverheadResources(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1NodeAllocatableOverheadResources[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"perPod\":"...)
+		if f[1].n == 1 {
+			b = pbQuantity(b, p[f[1].lo:f[1].hi])
+		} else {
+			{
+				var v1 resource.Quantity
+				it2 := pbIter{p: p, i: int(f[1].first), num: 2}
+				for range f[1].n {
+					if v1.Unmarshal(it2.next()) != nil {
+						pbFail()
+					}
+				}
+				b = appendQuantity(b, &v1)
+			}
+		}
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"perContainer\":"...)
+		if f[2].n == 1 {
+			b = pbQuantity(b, p[f[2].lo:f[2].hi])
+		} else {
+			{
+				var v3 resource.Quantity
+				it4 := pbIter{p: p, i: int(f[2].first), num: 3}
+				for range f[2].n {
+					if v3.Unmarshal(it4.next()) != nil {
+						pbFail()
+					}
+				}
+				b = appendQuantity(b, &v3)
+			}
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1NodeAllocatableResourceClaimStatus writes the JSON of the corev1.NodeAllocatableResourceClaimStatus encoded in p (see appendProtoJSON).
+func pbCorev1NodeAllocatableResourceClaimStatus(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1NodeAllocatableResourceClaimStatus[:], f[:])
+	start := len(b)
+	b = append(b, ",\"resourceClaimName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"containers\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"mapping\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[2].first), num: 4}
+		for i4 := range f[2].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1NodeAllocatableMappedResources(b, it3.next())
+		}
+		b = append(b, ']')
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"overhead\":"...)
+		b = append(b, '[')
+		it5 := pbIter{p: p, i: int(f[3].first), num: 5}
+		for i6 := range f[3].n {
+			if i6 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1NodeAllocatableOverheadResources(b, it5.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1NodeSelector writes the JSON of the corev1.NodeSelector encoded in p (see appendProtoJSON).
+func pbCorev1NodeSelector(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1NodeSelector[:], f[:])
+	start := len(b)
+	b = append(b, ",\"nodeSelectorTerms\":"...)
+	if f[0].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1NodeSelectorTerm(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1NodeSelectorRequirement writes the JSON of the corev1.NodeSelectorRequirement encoded in p (see appendProtoJSON).
+func pbCorev1NodeSelectorRequirement(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1NodeSelectorRequirement[:], f[:])
+	start := len(b)
+	b = append(b, ",\"key\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"operator\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].n != 0 {
+		b = append(b, ",\"values\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[2].first), num: 3}
+		for i2 := range f[2].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1NodeSelectorTerm writes the JSON of the corev1.NodeSelectorTerm encoded in p (see appendProtoJSON).
+func pbCorev1NodeSelectorTerm(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1NodeSelectorTerm[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"matchExpressions\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1NodeSelectorRequirement(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"matchFields\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i4 := range f[1].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1NodeSelectorRequirement(b, it3.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ObjectFieldSelector writes the JSON of the corev1.ObjectFieldSelector encoded in p (see appendProtoJSON).
+func pbCorev1ObjectFieldSelector(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1ObjectFieldSelector[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"apiVersion\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	b = append(b, ",\"fieldPath\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PersistentVolumeClaimSpec writes the JSON of the corev1.PersistentVolumeClaimSpec encoded in p (see appendProtoJSON).
+func pbCorev1PersistentVolumeClaimSpec(b, p []byte) []byte {
+	var f [9]pbField
+	pbScan(p, pbTabCorev1PersistentVolumeClaimSpec[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"accessModes\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"selector\":"...)
+		b = pbMetav1LabelSelector(b, pbOne(p, &f[1]))
+	}
+	b = append(b, ",\"resources\":"...)
+	b = pbCorev1VolumeResourceRequirements(b, pbOne(p, &f[2]))
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"volumeName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"storageClassName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"volumeMode\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if f[6].n != 0 {
+		b = append(b, ",\"dataSource\":"...)
+		b = pbCorev1TypedLocalObjectReference(b, pbOne(p, &f[6]))
+	}
+	if f[7].n != 0 {
+		b = append(b, ",\"dataSourceRef\":"...)
+		b = pbCorev1TypedObjectReference(b, pbOne(p, &f[7]))
+	}
+	if f[8].n != 0 {
+		b = append(b, ",\"volumeAttributesClassName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[8].lo, f[8].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PersistentVolumeClaimTemplate writes the JSON of the corev1.PersistentVolumeClaimTemplate encoded in p (see appendProtoJSON).
+func pbCorev1PersistentVolumeClaimTemplate(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1PersistentVolumeClaimTemplate[:], f[:])
+	start := len(b)
+	b = append(b, ",\"metadata\":"...)
+	{
+		var v1 metav1.ObjectMeta
+		it2 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for range f[0].n {
+			if v1.Unmarshal(it2.next()) != nil {
+				pbFail()
+			}
+		}
+		b = appendMetav1ObjectMeta(b, &v1)
+	}
+	b = append(b, ",\"spec\":"...)
+	b = pbCorev1PersistentVolumeClaimSpec(b, pbOne(p, &f[1]))
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PersistentVolumeClaimVolumeSource writes the JSON of the corev1.PersistentVolumeClaimVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1PersistentVolumeClaimVolumeSource(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1PersistentVolumeClaimVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"claimName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[1].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PhotonPersistentDiskVolumeSource writes the JSON of the corev1.PhotonPersistentDiskVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1PhotonPersistentDiskVolumeSource(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1PhotonPersistentDiskVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"pdID\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodAffinity writes the JSON of the corev1.PodAffinity encoded in p (see appendProtoJSON).
+func pbCorev1PodAffinity(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1PodAffinity[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"requiredDuringSchedulingIgnoredDuringExecution\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PodAffinityTerm(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"preferredDuringSchedulingIgnoredDuringExecution\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i4 := range f[1].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1WeightedPodAffinityTerm(b, it3.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodAffinityTerm writes the JSON of the corev1.PodAffinityTerm encoded in p (see appendProtoJSON).
+func pbCorev1PodAffinityTerm(b, p []byte) []byte {
+	var f [6]pbField
+	pbScan(p, pbTabCorev1PodAffinityTerm[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"labelSelector\":"...)
+		b = pbMetav1LabelSelector(b, pbOne(p, &f[0]))
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"namespaces\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"topologyKey\":"...)
+	b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	if f[3].n != 0 {
+		b = append(b, ",\"namespaceSelector\":"...)
+		b = pbMetav1LabelSelector(b, pbOne(p, &f[3]))
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"matchLabelKeys\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[4].first), num: 5}
+		for i4 := range f[4].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it3.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"mismatchLabelKeys\":"...)
+		b = append(b, '[')
+		it5 := pbIter{p: p, i: int(f[5].first), num: 6}
+		for i6 := range f[5].n {
+			if i6 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it5.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodAntiAffinity writes the JSON of the corev1.PodAntiAffinity encoded in p (see appendProtoJSON).
+func pbCorev1PodAntiAffinity(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1PodAntiAffinity[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"requiredDuringSchedulingIgnoredDuringExecution\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PodAffinityTerm(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"preferredDuringSchedulingIgnoredDuringExecution\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i4 := range f[1].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1WeightedPodAffinityTerm(b, it3.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodCertificateProjection writes the JSON of the corev1.PodCertificateProjection encoded in p (see appendProtoJSON).
+func pbCorev1PodCertificateProjection(b, p []byte) []byte {
+	var f [8]pbField
+	pbScan(p, pbTabCorev1PodCertificateProjection[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"signerName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"keyType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"maxExpirationSeconds\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[2].v)), 10)
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"credentialBundlePath\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"keyPath\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].hi != f[5].lo {
+		b = append(b, ",\"certificateChainPath\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if f[6].n != 0 {
+		b = append(b, ",\"userAnnotations\":"...)
+		var eb1 [8]pbEntry
+		es2 := pbMap(p, &f[6], 7, eb1[:0])
+		b = append(b, '{')
+		m3 := len(b)
+		for k4 := range es2 {
+			e5 := &es2[k4]
+			if pbOverwritten(es2, k4) {
+				continue
+			}
+			if len(b) > m3 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e5.k), flags)
+			b = append(b, ':')
+			b = json.AppendEscape(b, pbBytesString(e5.v), flags)
+		}
+		b = append(b, '}')
+	}
+	if f[7].n != 0 {
+		b = append(b, ",\"user\":"...)
+		b = strconv.AppendInt(b, int64(f[7].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodCondition writes the JSON of the corev1.PodCondition encoded in p (see appendProtoJSON).
+func pbCorev1PodCondition(b, p []byte) []byte {
+	var f [7]pbField
+	pbScan(p, pbTabCorev1PodCondition[:], f[:])
+	start := len(b)
+	b = append(b, ",\"type\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].v != 0 {
+		b = append(b, ",\"observedGeneration\":"...)
+		b = strconv.AppendInt(b, int64(f[1].v), 10)
+	}
+	b = append(b, ",\"status\":"...)
+	b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	b = append(b, ",\"lastProbeTime\":"...)
+	{
+		var v1 metav1.Time
+		it2 := pbIter{p: p, i: int(f[3].first), num: 3}
+		for range f[3].n {
+			if v1.Unmarshal(it2.next()) != nil {
+				pbFail()
+			}
+		}
+		b = appendTime(b, &v1)
+	}
+	b = append(b, ",\"lastTransitionTime\":"...)
+	{
+		var v3 metav1.Time
+		it4 := pbIter{p: p, i: int(f[4].first), num: 4}
+		for range f[4].n {
+			if v3.Unmarshal(it4.next()) != nil {
+				pbFail()
+			}
+		}
+		b = appendTime(b, &v3)
+	}
+	if f[5].hi != f[5].lo {
+		b = append(b, ",\"reason\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if f[6].hi != f[6].lo {
+		b = append(b, ",\"message\":"...)
+		b = json.AppendEscape(b, pbString(p, f[6].lo, f[6].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodDNSConfig writes the JSON of the corev1.PodDNSConfig encoded in p (see appendProtoJSON).
+func pbCorev1PodDNSConfig(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1PodDNSConfig[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"nameservers\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"searches\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i4 := range f[1].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it3.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"options\":"...)
+		b = append(b, '[')
+		it5 := pbIter{p: p, i: int(f[2].first), num: 3}
+		for i6 := range f[2].n {
+			if i6 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PodDNSConfigOption(b, it5.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodDNSConfigOption writes the JSON of the corev1.PodDNSConfigOption encoded in p (see appendProtoJSON).
+func pbCorev1PodDNSConfigOption(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1PodDNSConfigOption[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"value\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodExtendedResourceClaimStatus writes the JSON of the corev1.PodExtendedResourceClaimStatus encoded in p (see appendProtoJSON).
+func pbCorev1PodExtendedResourceClaimStatus(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1PodExtendedResourceClaimStatus[:], f[:])
+	start := len(b)
+	b = append(b, ",\"requestMappings\":"...)
+	if f[0].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ContainerExtendedResourceRequest(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"resourceClaimName\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodIP writes the JSON of the corev1.PodIP encoded in p (see appendProtoJSON).
+func pbCorev1PodIP(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1PodIP[:], f[:])
+	start := len(b)
+	b = append(b, ",\"ip\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodOS writes the JSON of the corev1.PodOS encoded in p (see appendProtoJSON).
+func pbCorev1PodOS(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1PodOS[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodReadinessGate writes the JSON of the corev1.PodReadinessGate encoded in p (see appendProtoJSON).
+func pbCorev1PodReadinessGate(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1PodReadinessGate[:], f[:])
+	start := len(b)
+	b = append(b, ",\"conditionType\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodResourceClaim writes the JSON of the corev1.PodResourceClaim encoded in p (see appendProtoJSON).
+func pbCorev1PodResourceClaim(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1PodResourceClaim[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"resourceClaimName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"resourceClaimTemplateName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodResourceClaimStatus writes the JSON of the corev1.PodResourceClaimStatus encoded in p (see appendProtoJSON).
+func pbCorev1PodResourceClaimStatus(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1PodResourceClaimStatus[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"resourceClaimName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodSchedulingGate writes the JSON of the corev1.PodSchedulingGate encoded in p (see appendProtoJSON).
+func pbCorev1PodSchedulingGate(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1PodSchedulingGate[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodSchedulingGroup writes the JSON of the corev1.PodSchedulingGroup encoded in p (see appendProtoJSON).
+func pbCorev1PodSchedulingGroup(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1PodSchedulingGroup[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"podGroupName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodSecurityContext writes the JSON of the corev1.PodSecurityContext encoded in p (see appendProtoJSON).
+func pbCorev1PodSecurityContext(b, p []byte) []byte {
+	var f [13]pbField
+	pbScan(p, pbTabCorev1PodSecurityContext[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"seLinuxOptions\":"...)
+		b = pbCorev1SELinuxOptions(b, pbOne(p, &f[0]))
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"windowsOptions\":"...)
+		b = pbCorev1WindowsSecurityContextOptions(b, pbOne(p, &f[1]))
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"runAsUser\":"...)
+		b = strconv.AppendInt(b, int64(f[2].v), 10)
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"runAsGroup\":"...)
+		b = strconv.AppendInt(b, int64(f[3].v), 10)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"runAsNonRoot\":"...)
+		b = strconv.AppendBool(b, f[4].v != 0)
+	}
+	if f[5].cnt != 0 {
+		b = append(b, ",\"supplementalGroups\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[5].first), num: 4}
+		for i2 := range f[5].cnt {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(it1.nextVarint()), 10)
+		}
+		b = append(b, ']')
+	}
+	if f[6].n != 0 {
+		b = append(b, ",\"supplementalGroupsPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[6].lo, f[6].hi), flags)
+	}
+	if f[7].n != 0 {
+		b = append(b, ",\"fsGroup\":"...)
+		b = strconv.AppendInt(b, int64(f[7].v), 10)
+	}
+	if f[8].n != 0 {
+		b = append(b, ",\"sysctls\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[8].first), num: 7}
+		for i4 := range f[8].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1Sysctl(b, it3.next())
+		}
+		b = append(b, ']')
+	}
+	if f[9].n != 0 {
+		b = append(b, ",\"fsGroupChangePolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[9].lo, f[9].hi), flags)
+	}
+	if f[10].n != 0 {
+		b = append(b, ",\"seccompProfile\":"...)
+		b = pbCorev1SeccompProfile(b, pbOne(p, &f[10]))
+	}
+	if f[11].n != 0 {
+		b = append(b, ",\"appArmorProfile\":"...)
+		b = pbCorev1AppArmorProfile(b, pbOne(p, &f[11]))
+	}
+	if f[12].n != 0 {
+		b = append(b, ",\"seLinuxChangePolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[12].lo, f[12].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodSpec writes the JSON of the corev1.PodSpec encoded in p (see appendProtoJSON).
+func pbCorev1PodSpec(b, p []byte) []byte {
+	var f [43]pbField
+	pbScan(p, pbTabCorev1PodSpec[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"volumes\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1Volume(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"initContainers\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[1].first), num: 20}
+		for i4 := range f[1].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1Container(b, it3.next())
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"containers\":"...)
+	if f[2].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		it5 := pbIter{p: p, i: int(f[2].first), num: 2}
+		for i6 := range f[2].n {
+			if i6 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1Container(b, it5.next())
+		}
+		b = append(b, ']')
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"ephemeralContainers\":"...)
+		b = append(b, '[')
+		it7 := pbIter{p: p, i: int(f[3].first), num: 34}
+		for i8 := range f[3].n {
+			if i8 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1EphemeralContainer(b, it7.next())
+		}
+		b = append(b, ']')
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"restartPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"terminationGracePeriodSeconds\":"...)
+		b = strconv.AppendInt(b, int64(f[5].v), 10)
+	}
+	if f[6].n != 0 {
+		b = append(b, ",\"activeDeadlineSeconds\":"...)
+		b = strconv.AppendInt(b, int64(f[6].v), 10)
+	}
+	if f[7].hi != f[7].lo {
+		b = append(b, ",\"dnsPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[7].lo, f[7].hi), flags)
+	}
+	if f[8].n != 0 {
+		b = append(b, ",\"nodeSelector\":"...)
+		var eb9 [8]pbEntry
+		es10 := pbMap(p, &f[8], 7, eb9[:0])
+		b = append(b, '{')
+		m11 := len(b)
+		for k12 := range es10 {
+			e13 := &es10[k12]
+			if pbOverwritten(es10, k12) {
+				continue
+			}
+			if len(b) > m11 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e13.k), flags)
+			b = append(b, ':')
+			b = json.AppendEscape(b, pbBytesString(e13.v), flags)
+		}
+		b = append(b, '}')
+	}
+	if f[9].hi != f[9].lo {
+		b = append(b, ",\"serviceAccountName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[9].lo, f[9].hi), flags)
+	}
+	if f[10].hi != f[10].lo {
+		b = append(b, ",\"serviceAccount\":"...)
+		b = json.AppendEscape(b, pbString(p, f[10].lo, f[10].hi), flags)
+	}
+	if f[11].n != 0 {
+		b = append(b, ",\"automountServiceAccountToken\":"...)
+		b = strconv.AppendBool(b, f[11].v != 0)
+	}
+	if f[12].hi != f[12].lo {
+		b = append(b, ",\"nodeName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[12].lo, f[12].hi), flags)
+	}
+	if f[13].v != 0 {
+		b = append(b, ",\"hostNetwork\":"...)
+		b = strconv.AppendBool(b, f[13].v != 0)
+	}
+	if f[14].v != 0 {
+		b = append(b, ",\"hostPID\":"...)
+		b = strconv.AppendBool(b, f[14].v != 0)
+	}
+	if f[15].v != 0 {
+		b = append(b, ",\"hostIPC\":"...)
+		b = strconv.AppendBool(b, f[15].v != 0)
+	}
+	if f[16].n != 0 {
+		b = append(b, ",\"shareProcessNamespace\":"...)
+		b = strconv.AppendBool(b, f[16].v != 0)
+	}
+	if f[17].n != 0 {
+		b = append(b, ",\"securityContext\":"...)
+		b = pbCorev1PodSecurityContext(b, pbOne(p, &f[17]))
+	}
+	if f[18].n != 0 {
+		b = append(b, ",\"imagePullSecrets\":"...)
+		b = append(b, '[')
+		it14 := pbIter{p: p, i: int(f[18].first), num: 15}
+		for i15 := range f[18].n {
+			if i15 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1LocalObjectReference(b, it14.next())
+		}
+		b = append(b, ']')
+	}
+	if f[19].hi != f[19].lo {
+		b = append(b, ",\"hostname\":"...)
+		b = json.AppendEscape(b, pbString(p, f[19].lo, f[19].hi), flags)
+	}
+	if f[20].hi != f[20].lo {
+		b = append(b, ",\"subdomain\":"...)
+		b = json.AppendEscape(b, pbString(p, f[20].lo, f[20].hi), flags)
+	}
+	if f[21].n != 0 {
+		b = append(b, ",\"affinity\":"...)
+		b = pbCorev1Affinity(b, pbOne(p, &f[21]))
+	}
+	if f[22].hi != f[22].lo {
+		b = append(b, ",\"schedulerName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[22].lo, f[22].hi), flags)
+	}
+	if f[23].n != 0 {
+		b = append(b, ",\"tolerations\":"...)
+		b = append(b, '[')
+		it16 := pbIter{p: p, i: int(f[23].first), num: 22}
+		for i17 := range f[23].n {
+			if i17 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1Toleration(b, it16.next())
+		}
+		b = append(b, ']')
+	}
+	if f[24].n != 0 {
+		b = append(b, ",\"hostAliases\":"...)
+		b = append(b, '[')
+		it18 := pbIter{p: p, i: int(f[24].first), num: 23}
+		for i19 := range f[24].n {
+			if i19 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1HostAlias(b, it18.next())
+		}
+		b = append(b, ']')
+	}
+	if f[25].hi != f[25].lo {
+		b = append(b, ",\"priorityClassName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[25].lo, f[25].hi), flags)
+	}
+	if f[26].n != 0 {
+		b = append(b, ",\"priority\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[26].v)), 10)
+	}
+	if f[27].n != 0 {
+		b = append(b, ",\"dnsConfig\":"...)
+		b = pbCorev1PodDNSConfig(b, pbOne(p, &f[27]))
+	}
+	if f[28].n != 0 {
+		b = append(b, ",\"readinessGates\":"...)
+		b = append(b, '[')
+		it20 := pbIter{p: p, i: int(f[28].first), num: 28}
+		for i21 := range f[28].n {
+			if i21 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PodReadinessGate(b, it20.next())
+		}
+		b = append(b, ']')
+	}
+	if f[29].n != 0 {
+		b = append(b, ",\"runtimeClassName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[29].lo, f[29].hi), flags)
+	}
+	if f[30].n != 0 {
+		b = append(b, ",\"enableServiceLinks\":"...)
+		b = strconv.AppendBool(b, f[30].v != 0)
+	}
+	if f[31].n != 0 {
+		b = append(b, ",\"preemptionPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[31].lo, f[31].hi), flags)
+	}
+	if f[32].n != 0 {
+		b = append(b, ",\"overhead\":"...)
+		var eb22 [8]pbEntry
+		es23 := pbMap(p, &f[32], 32, eb22[:0])
+		b = append(b, '{')
+		m24 := len(b)
+		for k25 := range es23 {
+			e26 := &es23[k25]
+			if pbOverwritten(es23, k25) {
+				if e26.hasV {
+					n27 := len(b)
+					b = pbQuantity(b, e26.v)[:n27]
+				}
+				continue
+			}
+			if len(b) > m24 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e26.k), flags)
+			b = append(b, ':')
+			if e26.hasV {
+				b = pbQuantity(b, e26.v)
+			} else {
+				var v28 resource.Quantity
+				b = appendQuantity(b, &v28)
+			}
+		}
+		b = append(b, '}')
+	}
+	if f[33].n != 0 {
+		b = append(b, ",\"topologySpreadConstraints\":"...)
+		b = append(b, '[')
+		it29 := pbIter{p: p, i: int(f[33].first), num: 33}
+		for i30 := range f[33].n {
+			if i30 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1TopologySpreadConstraint(b, it29.next())
+		}
+		b = append(b, ']')
+	}
+	if f[34].n != 0 {
+		b = append(b, ",\"setHostnameAsFQDN\":"...)
+		b = strconv.AppendBool(b, f[34].v != 0)
+	}
+	if f[35].n != 0 {
+		b = append(b, ",\"os\":"...)
+		b = pbCorev1PodOS(b, pbOne(p, &f[35]))
+	}
+	if f[36].n != 0 {
+		b = append(b, ",\"hostUsers\":"...)
+		b = strconv.AppendBool(b, f[36].v != 0)
+	}
+	if f[37].n != 0 {
+		b = append(b, ",\"schedulingGates\":"...)
+		b = append(b, '[')
+		it31 := pbIter{p: p, i: int(f[37].first), num: 38}
+		for i32 := range f[37].n {
+			if i32 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PodSchedulingGate(b, it31.next())
+		}
+		b = append(b, ']')
+	}
+	if f[38].n != 0 {
+		b = append(b, ",\"resourceClaims\":"...)
+		b = append(b, '[')
+		it33 := pbIter{p: p, i: int(f[38].first), num: 39}
+		for i34 := range f[38].n {
+			if i34 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PodResourceClaim(b, it33.next())
+		}
+		b = append(b, ']')
+	}
+	if f[39].n != 0 {
+		b = append(b, ",\"resources\":"...)
+		b = pbCorev1ResourceRequirements(b, pbOne(p, &f[39]))
+	}
+	if f[40].n != 0 {
+		b = append(b, ",\"hostnameOverride\":"...)
+		b = json.AppendEscape(b, pbString(p, f[40].lo, f[40].hi), flags)
+	}
+	if f[41].n != 0 {
+		b = append(b, ",\"schedulingGroup\":"...)
+		b = pbCorev1PodSchedulingGroup(b, pbOne(p, &f[41]))
+	}
+	if f[42].n != 0 {
+		b = append(b, ",\"evictionResponders\":"...)
+		b = append(b, '[')
+		it35 := pbIter{p: p, i: int(f[42].first), num: 44}
+		for i36 := range f[42].n {
+			if i36 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1EvictionResponder(b, it35.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodStatus writes the JSON of the corev1.PodStatus encoded in p (see appendProtoJSON).
+func pbCorev1PodStatus(b, p []byte) []byte {
+	var f [22]pbField
+	pbScan(p, pbTabCorev1PodStatus[:], f[:])
+	start := len(b)
+	if f[0].v != 0 {
+		b = append(b, ",\"observedGeneration\":"...)
+		b = strconv.AppendInt(b, int64(f[0].v), 10)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"phase\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"conditions\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[2].first), num: 2}
+		for i2 := range f[2].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PodCondition(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"message\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"reason\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].hi != f[5].lo {
+		b = append(b, ",\"nominatedNodeName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if f[6].hi != f[6].lo {
+		b = append(b, ",\"hostIP\":"...)
+		b = json.AppendEscape(b, pbString(p, f[6].lo, f[6].hi), flags)
+	}
+	if f[7].n != 0 {
+		b = append(b, ",\"hostIPs\":"...)
+		b = append(b, '[')
+		it3 := pbIter{p: p, i: int(f[7].first), num: 16}
+		for i4 := range f[7].n {
+			if i4 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1HostIP(b, it3.next())
+		}
+		b = append(b, ']')
+	}
+	if f[8].hi != f[8].lo {
+		b = append(b, ",\"podIP\":"...)
+		b = json.AppendEscape(b, pbString(p, f[8].lo, f[8].hi), flags)
+	}
+	if f[9].n != 0 {
+		b = append(b, ",\"podIPs\":"...)
+		b = append(b, '[')
+		it5 := pbIter{p: p, i: int(f[9].first), num: 12}
+		for i6 := range f[9].n {
+			if i6 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PodIP(b, it5.next())
+		}
+		b = append(b, ']')
+	}
+	if f[10].n != 0 {
+		b = append(b, ",\"startTime\":"...)
+		{
+			var v7 metav1.Time
+			it8 := pbIter{p: p, i: int(f[10].first), num: 7}
+			for range f[10].n {
+				if v7.Unmarshal(it8.next()) != nil {
+					pbFail()
+				}
+			}
+			b = appendTime(b, &v7)
+		}
+	}
+	if f[11].n != 0 {
+		b = append(b, ",\"initContainerStatuses\":"...)
+		b = append(b, '[')
+		it9 := pbIter{p: p, i: int(f[11].first), num: 10}
+		for i10 := range f[11].n {
+			if i10 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ContainerStatus(b, it9.next())
+		}
+		b = append(b, ']')
+	}
+	if f[12].n != 0 {
+		b = append(b, ",\"containerStatuses\":"...)
+		b = append(b, '[')
+		it11 := pbIter{p: p, i: int(f[12].first), num: 8}
+		for i12 := range f[12].n {
+			if i12 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ContainerStatus(b, it11.next())
+		}
+		b = append(b, ']')
+	}
+	if f[13].hi != f[13].lo {
+		b = append(b, ",\"qosClass\":"...)
+		b = json.AppendEscape(b, pbString(p, f[13].lo, f[13].hi), flags)
+	}
+	if f[14].n != 0 {
+		b = append(b, ",\"ephemeralContainerStatuses\":"...)
+		b = append(b, '[')
+		it13 := pbIter{p: p, i: int(f[14].first), num: 13}
+		for i14 := range f[14].n {
+			if i14 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ContainerStatus(b, it13.next())
+		}
+		b = append(b, ']')
+	}
+	if f[15].hi != f[15].lo {
+		b = append(b, ",\"resize\":"...)
+		b = json.AppendEscape(b, pbString(p, f[15].lo, f[15].hi), flags)
+	}
+	if f[16].n != 0 {
+		b = append(b, ",\"resourceClaimStatuses\":"...)
+		b = append(b, '[')
+		it15 := pbIter{p: p, i: int(f[16].first), num: 15}
+		for i16 := range f[16].n {
+			if i16 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PodResourceClaimStatus(b, it15.next())
+		}
+		b = append(b, ']')
+	}
+	if f[17].n != 0 {
+		b = append(b, ",\"extendedResourceClaimStatus\":"...)
+		b = pbCorev1PodExtendedResourceClaimStatus(b, pbOne(p, &f[17]))
+	}
+	if f[18].n != 0 {
+		b = append(b, ",\"allocatedResources\":"...)
+		var eb17 [8]pbEntry
+		es18 := pbMap(p, &f[18], 19, eb17[:0])
+		b = append(b, '{')
+		m19 := len(b)
+		for k20 := range es18 {
+			e21 := &es18[k20]
+			if pbOverwritten(es18, k20) {
+				if e21.hasV {
+					n22 := len(b)
+					b = pbQuantity(b, e21.v)[:n22]
+				}
+				continue
+			}
+			if len(b) > m19 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e21.k), flags)
+			b = append(b, ':')
+			if e21.hasV {
+				b = pbQuantity(b, e21.v)
+			} else {
+				var v23 resource.Quantity
+				b = appendQuantity(b, &v23)
+			}
+		}
+		b = append(b, '}')
+	}
+	if f[19].n != 0 {
+		b = append(b, ",\"resources\":"...)
+		b = pbCorev1ResourceRequirements(b, pbOne(p, &f[19]))
+	}
+	if f[20].n != 0 {
+		b = append(b, ",\"nodeAllocatableResourceClaimStatuses\":"...)
+		b = append(b, '[')
+		it24 := pbIter{p: p, i: int(f[20].first), num: 21}
+		for i25 := range f[20].n {
+			if i25 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1NodeAllocatableResourceClaimStatus(b, it24.next())
+		}
+		b = append(b, ']')
+	}
+	if f[21].n != 0 {
+		b = append(b, ",\"volumeHealth\":"...)
+		b = append(b, '[')
+		it26 := pbIter{p: p, i: int(f[21].first), num: 22}
+		for i27 := range f[21].n {
+			if i27 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1PodVolumeHealth(b, it26.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PodVolumeHealth writes the JSON of the corev1.PodVolumeHealth encoded in p (see appendProtoJSON).
+func pbCorev1PodVolumeHealth(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1PodVolumeHealth[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"healthConditions\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1VolumeHealthCondition(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"lastTransitionTime\":"...)
+	{
+		var v3 metav1.Time
+		it4 := pbIter{p: p, i: int(f[2].first), num: 3}
+		for range f[2].n {
+			if v3.Unmarshal(it4.next()) != nil {
+				pbFail()
+			}
+		}
+		b = appendTime(b, &v3)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PortworxVolumeSource writes the JSON of the corev1.PortworxVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1PortworxVolumeSource(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1PortworxVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"volumeID\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1PreferredSchedulingTerm writes the JSON of the corev1.PreferredSchedulingTerm encoded in p (see appendProtoJSON).
+func pbCorev1PreferredSchedulingTerm(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1PreferredSchedulingTerm[:], f[:])
+	start := len(b)
+	b = append(b, ",\"weight\":"...)
+	b = strconv.AppendInt(b, int64(int32(f[0].v)), 10)
+	b = append(b, ",\"preference\":"...)
+	b = pbCorev1NodeSelectorTerm(b, pbOne(p, &f[1]))
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1Probe writes the JSON of the corev1.Probe encoded in p (see appendProtoJSON).
+func pbCorev1Probe(b, p []byte) []byte {
+	var f [7]pbField
+	pbScan(p, pbTabCorev1Probe[:], f[:])
+	p1 := pbOne(p, &f[0])
+	var f1 [4]pbField
+	pbScan(p1, pbTabCorev1ProbeHandler[:], f1[:])
+	start := len(b)
+	if f1[0].n != 0 {
+		b = append(b, ",\"exec\":"...)
+		b = pbCorev1ExecAction(b, pbOne(p1, &f1[0]))
+	}
+	if f1[1].n != 0 {
+		b = append(b, ",\"httpGet\":"...)
+		b = pbCorev1HTTPGetAction(b, pbOne(p1, &f1[1]))
+	}
+	if f1[2].n != 0 {
+		b = append(b, ",\"tcpSocket\":"...)
+		b = pbCorev1TCPSocketAction(b, pbOne(p1, &f1[2]))
+	}
+	if f1[3].n != 0 {
+		b = append(b, ",\"grpc\":"...)
+		b = pbCorev1GRPCAction(b, pbOne(p1, &f1[3]))
+	}
+	if int32(f[1].v) != 0 {
+		b = append(b, ",\"initialDelaySeconds\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[1].v)), 10)
+	}
+	if int32(f[2].v) != 0 {
+		b = append(b, ",\"timeoutSeconds\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[2].v)), 10)
+	}
+	if int32(f[3].v) != 0 {
+		b = append(b, ",\"periodSeconds\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[3].v)), 10)
+	}
+	if int32(f[4].v) != 0 {
+		b = append(b, ",\"successThreshold\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[4].v)), 10)
+	}
+	if int32(f[5].v) != 0 {
+		b = append(b, ",\"failureThreshold\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[5].v)), 10)
+	}
+	if f[6].n != 0 {
+		b = append(b, ",\"terminationGracePeriodSeconds\":"...)
+		b = strconv.AppendInt(b, int64(f[6].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ProjectedVolumeSource writes the JSON of the corev1.ProjectedVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1ProjectedVolumeSource(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1ProjectedVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"sources\":"...)
+	if f[0].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1VolumeProjection(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"defaultMode\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[1].v)), 10)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"defaultUser\":"...)
+		b = strconv.AppendInt(b, int64(f[2].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1QuobyteVolumeSource writes the JSON of the corev1.QuobyteVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1QuobyteVolumeSource(b, p []byte) []byte {
+	var f [6]pbField
+	pbScan(p, pbTabCorev1QuobyteVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"registry\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"volume\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"user\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"group\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].hi != f[5].lo {
+		b = append(b, ",\"tenant\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1RBDVolumeSource writes the JSON of the corev1.RBDVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1RBDVolumeSource(b, p []byte) []byte {
+	var f [8]pbField
+	pbScan(p, pbTabCorev1RBDVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"monitors\":"...)
+	if f[0].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for i2 := range f[0].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"image\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"pool\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"user\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].hi != f[5].lo {
+		b = append(b, ",\"keyring\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if f[6].n != 0 {
+		b = append(b, ",\"secretRef\":"...)
+		b = pbCorev1LocalObjectReference(b, pbOne(p, &f[6]))
+	}
+	if f[7].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[7].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ResourceClaim writes the JSON of the corev1.ResourceClaim encoded in p (see appendProtoJSON).
+func pbCorev1ResourceClaim(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1ResourceClaim[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"request\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ResourceFieldSelector writes the JSON of the corev1.ResourceFieldSelector encoded in p (see appendProtoJSON).
+func pbCorev1ResourceFieldSelector(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1ResourceFieldSelector[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"containerName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	b = append(b, ",\"resource\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	b = append(b, ",\"divisor\":"...)
+	if f[2].n == 1 {
+		b = pbQuantity(b, p[f[2].lo:f[2].hi])
+	} else {
+		{
+			var v1 resource.Quantity
+			it2 := pbIter{p: p, i: int(f[2].first), num: 3}
+			for range f[2].n {
+				if v1.Unmarshal(it2.next()) != nil {
+					pbFail()
+				}
+			}
+			b = appendQuantity(b, &v1)
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ResourceHealth writes the JSON of the corev1.ResourceHealth encoded in p (see appendProtoJSON).
+func pbCorev1ResourceHealth(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1ResourceHealth[:], f[:])
+	start := len(b)
+	b = append(b, ",\"resourceID\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"health\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"message\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ResourceRequirements writes the JSON of the corev1.ResourceRequirements encoded in p (see appendProtoJSON).
+func pbCorev1ResourceRequirements(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1ResourceRequirements[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"limits\":"...)
+		var eb1 [8]pbEntry
+		es2 := pbMap(p, &f[0], 1, eb1[:0])
+		b = append(b, '{')
+		m3 := len(b)
+		for k4 := range es2 {
+			e5 := &es2[k4]
+			if pbOverwritten(es2, k4) {
+				if e5.hasV {
+					n6 := len(b)
+					b = pbQuantity(b, e5.v)[:n6]
+				}
+				continue
+			}
+			if len(b) > m3 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e5.k), flags)
+			b = append(b, ':')
+			if e5.hasV {
+				b = pbQuantity(b, e5.v)
+			} else {
+				var v7 resource.Quantity
+				b = appendQuantity(b, &v7)
+			}
+		}
+		b = append(b, '}')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"requests\":"...)
+		var eb8 [8]pbEntry
+		es9 := pbMap(p, &f[1], 2, eb8[:0])
+		b = append(b, '{')
+		m10 := len(b)
+		for k11 := range es9 {
+			e12 := &es9[k11]
+			if pbOverwritten(es9, k11) {
+				if e12.hasV {
+					n13 := len(b)
+					b = pbQuantity(b, e12.v)[:n13]
+				}
+				continue
+			}
+			if len(b) > m10 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e12.k), flags)
+			b = append(b, ':')
+			if e12.hasV {
+				b = pbQuantity(b, e12.v)
+			} else {
+				var v14 resource.Quantity
+				b = appendQuantity(b, &v14)
+			}
+		}
+		b = append(b, '}')
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"claims\":"...)
+		b = append(b, '[')
+		it15 := pbIter{p: p, i: int(f[2].first), num: 3}
+		for i16 := range f[2].n {
+			if i16 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ResourceClaim(b, it15.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ResourceStatus writes the JSON of the corev1.ResourceStatus encoded in p (see appendProtoJSON).
+func pbCorev1ResourceStatus(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1ResourceStatus[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"resources\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1ResourceHealth(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1SELinuxOptions writes the JSON of the corev1.SELinuxOptions encoded in p (see appendProtoJSON).
+func pbCorev1SELinuxOptions(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1SELinuxOptions[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"user\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"role\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"type\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"level\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ScaleIOVolumeSource writes the JSON of the corev1.ScaleIOVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1ScaleIOVolumeSource(b, p []byte) []byte {
+	var f [10]pbField
+	pbScan(p, pbTabCorev1ScaleIOVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"gateway\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"system\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	b = append(b, ",\"secretRef\":"...)
+	if f[2].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = pbCorev1LocalObjectReference(b, pbOne(p, &f[2]))
+	}
+	if f[3].v != 0 {
+		b = append(b, ",\"sslEnabled\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"protectionDomain\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].hi != f[5].lo {
+		b = append(b, ",\"storagePool\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if f[6].hi != f[6].lo {
+		b = append(b, ",\"storageMode\":"...)
+		b = json.AppendEscape(b, pbString(p, f[6].lo, f[6].hi), flags)
+	}
+	if f[7].hi != f[7].lo {
+		b = append(b, ",\"volumeName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[7].lo, f[7].hi), flags)
+	}
+	if f[8].hi != f[8].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[8].lo, f[8].hi), flags)
+	}
+	if f[9].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[9].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1SeccompProfile writes the JSON of the corev1.SeccompProfile encoded in p (see appendProtoJSON).
+func pbCorev1SeccompProfile(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1SeccompProfile[:], f[:])
+	start := len(b)
+	b = append(b, ",\"type\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].n != 0 {
+		b = append(b, ",\"localhostProfile\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1SecretEnvSource writes the JSON of the corev1.SecretEnvSource encoded in p (see appendProtoJSON).
+func pbCorev1SecretEnvSource(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1SecretEnvSource[:], f[:])
+	p1 := pbOne(p, &f[0])
+	var f1 [1]pbField
+	pbScan(p1, pbTabCorev1LocalObjectReference[:], f1[:])
+	start := len(b)
+	if f1[0].hi != f1[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[0].lo, f1[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"optional\":"...)
+		b = strconv.AppendBool(b, f[1].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1SecretKeySelector writes the JSON of the corev1.SecretKeySelector encoded in p (see appendProtoJSON).
+func pbCorev1SecretKeySelector(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1SecretKeySelector[:], f[:])
+	p1 := pbOne(p, &f[0])
+	var f1 [1]pbField
+	pbScan(p1, pbTabCorev1LocalObjectReference[:], f1[:])
+	start := len(b)
+	if f1[0].hi != f1[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[0].lo, f1[0].hi), flags)
+	}
+	b = append(b, ",\"key\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].n != 0 {
+		b = append(b, ",\"optional\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1SecretProjection writes the JSON of the corev1.SecretProjection encoded in p (see appendProtoJSON).
+func pbCorev1SecretProjection(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1SecretProjection[:], f[:])
+	p1 := pbOne(p, &f[0])
+	var f1 [1]pbField
+	pbScan(p1, pbTabCorev1LocalObjectReference[:], f1[:])
+	start := len(b)
+	if f1[0].hi != f1[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p1, f1[0].lo, f1[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"items\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1KeyToPath(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"optional\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1SecretVolumeSource writes the JSON of the corev1.SecretVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1SecretVolumeSource(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1SecretVolumeSource[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"secretName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"items\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i2 := range f[1].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = pbCorev1KeyToPath(b, it1.next())
+		}
+		b = append(b, ']')
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"defaultMode\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[2].v)), 10)
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"optional\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"defaultUser\":"...)
+		b = strconv.AppendInt(b, int64(f[4].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1SecurityContext writes the JSON of the corev1.SecurityContext encoded in p (see appendProtoJSON).
+func pbCorev1SecurityContext(b, p []byte) []byte {
+	var f [12]pbField
+	pbScan(p, pbTabCorev1SecurityContext[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"capabilities\":"...)
+		b = pbCorev1Capabilities(b, pbOne(p, &f[0]))
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"privileged\":"...)
+		b = strconv.AppendBool(b, f[1].v != 0)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"seLinuxOptions\":"...)
+		b = pbCorev1SELinuxOptions(b, pbOne(p, &f[2]))
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"windowsOptions\":"...)
+		b = pbCorev1WindowsSecurityContextOptions(b, pbOne(p, &f[3]))
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"runAsUser\":"...)
+		b = strconv.AppendInt(b, int64(f[4].v), 10)
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"runAsGroup\":"...)
+		b = strconv.AppendInt(b, int64(f[5].v), 10)
+	}
+	if f[6].n != 0 {
+		b = append(b, ",\"runAsNonRoot\":"...)
+		b = strconv.AppendBool(b, f[6].v != 0)
+	}
+	if f[7].n != 0 {
+		b = append(b, ",\"readOnlyRootFilesystem\":"...)
+		b = strconv.AppendBool(b, f[7].v != 0)
+	}
+	if f[8].n != 0 {
+		b = append(b, ",\"allowPrivilegeEscalation\":"...)
+		b = strconv.AppendBool(b, f[8].v != 0)
+	}
+	if f[9].n != 0 {
+		b = append(b, ",\"procMount\":"...)
+		b = json.AppendEscape(b, pbString(p, f[9].lo, f[9].hi), flags)
+	}
+	if f[10].n != 0 {
+		b = append(b, ",\"seccompProfile\":"...)
+		b = pbCorev1SeccompProfile(b, pbOne(p, &f[10]))
+	}
+	if f[11].n != 0 {
+		b = append(b, ",\"appArmorProfile\":"...)
+		b = pbCorev1AppArmorProfile(b, pbOne(p, &f[11]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1ServiceAccountTokenProjection writes the JSON of the corev1.ServiceAccountTokenProjection encoded in p (see appendProtoJSON).
+func pbCorev1ServiceAccountTokenProjection(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1ServiceAccountTokenProjection[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"audience\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"expirationSeconds\":"...)
+		b = strconv.AppendInt(b, int64(f[1].v), 10)
+	}
+	b = append(b, ",\"path\":"...)
+	b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	if f[3].n != 0 {
+		b = append(b, ",\"user\":"...)
+		b = strconv.AppendInt(b, int64(f[3].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1SleepAction writes the JSON of the corev1.SleepAction encoded in p (see appendProtoJSON).
+func pbCorev1SleepAction(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1SleepAction[:], f[:])
+	start := len(b)
+	b = append(b, ",\"seconds\":"...)
+	b = strconv.AppendInt(b, int64(f[0].v), 10)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1StorageOSVolumeSource writes the JSON of the corev1.StorageOSVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1StorageOSVolumeSource(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1StorageOSVolumeSource[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"volumeName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"volumeNamespace\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"secretRef\":"...)
+		b = pbCorev1LocalObjectReference(b, pbOne(p, &f[4]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1Sysctl writes the JSON of the corev1.Sysctl encoded in p (see appendProtoJSON).
+func pbCorev1Sysctl(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1Sysctl[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"value\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1TCPSocketAction writes the JSON of the corev1.TCPSocketAction encoded in p (see appendProtoJSON).
+func pbCorev1TCPSocketAction(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1TCPSocketAction[:], f[:])
+	start := len(b)
+	b = append(b, ",\"port\":"...)
+	{
+		var v1 intstr.IntOrString
+		it2 := pbIter{p: p, i: int(f[0].first), num: 1}
+		for range f[0].n {
+			if v1.Unmarshal(it2.next()) != nil {
+				pbFail()
+			}
+		}
+		b = appendIntOrString(b, &v1)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"host\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1Toleration writes the JSON of the corev1.Toleration encoded in p (see appendProtoJSON).
+func pbCorev1Toleration(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1Toleration[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"key\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"operator\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"value\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"effect\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"tolerationSeconds\":"...)
+		b = strconv.AppendInt(b, int64(f[4].v), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1TopologySpreadConstraint writes the JSON of the corev1.TopologySpreadConstraint encoded in p (see appendProtoJSON).
+func pbCorev1TopologySpreadConstraint(b, p []byte) []byte {
+	var f [8]pbField
+	pbScan(p, pbTabCorev1TopologySpreadConstraint[:], f[:])
+	start := len(b)
+	b = append(b, ",\"maxSkew\":"...)
+	b = strconv.AppendInt(b, int64(int32(f[0].v)), 10)
+	b = append(b, ",\"topologyKey\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	b = append(b, ",\"whenUnsatisfiable\":"...)
+	b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	if f[3].n != 0 {
+		b = append(b, ",\"labelSelector\":"...)
+		b = pbMetav1LabelSelector(b, pbOne(p, &f[3]))
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"minDomains\":"...)
+		b = strconv.AppendInt(b, int64(int32(f[4].v)), 10)
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"nodeAffinityPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if f[6].n != 0 {
+		b = append(b, ",\"nodeTaintsPolicy\":"...)
+		b = json.AppendEscape(b, pbString(p, f[6].lo, f[6].hi), flags)
+	}
+	if f[7].n != 0 {
+		b = append(b, ",\"matchLabelKeys\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[7].first), num: 8}
+		for i2 := range f[7].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1TypedLocalObjectReference writes the JSON of the corev1.TypedLocalObjectReference encoded in p (see appendProtoJSON).
+func pbCorev1TypedLocalObjectReference(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1TypedLocalObjectReference[:], f[:])
+	start := len(b)
+	b = append(b, ",\"apiGroup\":"...)
+	if f[0].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	b = append(b, ",\"kind\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1TypedObjectReference writes the JSON of the corev1.TypedObjectReference encoded in p (see appendProtoJSON).
+func pbCorev1TypedObjectReference(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1TypedObjectReference[:], f[:])
+	start := len(b)
+	b = append(b, ",\"apiGroup\":"...)
+	if f[0].n == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	b = append(b, ",\"kind\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	if f[3].n != 0 {
+		b = append(b, ",\"namespace\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1Volume writes the JSON of the corev1.Volume encoded in p (see appendProtoJSON).
+func pbCorev1Volume(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1Volume[:], f[:])
+	p1 := pbOne(p, &f[1])
+	var f1 [30]pbField
+	pbScan(p1, pbTabCorev1VolumeSource[:], f1[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f1[0].n != 0 {
+		b = append(b, ",\"hostPath\":"...)
+		b = pbCorev1HostPathVolumeSource(b, pbOne(p1, &f1[0]))
+	}
+	if f1[1].n != 0 {
+		b = append(b, ",\"emptyDir\":"...)
+		b = pbCorev1EmptyDirVolumeSource(b, pbOne(p1, &f1[1]))
+	}
+	if f1[2].n != 0 {
+		b = append(b, ",\"gcePersistentDisk\":"...)
+		b = pbCorev1GCEPersistentDiskVolumeSource(b, pbOne(p1, &f1[2]))
+	}
+	if f1[3].n != 0 {
+		b = append(b, ",\"awsElasticBlockStore\":"...)
+		b = pbCorev1AWSElasticBlockStoreVolumeSource(b, pbOne(p1, &f1[3]))
+	}
+	if f1[4].n != 0 {
+		b = append(b, ",\"gitRepo\":"...)
+		b = pbCorev1GitRepoVolumeSource(b, pbOne(p1, &f1[4]))
+	}
+	if f1[5].n != 0 {
+		b = append(b, ",\"secret\":"...)
+		b = pbCorev1SecretVolumeSource(b, pbOne(p1, &f1[5]))
+	}
+	if f1[6].n != 0 {
+		b = append(b, ",\"nfs\":"...)
+		b = pbCorev1NFSVolumeSource(b, pbOne(p1, &f1[6]))
+	}
+	if f1[7].n != 0 {
+		b = append(b, ",\"iscsi\":"...)
+		b = pbCorev1ISCSIVolumeSource(b, pbOne(p1, &f1[7]))
+	}
+	if f1[8].n != 0 {
+		b = append(b, ",\"glusterfs\":"...)
+		b = pbCorev1GlusterfsVolumeSource(b, pbOne(p1, &f1[8]))
+	}
+	if f1[9].n != 0 {
+		b = append(b, ",\"persistentVolumeClaim\":"...)
+		b = pbCorev1PersistentVolumeClaimVolumeSource(b, pbOne(p1, &f1[9]))
+	}
+	if f1[10].n != 0 {
+		b = append(b, ",\"rbd\":"...)
+		b = pbCorev1RBDVolumeSource(b, pbOne(p1, &f1[10]))
+	}
+	if f1[11].n != 0 {
+		b = append(b, ",\"flexVolume\":"...)
+		b = pbCorev1FlexVolumeSource(b, pbOne(p1, &f1[11]))
+	}
+	if f1[12].n != 0 {
+		b = append(b, ",\"cinder\":"...)
+		b = pbCorev1CinderVolumeSource(b, pbOne(p1, &f1[12]))
+	}
+	if f1[13].n != 0 {
+		b = append(b, ",\"cephfs\":"...)
+		b = pbCorev1CephFSVolumeSource(b, pbOne(p1, &f1[13]))
+	}
+	if f1[14].n != 0 {
+		b = append(b, ",\"flocker\":"...)
+		b = pbCorev1FlockerVolumeSource(b, pbOne(p1, &f1[14]))
+	}
+	if f1[15].n != 0 {
+		b = append(b, ",\"downwardAPI\":"...)
+		b = pbCorev1DownwardAPIVolumeSource(b, pbOne(p1, &f1[15]))
+	}
+	if f1[16].n != 0 {
+		b = append(b, ",\"fc\":"...)
+		b = pbCorev1FCVolumeSource(b, pbOne(p1, &f1[16]))
+	}
+	if f1[17].n != 0 {
+		b = append(b, ",\"azureFile\":"...)
+		b = pbCorev1AzureFileVolumeSource(b, pbOne(p1, &f1[17]))
+	}
+	if f1[18].n != 0 {
+		b = append(b, ",\"configMap\":"...)
+		b = pbCorev1ConfigMapVolumeSource(b, pbOne(p1, &f1[18]))
+	}
+	if f1[19].n != 0 {
+		b = append(b, ",\"vsphereVolume\":"...)
+		b = pbCorev1VsphereVirtualDiskVolumeSource(b, pbOne(p1, &f1[19]))
+	}
+	if f1[20].n != 0 {
+		b = append(b, ",\"quobyte\":"...)
+		b = pbCorev1QuobyteVolumeSource(b, pbOne(p1, &f1[20]))
+	}
+	if f1[21].n != 0 {
+		b = append(b, ",\"azureDisk\":"...)
+		b = pbCorev1AzureDiskVolumeSource(b, pbOne(p1, &f1[21]))
+	}
+	if f1[22].n != 0 {
+		b = append(b, ",\"photonPersistentDisk\":"...)
+		b = pbCorev1PhotonPersistentDiskVolumeSource(b, pbOne(p1, &f1[22]))
+	}
+	if f1[23].n != 0 {
+		b = append(b, ",\"projected\":"...)
+		b = pbCorev1ProjectedVolumeSource(b, pbOne(p1, &f1[23]))
+	}
+	if f1[24].n != 0 {
+		b = append(b, ",\"portworxVolume\":"...)
+		b = pbCorev1PortworxVolumeSource(b, pbOne(p1, &f1[24]))
+	}
+	if f1[25].n != 0 {
+		b = append(b, ",\"scaleIO\":"...)
+		b = pbCorev1ScaleIOVolumeSource(b, pbOne(p1, &f1[25]))
+	}
+	if f1[26].n != 0 {
+		b = append(b, ",\"storageos\":"...)
+		b = pbCorev1StorageOSVolumeSource(b, pbOne(p1, &f1[26]))
+	}
+	if f1[27].n != 0 {
+		b = append(b, ",\"csi\":"...)
+		b = pbCorev1CSIVolumeSource(b, pbOne(p1, &f1[27]))
+	}
+	if f1[28].n != 0 {
+		b = append(b, ",\"ephemeral\":"...)
+		b = pbCorev1EphemeralVolumeSource(b, pbOne(p1, &f1[28]))
+	}
+	if f1[29].n != 0 {
+		b = append(b, ",\"image\":"...)
+		b = pbCorev1ImageVolumeSource(b, pbOne(p1, &f1[29]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1VolumeDevice writes the JSON of the corev1.VolumeDevice encoded in p (see appendProtoJSON).
+func pbCorev1VolumeDevice(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1VolumeDevice[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"devicePath\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1VolumeHealthCondition writes the JSON of the corev1.VolumeHealthCondition encoded in p (see appendProtoJSON).
+func pbCorev1VolumeHealthCondition(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabCorev1VolumeHealthCondition[:], f[:])
+	start := len(b)
+	b = append(b, ",\"status\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"reason\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"message\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1VolumeMount writes the JSON of the corev1.VolumeMount encoded in p (see appendProtoJSON).
+func pbCorev1VolumeMount(b, p []byte) []byte {
+	var f [8]pbField
+	pbScan(p, pbTabCorev1VolumeMount[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[1].v != 0)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"recursiveReadOnly\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	b = append(b, ",\"mountPath\":"...)
+	b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"subPath\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"mountPropagation\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if f[6].hi != f[6].lo {
+		b = append(b, ",\"subPathExpr\":"...)
+		b = json.AppendEscape(b, pbString(p, f[6].lo, f[6].hi), flags)
+	}
+	if f[7].n != 0 {
+		b = append(b, ",\"bindMountOptions\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[7].first), num: 8}
+		for i2 := range f[7].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1VolumeMountStatus writes the JSON of the corev1.VolumeMountStatus encoded in p (see appendProtoJSON).
+func pbCorev1VolumeMountStatus(b, p []byte) []byte {
+	var f [5]pbField
+	pbScan(p, pbTabCorev1VolumeMountStatus[:], f[:])
+	start := len(b)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"mountPath\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].v != 0 {
+		b = append(b, ",\"readOnly\":"...)
+		b = strconv.AppendBool(b, f[2].v != 0)
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"recursiveReadOnly\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"volumeStatus\":"...)
+		b = pbCorev1VolumeStatus(b, pbOne(p, &f[4]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1VolumeProjection writes the JSON of the corev1.VolumeProjection encoded in p (see appendProtoJSON).
+func pbCorev1VolumeProjection(b, p []byte) []byte {
+	var f [6]pbField
+	pbScan(p, pbTabCorev1VolumeProjection[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"secret\":"...)
+		b = pbCorev1SecretProjection(b, pbOne(p, &f[0]))
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"downwardAPI\":"...)
+		b = pbCorev1DownwardAPIProjection(b, pbOne(p, &f[1]))
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"configMap\":"...)
+		b = pbCorev1ConfigMapProjection(b, pbOne(p, &f[2]))
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"serviceAccountToken\":"...)
+		b = pbCorev1ServiceAccountTokenProjection(b, pbOne(p, &f[3]))
+	}
+	if f[4].n != 0 {
+		b = append(b, ",\"clusterTrustBundle\":"...)
+		b = pbCorev1ClusterTrustBundleProjection(b, pbOne(p, &f[4]))
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"podCertificate\":"...)
+		b = pbCorev1PodCertificateProjection(b, pbOne(p, &f[5]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1VolumeResourceRequirements writes the JSON of the corev1.VolumeResourceRequirements encoded in p (see appendProtoJSON).
+func pbCorev1VolumeResourceRequirements(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1VolumeResourceRequirements[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"limits\":"...)
+		var eb1 [8]pbEntry
+		es2 := pbMap(p, &f[0], 1, eb1[:0])
+		b = append(b, '{')
+		m3 := len(b)
+		for k4 := range es2 {
+			e5 := &es2[k4]
+			if pbOverwritten(es2, k4) {
+				if e5.hasV {
+					n6 := len(b)
+					b = pbQuantity(b, e5.v)[:n6]
+				}
+				continue
+			}
+			if len(b) > m3 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e5.k), flags)
+			b = append(b, ':')
+			if e5.hasV {
+				b = pbQuantity(b, e5.v)
+			} else {
+				var v7 resource.Quantity
+				b = appendQuantity(b, &v7)
+			}
+		}
+		b = append(b, '}')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"requests\":"...)
+		var eb8 [8]pbEntry
+		es9 := pbMap(p, &f[1], 2, eb8[:0])
+		b = append(b, '{')
+		m10 := len(b)
+		for k11 := range es9 {
+			e12 := &es9[k11]
+			if pbOverwritten(es9, k11) {
+				if e12.hasV {
+					n13 := len(b)
+					b = pbQuantity(b, e12.v)[:n13]
+				}
+				continue
+			}
+			if len(b) > m10 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e12.k), flags)
+			b = append(b, ':')
+			if e12.hasV {
+				b = pbQuantity(b, e12.v)
+			} else {
+				var v14 resource.Quantity
+				b = appendQuantity(b, &v14)
+			}
+		}
+		b = append(b, '}')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1VolumeStatus writes the JSON of the corev1.VolumeStatus encoded in p (see appendProtoJSON).
+func pbCorev1VolumeStatus(b, p []byte) []byte {
+	var f [1]pbField
+	pbScan(p, pbTabCorev1VolumeStatus[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"image\":"...)
+		b = pbCorev1ImageVolumeStatus(b, pbOne(p, &f[0]))
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1VsphereVirtualDiskVolumeSource writes the JSON of the corev1.VsphereVirtualDiskVolumeSource encoded in p (see appendProtoJSON).
+func pbCorev1VsphereVirtualDiskVolumeSource(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1VsphereVirtualDiskVolumeSource[:], f[:])
+	start := len(b)
+	b = append(b, ",\"volumePath\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"fsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"storagePolicyName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"storagePolicyID\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1WeightedPodAffinityTerm writes the JSON of the corev1.WeightedPodAffinityTerm encoded in p (see appendProtoJSON).
+func pbCorev1WeightedPodAffinityTerm(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabCorev1WeightedPodAffinityTerm[:], f[:])
+	start := len(b)
+	b = append(b, ",\"weight\":"...)
+	b = strconv.AppendInt(b, int64(int32(f[0].v)), 10)
+	b = append(b, ",\"podAffinityTerm\":"...)
+	b = pbCorev1PodAffinityTerm(b, pbOne(p, &f[1]))
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbCorev1WindowsSecurityContextOptions writes the JSON of the corev1.WindowsSecurityContextOptions encoded in p (see appendProtoJSON).
+func pbCorev1WindowsSecurityContextOptions(b, p []byte) []byte {
+	var f [4]pbField
+	pbScan(p, pbTabCorev1WindowsSecurityContextOptions[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"gmsaCredentialSpecName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"gmsaCredentialSpec\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].n != 0 {
+		b = append(b, ",\"runAsUserName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"hostProcess\":"...)
+		b = strconv.AppendBool(b, f[3].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbMetav1LabelSelector writes the JSON of the metav1.LabelSelector encoded in p (see appendProtoJSON).
+func pbMetav1LabelSelector(b, p []byte) []byte {
+	var f [2]pbField
+	pbScan(p, pbTabMetav1LabelSelector[:], f[:])
+	start := len(b)
+	if f[0].n != 0 {
+		b = append(b, ",\"matchLabels\":"...)
+		var eb1 [8]pbEntry
+		es2 := pbMap(p, &f[0], 1, eb1[:0])
+		b = append(b, '{')
+		m3 := len(b)
+		for k4 := range es2 {
+			e5 := &es2[k4]
+			if pbOverwritten(es2, k4) {
+				continue
+			}
+			if len(b) > m3 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e5.k), flags)
+			b = append(b, ':')
+			b = json.AppendEscape(b, pbBytesString(e5.v), flags)
+		}
+		b = append(b, '}')
+	}
+	if f[1].n != 0 {
+		b = append(b, ",\"matchExpressions\":"...)
+		b = append(b, '[')
+		it6 := pbIter{p: p, i: int(f[1].first), num: 2}
+		for i7 := range f[1].n {
+			if i7 > 0 {
+				b = append(b, ',')
+			}
+			b = pbMetav1LabelSelectorRequirement(b, it6.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbMetav1LabelSelectorRequirement writes the JSON of the metav1.LabelSelectorRequirement encoded in p (see appendProtoJSON).
+func pbMetav1LabelSelectorRequirement(b, p []byte) []byte {
+	var f [3]pbField
+	pbScan(p, pbTabMetav1LabelSelectorRequirement[:], f[:])
+	start := len(b)
+	b = append(b, ",\"key\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"operator\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	if f[2].n != 0 {
+		b = append(b, ",\"values\":"...)
+		b = append(b, '[')
+		it1 := pbIter{p: p, i: int(f[2].first), num: 3}
+		for i2 := range f[2].n {
+			if i2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it1.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbTabCorev1AWSElasticBlockStoreVolumeSource is the table of corev1.AWSElasticBlockStoreVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1AWSElasticBlockStoreVolumeSource = [5]pbSlot{
+	1: {1, pbBytes},  // VolumeID
+	2: {2, pbBytes},  // FSType
+	3: {3, pbVarint}, // Partition
+	4: {4, pbVarint}, // ReadOnly
+}
+
+// pbTabCorev1Affinity is the table of corev1.Affinity's protobuf fields (pbScan).
+var pbTabCorev1Affinity = [4]pbSlot{
+	1: {1, pbBytes}, // NodeAffinity
+	2: {2, pbBytes}, // PodAffinity
+	3: {3, pbBytes}, // PodAntiAffinity
+}
+
+// pbTabCorev1AppArmorProfile is the table of corev1.AppArmorProfile's protobuf fields (pbScan).
+var pbTabCorev1AppArmorProfile = [3]pbSlot{
+	1: {1, pbBytes}, // Type
+	2: {2, pbBytes}, // LocalhostProfile
+}
+
+// pbTabCorev1AzureDiskVolumeSource is the table of corev1.AzureDiskVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1AzureDiskVolumeSource = [7]pbSlot{
+	1: {1, pbBytes},  // DiskName
+	2: {2, pbBytes},  // DataDiskURI
+	3: {3, pbBytes},  // CachingMode
+	4: {4, pbBytes},  // FSType
+	5: {5, pbVarint}, // ReadOnly
+	6: {6, pbBytes},  // Kind
+}
+
+// pbTabCorev1AzureFileVolumeSource is the table of corev1.AzureFileVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1AzureFileVolumeSource = [4]pbSlot{
+	1: {1, pbBytes},  // SecretName
+	2: {2, pbBytes},  // ShareName
+	3: {3, pbVarint}, // ReadOnly
+}
+
+// pbTabCorev1CSIVolumeSource is the table of corev1.CSIVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1CSIVolumeSource = [6]pbSlot{
+	1: {1, pbBytes},  // Driver
+	2: {2, pbVarint}, // ReadOnly
+	3: {3, pbBytes},  // FSType
+	4: {4, pbBytes},  // VolumeAttributes
+	5: {5, pbBytes},  // NodePublishSecretRef
+}
+
+// pbTabCorev1Capabilities is the table of corev1.Capabilities's protobuf fields (pbScan).
+var pbTabCorev1Capabilities = [3]pbSlot{
+	1: {1, pbBytes}, // Add
+	2: {2, pbBytes}, // Drop
+}
+
+// pbTabCorev1CephFSVolumeSource is the table of corev1.CephFSVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1CephFSVolumeSource = [7]pbSlot{
+	1: {1, pbBytes},  // Monitors
+	2: {2, pbBytes},  // Path
+	3: {3, pbBytes},  // User
+	4: {4, pbBytes},  // SecretFile
+	5: {5, pbBytes},  // SecretRef
+	6: {6, pbVarint}, // ReadOnly
+}
+
+// pbTabCorev1CinderVolumeSource is the table of corev1.CinderVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1CinderVolumeSource = [5]pbSlot{
+	1: {1, pbBytes},  // VolumeID
+	2: {2, pbBytes},  // FSType
+	3: {3, pbVarint}, // ReadOnly
+	4: {4, pbBytes},  // SecretRef
+}
+
+// pbTabCorev1ClusterTrustBundleProjection is the table of corev1.ClusterTrustBundleProjection's protobuf fields (pbScan).
+var pbTabCorev1ClusterTrustBundleProjection = [7]pbSlot{
+	1: {1, pbBytes},  // Name
+	2: {2, pbBytes},  // SignerName
+	3: {3, pbBytes},  // LabelSelector
+	5: {4, pbVarint}, // Optional
+	4: {5, pbBytes},  // Path
+	6: {6, pbVarint}, // User
+}
+
+// pbTabCorev1ConfigMapEnvSource is the table of corev1.ConfigMapEnvSource's protobuf fields (pbScan).
+var pbTabCorev1ConfigMapEnvSource = [3]pbSlot{
+	1: {1, pbBytes},  // LocalObjectReference
+	2: {2, pbVarint}, // Optional
+}
+
+// pbTabCorev1ConfigMapKeySelector is the table of corev1.ConfigMapKeySelector's protobuf fields (pbScan).
+var pbTabCorev1ConfigMapKeySelector = [4]pbSlot{
+	1: {1, pbBytes},  // LocalObjectReference
+	2: {2, pbBytes},  // Key
+	3: {3, pbVarint}, // Optional
+}
+
+// pbTabCorev1ConfigMapProjection is the table of corev1.ConfigMapProjection's protobuf fields (pbScan).
+var pbTabCorev1ConfigMapProjection = [5]pbSlot{
+	1: {1, pbBytes},  // LocalObjectReference
+	2: {2, pbBytes},  // Items
+	4: {3, pbVarint}, // Optional
+}
+
+// pbTabCorev1ConfigMapVolumeSource is the table of corev1.ConfigMapVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1ConfigMapVolumeSource = [6]pbSlot{
+	1: {1, pbBytes},  // LocalObjectReference
+	2: {2, pbBytes},  // Items
+	3: {3, pbVarint}, // DefaultMode
+	4: {4, pbVarint}, // Optional
+	5: {5, pbVarint}, // DefaultUser
+}
+
+// pbTabCorev1Container is the table of corev1.Container's protobuf fields (pbScan).
+var pbTabCorev1Container = [26]pbSlot{
+	1:  {1, pbBytes},   // Name
+	2:  {2, pbBytes},   // Image
+	3:  {3, pbBytes},   // Command
+	4:  {4, pbBytes},   // Args
+	5:  {5, pbBytes},   // WorkingDir
+	6:  {6, pbBytes},   // Ports
+	19: {7, pbBytes},   // EnvFrom
+	7:  {8, pbBytes},   // Env
+	8:  {9, pbBytes},   // Resources
+	23: {10, pbBytes},  // ResizePolicy
+	24: {11, pbBytes},  // RestartPolicy
+	25: {12, pbBytes},  // RestartPolicyRules
+	9:  {13, pbBytes},  // VolumeMounts
+	21: {14, pbBytes},  // VolumeDevices
+	10: {15, pbBytes},  // LivenessProbe
+	11: {16, pbBytes},  // ReadinessProbe
+	22: {17, pbBytes},  // StartupProbe
+	12: {18, pbBytes},  // Lifecycle
+	13: {19, pbBytes},  // TerminationMessagePath
+	20: {20, pbBytes},  // TerminationMessagePolicy
+	14: {21, pbBytes},  // ImagePullPolicy
+	15: {22, pbBytes},  // SecurityContext
+	16: {23, pbVarint}, // Stdin
+	17: {24, pbVarint}, // StdinOnce
+	18: {25, pbVarint}, // TTY
+}
+
+// pbTabCorev1ContainerExtendedResourceRequest is the table of corev1.ContainerExtendedResourceRequest's protobuf fields (pbScan).
+var pbTabCorev1ContainerExtendedResourceRequest = [4]pbSlot{
+	1: {1, pbBytes}, // ContainerName
+	2: {2, pbBytes}, // ResourceName
+	3: {3, pbBytes}, // RequestName
+}
+
+// pbTabCorev1ContainerPort is the table of corev1.ContainerPort's protobuf fields (pbScan).
+var pbTabCorev1ContainerPort = [6]pbSlot{
+	1: {1, pbBytes},  // Name
+	2: {2, pbVarint}, // HostPort
+	3: {3, pbVarint}, // ContainerPort
+	4: {4, pbBytes},  // Protocol
+	5: {5, pbBytes},  // HostIP
+}
+
+// pbTabCorev1ContainerResizePolicy is the table of corev1.ContainerResizePolicy's protobuf fields (pbScan).
+var pbTabCorev1ContainerResizePolicy = [3]pbSlot{
+	1: {1, pbBytes}, // ResourceName
+	2: {2, pbBytes}, // RestartPolicy
+}
+
+// pbTabCorev1ContainerRestartRule is the table of corev1.ContainerRestartRule's protobuf fields (pbScan).
+var pbTabCorev1ContainerRestartRule = [3]pbSlot{
+	1: {1, pbBytes}, // Action
+	2: {2, pbBytes}, // ExitCodes
+}
+
+// pbTabCorev1ContainerRestartRuleOnExitCodes is the table of corev1.ContainerRestartRuleOnExitCodes's protobuf fields (pbScan).
+var pbTabCorev1ContainerRestartRuleOnExitCodes = [3]pbSlot{
+	1: {1, pbBytes},     // Operator
+	2: {2, pbRepVarint}, // Values
+}
+
+// pbTabCorev1ContainerState is the table of corev1.ContainerState's protobuf fields (pbScan).
+var pbTabCorev1ContainerState = [4]pbSlot{
+	1: {1, pbBytes}, // Waiting
+	2: {2, pbBytes}, // Running
+	3: {3, pbBytes}, // Terminated
+}
+
+// pbTabCorev1ContainerStateRunning is the table of corev1.ContainerStateRunning's protobuf fields (pbScan).
+var pbTabCorev1ContainerStateRunning = [2]pbSlot{
+	1: {1, pbBytes}, // StartedAt
+}
+
+// pbTabCorev1ContainerStateTerminated is the table of corev1.ContainerStateTerminated's protobuf fields (pbScan).
+var pbTabCorev1ContainerStateTerminated = [8]pbSlot{
+	1: {1, pbVarint}, // ExitCode
+	2: {2, pbVarint}, // Signal
+	3: {3, pbBytes},  // Reason
+	4: {4, pbBytes},  // Message
+	5: {5, pbBytes},  // StartedAt
+	6: {6, pbBytes},  // FinishedAt
+	7: {7, pbBytes},  // ContainerID
+}
+
+// pbTabCorev1ContainerStateWaiting is the table of corev1.ContainerStateWaiting's protobuf fields (pbScan).
+var pbTabCorev1ContainerStateWaiting = [3]pbSlot{
+	1: {1, pbBytes}, // Reason
+	2: {2, pbBytes}, // Message
+}
+
+// pbTabCorev1ContainerStatus is the table of corev1.ContainerStatus's protobuf fields (pbScan).
+var pbTabCorev1ContainerStatus = [16]pbSlot{
+	1:  {1, pbBytes},  // Name
+	2:  {2, pbBytes},  // State
+	3:  {3, pbBytes},  // LastTerminationState
+	4:  {4, pbVarint}, // Ready
+	5:  {5, pbVarint}, // RestartCount
+	6:  {6, pbBytes},  // Image
+	7:  {7, pbBytes},  // ImageID
+	8:  {8, pbBytes},  // ContainerID
+	9:  {9, pbVarint}, // Started
+	10: {10, pbBytes}, // AllocatedResources
+	11: {11, pbBytes}, // Resources
+	12: {12, pbBytes}, // VolumeMounts
+	13: {13, pbBytes}, // User
+	14: {14, pbBytes}, // AllocatedResourcesStatus
+	15: {15, pbBytes}, // StopSignal
+}
+
+// pbTabCorev1ContainerUser is the table of corev1.ContainerUser's protobuf fields (pbScan).
+var pbTabCorev1ContainerUser = [2]pbSlot{
+	1: {1, pbBytes}, // Linux
+}
+
+// pbTabCorev1DownwardAPIProjection is the table of corev1.DownwardAPIProjection's protobuf fields (pbScan).
+var pbTabCorev1DownwardAPIProjection = [2]pbSlot{
+	1: {1, pbBytes}, // Items
+}
+
+// pbTabCorev1DownwardAPIVolumeFile is the table of corev1.DownwardAPIVolumeFile's protobuf fields (pbScan).
+var pbTabCorev1DownwardAPIVolumeFile = [6]pbSlot{
+	1: {1, pbBytes},  // Path
+	2: {2, pbBytes},  // FieldRef
+	3: {3, pbBytes},  // ResourceFieldRef
+	4: {4, pbVarint}, // Mode
+	5: {5, pbVarint}, // User
+}
+
+// pbTabCorev1DownwardAPIVolumeSource is the table of corev1.DownwardAPIVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1DownwardAPIVolumeSource = [4]pbSlot{
+	1: {1, pbBytes},  // Items
+	2: {2, pbVarint}, // DefaultMode
+	3: {3, pbVarint}, // DefaultUser
+}
+
+// pbTabCorev1EmptyDirVolumeSource is the table of corev1.EmptyDirVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1EmptyDirVolumeSource = [4]pbSlot{
+	1: {1, pbBytes},  // Medium
+	2: {2, pbBytes},  // SizeLimit
+	3: {3, pbVarint}, // Mode
+}
+
+// pbTabCorev1EnvFromSource is the table of corev1.EnvFromSource's protobuf fields (pbScan).
+var pbTabCorev1EnvFromSource = [4]pbSlot{
+	1: {1, pbBytes}, // Prefix
+	2: {2, pbBytes}, // ConfigMapRef
+	3: {3, pbBytes}, // SecretRef
+}
+
+// pbTabCorev1EnvVar is the table of corev1.EnvVar's protobuf fields (pbScan).
+var pbTabCorev1EnvVar = [4]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // Value
+	3: {3, pbBytes}, // ValueFrom
+}
+
+// pbTabCorev1EnvVarSource is the table of corev1.EnvVarSource's protobuf fields (pbScan).
+var pbTabCorev1EnvVarSource = [6]pbSlot{
+	1: {1, pbBytes}, // FieldRef
+	2: {2, pbBytes}, // ResourceFieldRef
+	3: {3, pbBytes}, // ConfigMapKeyRef
+	4: {4, pbBytes}, // SecretKeyRef
+	5: {5, pbBytes}, // FileKeyRef
+}
+
+// pbTabCorev1EphemeralContainer is the table of corev1.EphemeralContainer's protobuf fields (pbScan).
+var pbTabCorev1EphemeralContainer = [3]pbSlot{
+	1: {1, pbBytes}, // EphemeralContainerCommon
+	2: {2, pbBytes}, // TargetContainerName
+}
+
+// pbTabCorev1EphemeralContainerCommon is the table of corev1.EphemeralContainerCommon's protobuf fields (pbScan).
+var pbTabCorev1EphemeralContainerCommon = [26]pbSlot{
+	1:  {1, pbBytes},   // Name
+	2:  {2, pbBytes},   // Image
+	3:  {3, pbBytes},   // Command
+	4:  {4, pbBytes},   // Args
+	5:  {5, pbBytes},   // WorkingDir
+	6:  {6, pbBytes},   // Ports
+	19: {7, pbBytes},   // EnvFrom
+	7:  {8, pbBytes},   // Env
+	8:  {9, pbBytes},   // Resources
+	23: {10, pbBytes},  // ResizePolicy
+	24: {11, pbBytes},  // RestartPolicy
+	25: {12, pbBytes},  // RestartPolicyRules
+	9:  {13, pbBytes},  // VolumeMounts
+	21: {14, pbBytes},  // VolumeDevices
+	10: {15, pbBytes},  // LivenessProbe
+	11: {16, pbBytes},  // ReadinessProbe
+	22: {17, pbBytes},  // StartupProbe
+	12: {18, pbBytes},  // Lifecycle
+	13: {19, pbBytes},  // TerminationMessagePath
+	20: {20, pbBytes},  // TerminationMessagePolicy
+	14: {21, pbBytes},  // ImagePullPolicy
+	15: {22, pbBytes},  // SecurityContext
+	16: {23, pbVarint}, // Stdin
+	17: {24, pbVarint}, // StdinOnce
+	18: {25, pbVarint}, // TTY
+}
+
+// pbTabCorev1EphemeralVolumeSource is the table of corev1.EphemeralVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1EphemeralVolumeSource = [2]pbSlot{
+	1: {1, pbBytes}, // VolumeClaimTemplate
+}
+
+// pbTabCorev1EvictionResponder is the table of corev1.EvictionResponder's protobuf fields (pbScan).
+var pbTabCorev1EvictionResponder = [3]pbSlot{
+	1: {1, pbBytes},  // Name
+	2: {2, pbVarint}, // Priority
+}
+
+// pbTabCorev1ExecAction is the table of corev1.ExecAction's protobuf fields (pbScan).
+var pbTabCorev1ExecAction = [2]pbSlot{
+	1: {1, pbBytes}, // Command
+}
+
+// pbTabCorev1FCVolumeSource is the table of corev1.FCVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1FCVolumeSource = [6]pbSlot{
+	1: {1, pbBytes},  // TargetWWNs
+	2: {2, pbVarint}, // Lun
+	3: {3, pbBytes},  // FSType
+	4: {4, pbVarint}, // ReadOnly
+	5: {5, pbBytes},  // WWIDs
+}
+
+// pbTabCorev1FileKeySelector is the table of corev1.FileKeySelector's protobuf fields (pbScan).
+var pbTabCorev1FileKeySelector = [5]pbSlot{
+	1: {1, pbBytes},  // VolumeName
+	2: {2, pbBytes},  // Path
+	3: {3, pbBytes},  // Key
+	4: {4, pbVarint}, // Optional
+}
+
+// pbTabCorev1FlexVolumeSource is the table of corev1.FlexVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1FlexVolumeSource = [6]pbSlot{
+	1: {1, pbBytes},  // Driver
+	2: {2, pbBytes},  // FSType
+	3: {3, pbBytes},  // SecretRef
+	4: {4, pbVarint}, // ReadOnly
+	5: {5, pbBytes},  // Options
+}
+
+// pbTabCorev1FlockerVolumeSource is the table of corev1.FlockerVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1FlockerVolumeSource = [3]pbSlot{
+	1: {1, pbBytes}, // DatasetName
+	2: {2, pbBytes}, // DatasetUUID
+}
+
+// pbTabCorev1GCEPersistentDiskVolumeSource is the table of corev1.GCEPersistentDiskVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1GCEPersistentDiskVolumeSource = [5]pbSlot{
+	1: {1, pbBytes},  // PDName
+	2: {2, pbBytes},  // FSType
+	3: {3, pbVarint}, // Partition
+	4: {4, pbVarint}, // ReadOnly
+}
+
+// pbTabCorev1GRPCAction is the table of corev1.GRPCAction's protobuf fields (pbScan).
+var pbTabCorev1GRPCAction = [4]pbSlot{
+	1: {1, pbVarint}, // Port
+	2: {2, pbBytes},  // Service
+	3: {3, pbBytes},  // Mode
+}
+
+// pbTabCorev1GitRepoVolumeSource is the table of corev1.GitRepoVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1GitRepoVolumeSource = [4]pbSlot{
+	1: {1, pbBytes}, // Repository
+	2: {2, pbBytes}, // Revision
+	3: {3, pbBytes}, // Directory
+}
+
+// pbTabCorev1GlusterfsVolumeSource is the table of corev1.GlusterfsVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1GlusterfsVolumeSource = [4]pbSlot{
+	1: {1, pbBytes},  // EndpointsName
+	2: {2, pbBytes},  // Path
+	3: {3, pbVarint}, // ReadOnly
+}
+
+// pbTabCorev1HTTPGetAction is the table of corev1.HTTPGetAction's protobuf fields (pbScan).
+var pbTabCorev1HTTPGetAction = [7]pbSlot{
+	1: {1, pbBytes}, // Path
+	2: {2, pbBytes}, // Port
+	3: {3, pbBytes}, // Host
+	4: {4, pbBytes}, // Scheme
+	5: {5, pbBytes}, // HTTPHeaders
+	6: {6, pbBytes}, // Protocol
+}
+
+// pbTabCorev1HTTPHeader is the table of corev1.HTTPHeader's protobuf fields (pbScan).
+var pbTabCorev1HTTPHeader = [3]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // Value
+}
+
+// pbTabCorev1HostAlias is the table of corev1.HostAlias's protobuf fields (pbScan).
+var pbTabCorev1HostAlias = [3]pbSlot{
+	1: {1, pbBytes}, // IP
+	2: {2, pbBytes}, // Hostnames
+}
+
+// pbTabCorev1HostIP is the table of corev1.HostIP's protobuf fields (pbScan).
+var pbTabCorev1HostIP = [2]pbSlot{
+	1: {1, pbBytes}, // IP
+}
+
+// pbTabCorev1HostPathVolumeSource is the table of corev1.HostPathVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1HostPathVolumeSource = [3]pbSlot{
+	1: {1, pbBytes}, // Path
+	2: {2, pbBytes}, // Type
+}
+
+// pbTabCorev1ISCSIVolumeSource is the table of corev1.ISCSIVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1ISCSIVolumeSource = [13]pbSlot{
+	1:  {1, pbBytes},  // TargetPortal
+	2:  {2, pbBytes},  // IQN
+	3:  {3, pbVarint}, // Lun
+	4:  {4, pbBytes},  // ISCSIInterface
+	5:  {5, pbBytes},  // FSType
+	6:  {6, pbVarint}, // ReadOnly
+	7:  {7, pbBytes},  // Portals
+	8:  {8, pbVarint}, // DiscoveryCHAPAuth
+	11: {9, pbVarint}, // SessionCHAPAuth
+	10: {10, pbBytes}, // SecretRef
+	12: {11, pbBytes}, // InitiatorName
+}
+
+// pbTabCorev1ImageVolumeSource is the table of corev1.ImageVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1ImageVolumeSource = [3]pbSlot{
+	1: {1, pbBytes}, // Reference
+	2: {2, pbBytes}, // PullPolicy
+}
+
+// pbTabCorev1ImageVolumeStatus is the table of corev1.ImageVolumeStatus's protobuf fields (pbScan).
+var pbTabCorev1ImageVolumeStatus = [2]pbSlot{
+	1: {1, pbBytes}, // ImageRef
+}
+
+// pbTabCorev1KeyToPath is the table of corev1.KeyToPath's protobuf fields (pbScan).
+var pbTabCorev1KeyToPath = [5]pbSlot{
+	1: {1, pbBytes},  // Key
+	2: {2, pbBytes},  // Path
+	3: {3, pbVarint}, // Mode
+	4: {4, pbVarint}, // User
+}
+
+// pbTabCorev1Lifecycle is the table of corev1.Lifecycle's protobuf fields (pbScan).
+var pbTabCorev1Lifecycle = [4]pbSlot{
+	1: {1, pbBytes}, // PostStart
+	2: {2, pbBytes}, // PreStop
+	3: {3, pbBytes}, // StopSignal
+}
+
+// pbTabCorev1LifecycleHandler is the table of corev1.LifecycleHandler's protobuf fields (pbScan).
+var pbTabCorev1LifecycleHandler = [5]pbSlot{
+	1: {1, pbBytes}, // Exec
+	2: {2, pbBytes}, // HTTPGet
+	3: {3, pbBytes}, // TCPSocket
+	4: {4, pbBytes}, // Sleep
+}
+
+// pbTabCorev1LinuxContainerUser is the table of corev1.LinuxContainerUser's protobuf fields (pbScan).
+var pbTabCorev1LinuxContainerUser = [4]pbSlot{
+	1: {1, pbVarint},    // UID
+	2: {2, pbVarint},    // GID
+	3: {3, pbRepVarint}, // SupplementalGroups
+}
+
+// pbTabCorev1LocalObjectReference is the table of corev1.LocalObjectReference's protobuf fields (pbScan).
+var pbTabCorev1LocalObjectReference = [2]pbSlot{
+	1: {1, pbBytes}, // Name
+}
+
+// pbTabCorev1NFSVolumeSource is the table of corev1.NFSVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1NFSVolumeSource = [4]pbSlot{
+	1: {1, pbBytes},  // Server
+	2: {2, pbBytes},  // Path
+	3: {3, pbVarint}, // ReadOnly
+}
+
+// pbTabCorev1NodeAffinity is the table of corev1.NodeAffinity's protobuf fields (pbScan).
+var pbTabCorev1NodeAffinity = [3]pbSlot{
+	1: {1, pbBytes}, // RequiredDuringSchedulingIgnoredDuringExecution
+	2: {2, pbBytes}, // PreferredDuringSchedulingIgnoredDuringExecution
+}
+
+// pbTabCorev1NodeAllocatableMappedResources is the table of corev1.NodeAllocatableMappedResources's protobuf fields (pbScan).
+var pbTabCorev1NodeAllocatableMappedResources = [3]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // Quantity
+}
+
+// pbTabCorev1NodeAllocatableOverheadResources is the table of corev1.NodeAllocatableOverheadResources's protobuf fields (pbScan).
+var pbTabCorev1NodeAllocatableOverheadResources = [4]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // PerPod
+	3: {3, pbBytes}, // PerContainer
+}
+
+// pbTabCorev1NodeAllocatableResourceClaimStatus is the table of corev1.NodeAllocatableResourceClaimStatus's protobuf fields (pbScan).
+var pbTabCorev1NodeAllocatableResourceClaimStatus = [6]pbSlot{
+	1: {1, pbBytes}, // ResourceClaimName
+	2: {2, pbBytes}, // Containers
+	4: {3, pbBytes}, // Mapping
+	5: {4, pbBytes}, // Overhead
+}
+
+// pbTabCorev1NodeSelector is the table of corev1.NodeSelector's protobuf fields (pbScan).
+var pbTabCorev1NodeSelector = [2]pbSlot{
+	1: {1, pbBytes}, // NodeSelectorTerms
+}
+
+// pbTabCorev1NodeSelectorRequirement is the table of corev1.NodeSelectorRequirement's protobuf fields (pbScan).
+var pbTabCorev1NodeSelectorRequirement = [4]pbSlot{
+	1: {1, pbBytes}, // Key
+	2: {2, pbBytes}, // Operator
+	3: {3, pbBytes}, // Values
+}
+
+// pbTabCorev1NodeSelectorTerm is the table of corev1.NodeSelectorTerm's protobuf fields (pbScan).
+var pbTabCorev1NodeSelectorTerm = [3]pbSlot{
+	1: {1, pbBytes}, // MatchExpressions
+	2: {2, pbBytes}, // MatchFields
+}
+
+// pbTabCorev1ObjectFieldSelector is the table of corev1.ObjectFieldSelector's protobuf fields (pbScan).
+var pbTabCorev1ObjectFieldSelector = [3]pbSlot{
+	1: {1, pbBytes}, // APIVersion
+	2: {2, pbBytes}, // FieldPath
+}
+
+// pbTabCorev1PersistentVolumeClaimSpec is the table of corev1.PersistentVolumeClaimSpec's protobuf fields (pbScan).
+var pbTabCorev1PersistentVolumeClaimSpec = [10]pbSlot{
+	1: {1, pbBytes}, // AccessModes
+	4: {2, pbBytes}, // Selector
+	2: {3, pbBytes}, // Resources
+	3: {4, pbBytes}, // VolumeName
+	5: {5, pbBytes}, // StorageClassName
+	6: {6, pbBytes}, // VolumeMode
+	7: {7, pbBytes}, // DataSource
+	8: {8, pbBytes}, // DataSourceRef
+	9: {9, pbBytes}, // VolumeAttributesClassName
+}
+
+// pbTabCorev1PersistentVolumeClaimTemplate is the table of corev1.PersistentVolumeClaimTemplate's protobuf fields (pbScan).
+var pbTabCorev1PersistentVolumeClaimTemplate = [3]pbSlot{
+	1: {1, pbBytes}, // ObjectMeta
+	2: {2, pbBytes}, // Spec
+}
+
+// pbTabCorev1PersistentVolumeClaimVolumeSource is the table of corev1.PersistentVolumeClaimVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1PersistentVolumeClaimVolumeSource = [3]pbSlot{
+	1: {1, pbBytes},  // ClaimName
+	2: {2, pbVarint}, // ReadOnly
+}
+
+// pbTabCorev1PhotonPersistentDiskVolumeSource is the table of corev1.PhotonPersistentDiskVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1PhotonPersistentDiskVolumeSource = [3]pbSlot{
+	1: {1, pbBytes}, // PdID
+	2: {2, pbBytes}, // FSType
+}
+
+// pbTabCorev1PodAffinity is the table of corev1.PodAffinity's protobuf fields (pbScan).
+var pbTabCorev1PodAffinity = [3]pbSlot{
+	1: {1, pbBytes}, // RequiredDuringSchedulingIgnoredDuringExecution
+	2: {2, pbBytes}, // PreferredDuringSchedulingIgnoredDuringExecution
+}
+
+// pbTabCorev1PodAffinityTerm is the table of corev1.PodAffinityTerm's protobuf fields (pbScan).
+var pbTabCorev1PodAffinityTerm = [7]pbSlot{
+	1: {1, pbBytes}, // LabelSelector
+	2: {2, pbBytes}, // Namespaces
+	3: {3, pbBytes}, // TopologyKey
+	4: {4, pbBytes}, // NamespaceSelector
+	5: {5, pbBytes}, // MatchLabelKeys
+	6: {6, pbBytes}, // MismatchLabelKeys
+}
+
+// pbTabCorev1PodAntiAffinity is the table of corev1.PodAntiAffinity's protobuf fields (pbScan).
+var pbTabCorev1PodAntiAffinity = [3]pbSlot{
+	1: {1, pbBytes}, // RequiredDuringSchedulingIgnoredDuringExecution
+	2: {2, pbBytes}, // PreferredDuringSchedulingIgnoredDuringExecution
+}
+
+// pbTabCorev1PodCertificateProjection is the table of corev1.PodCertificateProjection's protobuf fields (pbScan).
+var pbTabCorev1PodCertificateProjection = [9]pbSlot{
+	1: {1, pbBytes},  // SignerName
+	2: {2, pbBytes},  // KeyType
+	3: {3, pbVarint}, // MaxExpirationSeconds
+	4: {4, pbBytes},  // CredentialBundlePath
+	5: {5, pbBytes},  // KeyPath
+	6: {6, pbBytes},  // CertificateChainPath
+	7: {7, pbBytes},  // UserAnnotations
+	8: {8, pbVarint}, // User
+}
+
+// pbTabCorev1PodCondition is the table of corev1.PodCondition's protobuf fields (pbScan).
+var pbTabCorev1PodCondition = [8]pbSlot{
+	1: {1, pbBytes},  // Type
+	7: {2, pbVarint}, // ObservedGeneration
+	2: {3, pbBytes},  // Status
+	3: {4, pbBytes},  // LastProbeTime
+	4: {5, pbBytes},  // LastTransitionTime
+	5: {6, pbBytes},  // Reason
+	6: {7, pbBytes},  // Message
+}
+
+// pbTabCorev1PodDNSConfig is the table of corev1.PodDNSConfig's protobuf fields (pbScan).
+var pbTabCorev1PodDNSConfig = [4]pbSlot{
+	1: {1, pbBytes}, // Nameservers
+	2: {2, pbBytes}, // Searches
+	3: {3, pbBytes}, // Options
+}
+
+// pbTabCorev1PodDNSConfigOption is the table of corev1.PodDNSConfigOption's protobuf fields (pbScan).
+var pbTabCorev1PodDNSConfigOption = [3]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // Value
+}
+
+// pbTabCorev1PodExtendedResourceClaimStatus is the table of corev1.PodExtendedResourceClaimStatus's protobuf fields (pbScan).
+var pbTabCorev1PodExtendedResourceClaimStatus = [3]pbSlot{
+	1: {1, pbBytes}, // RequestMappings
+	2: {2, pbBytes}, // ResourceClaimName
+}
+
+// pbTabCorev1PodIP is the table of corev1.PodIP's protobuf fields (pbScan).
+var pbTabCorev1PodIP = [2]pbSlot{
+	1: {1, pbBytes}, // IP
+}
+
+// pbTabCorev1PodOS is the table of corev1.PodOS's protobuf fields (pbScan).
+var pbTabCorev1PodOS = [2]pbSlot{
+	1: {1, pbBytes}, // Name
+}
+
+// pbTabCorev1PodReadinessGate is the table of corev1.PodReadinessGate's protobuf fields (pbScan).
+var pbTabCorev1PodReadinessGate = [2]pbSlot{
+	1: {1, pbBytes}, // ConditionType
+}
+
+// pbTabCorev1PodResourceClaim is the table of corev1.PodResourceClaim's protobuf fields (pbScan).
+var pbTabCorev1PodResourceClaim = [5]pbSlot{
+	1: {1, pbBytes}, // Name
+	3: {2, pbBytes}, // ResourceClaimName
+	4: {3, pbBytes}, // ResourceClaimTemplateName
+}
+
+// pbTabCorev1PodResourceClaimStatus is the table of corev1.PodResourceClaimStatus's protobuf fields (pbScan).
+var pbTabCorev1PodResourceClaimStatus = [3]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // ResourceClaimName
+}
+
+// pbTabCorev1PodSchedulingGate is the table of corev1.PodSchedulingGate's protobuf fields (pbScan).
+var pbTabCorev1PodSchedulingGate = [2]pbSlot{
+	1: {1, pbBytes}, // Name
+}
+
+// pbTabCorev1PodSchedulingGroup is the table of corev1.PodSchedulingGroup's protobuf fields (pbScan).
+var pbTabCorev1PodSchedulingGroup = [2]pbSlot{
+	1: {1, pbBytes}, // PodGroupName
+}
+
+// pbTabCorev1PodSecurityContext is the table of corev1.PodSecurityContext's protobuf fields (pbScan).
+var pbTabCorev1PodSecurityContext = [14]pbSlot{
+	1:  {1, pbBytes},     // SELinuxOptions
+	8:  {2, pbBytes},     // WindowsOptions
+	2:  {3, pbVarint},    // RunAsUser
+	6:  {4, pbVarint},    // RunAsGroup
+	3:  {5, pbVarint},    // RunAsNonRoot
+	4:  {6, pbRepVarint}, // SupplementalGroups
+	12: {7, pbBytes},     // SupplementalGroupsPolicy
+	5:  {8, pbVarint},    // FSGroup
+	7:  {9, pbBytes},     // Sysctls
+	9:  {10, pbBytes},    // FSGroupChangePolicy
+	10: {11, pbBytes},    // SeccompProfile
+	11: {12, pbBytes},    // AppArmorProfile
+	13: {13, pbBytes},    // SELinuxChangePolicy
+}
+
+// pbTabCorev1PodSpec is the table of corev1.PodSpec's protobuf fields (pbScan).
+var pbTabCorev1PodSpec = [45]pbSlot{
+	1:  {1, pbBytes},   // Volumes
+	20: {2, pbBytes},   // InitContainers
+	2:  {3, pbBytes},   // Containers
+	34: {4, pbBytes},   // EphemeralContainers
+	3:  {5, pbBytes},   // RestartPolicy
+	4:  {6, pbVarint},  // TerminationGracePeriodSeconds
+	5:  {7, pbVarint},  // ActiveDeadlineSeconds
+	6:  {8, pbBytes},   // DNSPolicy
+	7:  {9, pbBytes},   // NodeSelector
+	8:  {10, pbBytes},  // ServiceAccountName
+	9:  {11, pbBytes},  // DeprecatedServiceAccount
+	21: {12, pbVarint}, // AutomountServiceAccountToken
+	10: {13, pbBytes},  // NodeName
+	11: {14, pbVarint}, // HostNetwork
+	12: {15, pbVarint}, // HostPID
+	13: {16, pbVarint}, // HostIPC
+	27: {17, pbVarint}, // ShareProcessNamespace
+	14: {18, pbBytes},  // SecurityContext
+	15: {19, pbBytes},  // ImagePullSecrets
+	16: {20, pbBytes},  // Hostname
+	17: {21, pbBytes},  // Subdomain
+	18: {22, pbBytes},  // Affinity
+	19: {23, pbBytes},  // SchedulerName
+	22: {24, pbBytes},  // Tolerations
+	23: {25, pbBytes},  // HostAliases
+	24: {26, pbBytes},  // PriorityClassName
+	25: {27, pbVarint}, // Priority
+	26: {28, pbBytes},  // DNSConfig
+	28: {29, pbBytes},  // ReadinessGates
+	29: {30, pbBytes},  // RuntimeClassName
+	30: {31, pbVarint}, // EnableServiceLinks
+	31: {32, pbBytes},  // PreemptionPolicy
+	32: {33, pbBytes},  // Overhead
+	33: {34, pbBytes},  // TopologySpreadConstraints
+	35: {35, pbVarint}, // SetHostnameAsFQDN
+	36: {36, pbBytes},  // OS
+	37: {37, pbVarint}, // HostUsers
+	38: {38, pbBytes},  // SchedulingGates
+	39: {39, pbBytes},  // ResourceClaims
+	40: {40, pbBytes},  // Resources
+	41: {41, pbBytes},  // HostnameOverride
+	43: {42, pbBytes},  // SchedulingGroup
+	44: {43, pbBytes},  // EvictionResponders
+}
+
+// pbTabCorev1PodStatus is the table of corev1.PodStatus's protobuf fields (pbScan).
+var pbTabCorev1PodStatus = [23]pbSlot{
+	17: {1, pbVarint}, // ObservedGeneration
+	1:  {2, pbBytes},  // Phase
+	2:  {3, pbBytes},  // Conditions
+	3:  {4, pbBytes},  // Message
+	4:  {5, pbBytes},  // Reason
+	11: {6, pbBytes},  // NominatedNodeName
+	5:  {7, pbBytes},  // HostIP
+	16: {8, pbBytes},  // HostIPs
+	6:  {9, pbBytes},  // PodIP
+	12: {10, pbBytes}, // PodIPs
+	7:  {11, pbBytes}, // StartTime
+	10: {12, pbBytes}, // InitContainerStatuses
+	8:  {13, pbBytes}, // ContainerStatuses
+	9:  {14, pbBytes}, // QOSClass
+	13: {15, pbBytes}, // EphemeralContainerStatuses
+	14: {16, pbBytes}, // Resize
+	15: {17, pbBytes}, // ResourceClaimStatuses
+	18: {18, pbBytes}, // ExtendedResourceClaimStatus
+	19: {19, pbBytes}, // AllocatedResources
+	20: {20, pbBytes}, // Resources
+	21: {21, pbBytes}, // NodeAllocatableResourceClaimStatuses
+	22: {22, pbBytes}, // VolumeHealth
+}
+
+// pbTabCorev1PodVolumeHealth is the table of corev1.PodVolumeHealth's protobuf fields (pbScan).
+var pbTabCorev1PodVolumeHealth = [4]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // HealthConditions
+	3: {3, pbBytes}, // LastTransitionTime
+}
+
+// pbTabCorev1PortworxVolumeSource is the table of corev1.PortworxVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1PortworxVolumeSource = [4]pbSlot{
+	1: {1, pbBytes},  // VolumeID
+	2: {2, pbBytes},  // FSType
+	3: {3, pbVarint}, // ReadOnly
+}
+
+// pbTabCorev1PreferredSchedulingTerm is the table of corev1.PreferredSchedulingTerm's protobuf fields (pbScan).
+var pbTabCorev1PreferredSchedulingTerm = [3]pbSlot{
+	1: {1, pbVarint}, // Weight
+	2: {2, pbBytes},  // Preference
+}
+
+// pbTabCorev1Probe is the table of corev1.Probe's protobuf fields (pbScan).
+var pbTabCorev1Probe = [8]pbSlot{
+	1: {1, pbBytes},  // ProbeHandler
+	2: {2, pbVarint}, // InitialDelaySeconds
+	3: {3, pbVarint}, // TimeoutSeconds
+	4: {4, pbVarint}, // PeriodSeconds
+	5: {5, pbVarint}, // SuccessThreshold
+	6: {6, pbVarint}, // FailureThreshold
+	7: {7, pbVarint}, // TerminationGracePeriodSeconds
+}
+
+// pbTabCorev1ProbeHandler is the table of corev1.ProbeHandler's protobuf fields (pbScan).
+var pbTabCorev1ProbeHandler = [5]pbSlot{
+	1: {1, pbBytes}, // Exec
+	2: {2, pbBytes}, // HTTPGet
+	3: {3, pbBytes}, // TCPSocket
+	4: {4, pbBytes}, // GRPC
+}
+
+// pbTabCorev1ProjectedVolumeSource is the table of corev1.ProjectedVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1ProjectedVolumeSource = [4]pbSlot{
+	1: {1, pbBytes},  // Sources
+	2: {2, pbVarint}, // DefaultMode
+	3: {3, pbVarint}, // DefaultUser
+}
+
+// pbTabCorev1QuobyteVolumeSource is the table of corev1.QuobyteVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1QuobyteVolumeSource = [7]pbSlot{
+	1: {1, pbBytes},  // Registry
+	2: {2, pbBytes},  // Volume
+	3: {3, pbVarint}, // ReadOnly
+	4: {4, pbBytes},  // User
+	5: {5, pbBytes},  // Group
+	6: {6, pbBytes},  // Tenant
+}
+
+// pbTabCorev1RBDVolumeSource is the table of corev1.RBDVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1RBDVolumeSource = [9]pbSlot{
+	1: {1, pbBytes},  // CephMonitors
+	2: {2, pbBytes},  // RBDImage
+	3: {3, pbBytes},  // FSType
+	4: {4, pbBytes},  // RBDPool
+	5: {5, pbBytes},  // RadosUser
+	6: {6, pbBytes},  // Keyring
+	7: {7, pbBytes},  // SecretRef
+	8: {8, pbVarint}, // ReadOnly
+}
+
+// pbTabCorev1ResourceClaim is the table of corev1.ResourceClaim's protobuf fields (pbScan).
+var pbTabCorev1ResourceClaim = [3]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // Request
+}
+
+// pbTabCorev1ResourceFieldSelector is the table of corev1.ResourceFieldSelector's protobuf fields (pbScan).
+var pbTabCorev1ResourceFieldSelector = [4]pbSlot{
+	1: {1, pbBytes}, // ContainerName
+	2: {2, pbBytes}, // Resource
+	3: {3, pbBytes}, // Divisor
+}
+
+// pbTabCorev1ResourceHealth is the table of corev1.ResourceHealth's protobuf fields (pbScan).
+var pbTabCorev1ResourceHealth = [7]pbSlot{
+	1: {1, pbBytes}, // ResourceID
+	2: {2, pbBytes}, // Health
+	6: {3, pbBytes}, // Message
+}
+
+// pbTabCorev1ResourceRequirements is the table of corev1.ResourceRequirements's protobuf fields (pbScan).
+var pbTabCorev1ResourceRequirements = [4]pbSlot{
+	1: {1, pbBytes}, // Limits
+	2: {2, pbBytes}, // Requests
+	3: {3, pbBytes}, // Claims
+}
+
+// pbTabCorev1ResourceStatus is the table of corev1.ResourceStatus's protobuf fields (pbScan).
+var pbTabCorev1ResourceStatus = [3]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // Resources
+}
+
+// pbTabCorev1SELinuxOptions is the table of corev1.SELinuxOptions's protobuf fields (pbScan).
+var pbTabCorev1SELinuxOptions = [5]pbSlot{
+	1: {1, pbBytes}, // User
+	2: {2, pbBytes}, // Role
+	3: {3, pbBytes}, // Type
+	4: {4, pbBytes}, // Level
+}
+
+// pbTabCorev1ScaleIOVolumeSource is the table of corev1.ScaleIOVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1ScaleIOVolumeSource = [11]pbSlot{
+	1:  {1, pbBytes},   // Gateway
+	2:  {2, pbBytes},   // System
+	3:  {3, pbBytes},   // SecretRef
+	4:  {4, pbVarint},  // SSLEnabled
+	5:  {5, pbBytes},   // ProtectionDomain
+	6:  {6, pbBytes},   // StoragePool
+	7:  {7, pbBytes},   // StorageMode
+	8:  {8, pbBytes},   // VolumeName
+	9:  {9, pbBytes},   // FSType
+	10: {10, pbVarint}, // ReadOnly
+}
+
+// pbTabCorev1SeccompProfile is the table of corev1.SeccompProfile's protobuf fields (pbScan).
+var pbTabCorev1SeccompProfile = [3]pbSlot{
+	1: {1, pbBytes}, // Type
+	2: {2, pbBytes}, // LocalhostProfile
+}
+
+// pbTabCorev1SecretEnvSource is the table of corev1.SecretEnvSource's protobuf fields (pbScan).
+var pbTabCorev1SecretEnvSource = [3]pbSlot{
+	1: {1, pbBytes},  // LocalObjectReference
+	2: {2, pbVarint}, // Optional
+}
+
+// pbTabCorev1SecretKeySelector is the table of corev1.SecretKeySelector's protobuf fields (pbScan).
+var pbTabCorev1SecretKeySelector = [4]pbSlot{
+	1: {1, pbBytes},  // LocalObjectReference
+	2: {2, pbBytes},  // Key
+	3: {3, pbVarint}, // Optional
+}
+
+// pbTabCorev1SecretProjection is the table of corev1.SecretProjection's protobuf fields (pbScan).
+var pbTabCorev1SecretProjection = [5]pbSlot{
+	1: {1, pbBytes},  // LocalObjectReference
+	2: {2, pbBytes},  // Items
+	4: {3, pbVarint}, // Optional
+}
+
+// pbTabCorev1SecretVolumeSource is the table of corev1.SecretVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1SecretVolumeSource = [6]pbSlot{
+	1: {1, pbBytes},  // SecretName
+	2: {2, pbBytes},  // Items
+	3: {3, pbVarint}, // DefaultMode
+	4: {4, pbVarint}, // Optional
+	5: {5, pbVarint}, // DefaultUser
+}
+
+// pbTabCorev1SecurityContext is the table of corev1.SecurityContext's protobuf fields (pbScan).
+var pbTabCorev1SecurityContext = [13]pbSlot{
+	1:  {1, pbBytes},  // Capabilities
+	2:  {2, pbVarint}, // Privileged
+	3:  {3, pbBytes},  // SELinuxOptions
+	10: {4, pbBytes},  // WindowsOptions
+	4:  {5, pbVarint}, // RunAsUser
+	8:  {6, pbVarint}, // RunAsGroup
+	5:  {7, pbVarint}, // RunAsNonRoot
+	6:  {8, pbVarint}, // ReadOnlyRootFilesystem
+	7:  {9, pbVarint}, // AllowPrivilegeEscalation
+	9:  {10, pbBytes}, // ProcMount
+	11: {11, pbBytes}, // SeccompProfile
+	12: {12, pbBytes}, // AppArmorProfile
+}
+
+// pbTabCorev1ServiceAccountTokenProjection is the table of corev1.ServiceAccountTokenProjection's protobuf fields (pbScan).
+var pbTabCorev1ServiceAccountTokenProjection = [5]pbSlot{
+	1: {1, pbBytes},  // Audience
+	2: {2, pbVarint}, // ExpirationSeconds
+	3: {3, pbBytes},  // Path
+	4: {4, pbVarint}, // User
+}
+
+// pbTabCorev1SleepAction is the table of corev1.SleepAction's protobuf fields (pbScan).
+var pbTabCorev1SleepAction = [2]pbSlot{
+	1: {1, pbVarint}, // Seconds
+}
+
+// pbTabCorev1StorageOSVolumeSource is the table of corev1.StorageOSVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1StorageOSVolumeSource = [6]pbSlot{
+	1: {1, pbBytes},  // VolumeName
+	2: {2, pbBytes},  // VolumeNamespace
+	3: {3, pbBytes},  // FSType
+	4: {4, pbVarint}, // ReadOnly
+	5: {5, pbBytes},  // SecretRef
+}
+
+// pbTabCorev1Sysctl is the table of corev1.Sysctl's protobuf fields (pbScan).
+var pbTabCorev1Sysctl = [3]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // Value
+}
+
+// pbTabCorev1TCPSocketAction is the table of corev1.TCPSocketAction's protobuf fields (pbScan).
+var pbTabCorev1TCPSocketAction = [3]pbSlot{
+	1: {1, pbBytes}, // Port
+	2: {2, pbBytes}, // Host
+}
+
+// pbTabCorev1Toleration is the table of corev1.Toleration's protobuf fields (pbScan).
+var pbTabCorev1Toleration = [6]pbSlot{
+	1: {1, pbBytes},  // Key
+	2: {2, pbBytes},  // Operator
+	3: {3, pbBytes},  // Value
+	4: {4, pbBytes},  // Effect
+	5: {5, pbVarint}, // TolerationSeconds
+}
+
+// pbTabCorev1TopologySpreadConstraint is the table of corev1.TopologySpreadConstraint's protobuf fields (pbScan).
+var pbTabCorev1TopologySpreadConstraint = [9]pbSlot{
+	1: {1, pbVarint}, // MaxSkew
+	2: {2, pbBytes},  // TopologyKey
+	3: {3, pbBytes},  // WhenUnsatisfiable
+	4: {4, pbBytes},  // LabelSelector
+	5: {5, pbVarint}, // MinDomains
+	6: {6, pbBytes},  // NodeAffinityPolicy
+	7: {7, pbBytes},  // NodeTaintsPolicy
+	8: {8, pbBytes},  // MatchLabelKeys
+}
+
+// pbTabCorev1TypedLocalObjectReference is the table of corev1.TypedLocalObjectReference's protobuf fields (pbScan).
+var pbTabCorev1TypedLocalObjectReference = [4]pbSlot{
+	1: {1, pbBytes}, // APIGroup
+	2: {2, pbBytes}, // Kind
+	3: {3, pbBytes}, // Name
+}
+
+// pbTabCorev1TypedObjectReference is the table of corev1.TypedObjectReference's protobuf fields (pbScan).
+var pbTabCorev1TypedObjectReference = [5]pbSlot{
+	1: {1, pbBytes}, // APIGroup
+	2: {2, pbBytes}, // Kind
+	3: {3, pbBytes}, // Name
+	4: {4, pbBytes}, // Namespace
+}
+
+// pbTabCorev1Volume is the table of corev1.Volume's protobuf fields (pbScan).
+var pbTabCorev1Volume = [3]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // VolumeSource
+}
+
+// pbTabCorev1VolumeDevice is the table of corev1.VolumeDevice's protobuf fields (pbScan).
+var pbTabCorev1VolumeDevice = [3]pbSlot{
+	1: {1, pbBytes}, // Name
+	2: {2, pbBytes}, // DevicePath
+}
+
+// pbTabCorev1VolumeHealthCondition is the table of corev1.VolumeHealthCondition's protobuf fields (pbScan).
+var pbTabCorev1VolumeHealthCondition = [4]pbSlot{
+	1: {1, pbBytes}, // Status
+	2: {2, pbBytes}, // Reason
+	3: {3, pbBytes}, // Message
+}
+
+// pbTabCorev1VolumeMount is the table of corev1.VolumeMount's protobuf fields (pbScan).
+var pbTabCorev1VolumeMount = [9]pbSlot{
+	1: {1, pbBytes},  // Name
+	2: {2, pbVarint}, // ReadOnly
+	7: {3, pbBytes},  // RecursiveReadOnly
+	3: {4, pbBytes},  // MountPath
+	4: {5, pbBytes},  // SubPath
+	5: {6, pbBytes},  // MountPropagation
+	6: {7, pbBytes},  // SubPathExpr
+	8: {8, pbBytes},  // BindMountOptions
+}
+
+// pbTabCorev1VolumeMountStatus is the table of corev1.VolumeMountStatus's protobuf fields (pbScan).
+var pbTabCorev1VolumeMountStatus = [6]pbSlot{
+	1: {1, pbBytes},  // Name
+	2: {2, pbBytes},  // MountPath
+	3: {3, pbVarint}, // ReadOnly
+	4: {4, pbBytes},  // RecursiveReadOnly
+	5: {5, pbBytes},  // VolumeStatus
+}
+
+// pbTabCorev1VolumeProjection is the table of corev1.VolumeProjection's protobuf fields (pbScan).
+var pbTabCorev1VolumeProjection = [7]pbSlot{
+	1: {1, pbBytes}, // Secret
+	2: {2, pbBytes}, // DownwardAPI
+	3: {3, pbBytes}, // ConfigMap
+	4: {4, pbBytes}, // ServiceAccountToken
+	5: {5, pbBytes}, // ClusterTrustBundle
+	6: {6, pbBytes}, // PodCertificate
+}
+
+// pbTabCorev1VolumeResourceRequirements is the table of corev1.VolumeResourceRequirements's protobuf fields (pbScan).
+var pbTabCorev1VolumeResourceRequirements = [3]pbSlot{
+	1: {1, pbBytes}, // Limits
+	2: {2, pbBytes}, // Requests
+}
+
+// pbTabCorev1VolumeSource is the table of corev1.VolumeSource's protobuf fields (pbScan).
+var pbTabCorev1VolumeSource = [31]pbSlot{
+	1:  {1, pbBytes},  // HostPath
+	2:  {2, pbBytes},  // EmptyDir
+	3:  {3, pbBytes},  // GCEPersistentDisk
+	4:  {4, pbBytes},  // AWSElasticBlockStore
+	5:  {5, pbBytes},  // GitRepo
+	6:  {6, pbBytes},  // Secret
+	7:  {7, pbBytes},  // NFS
+	8:  {8, pbBytes},  // ISCSI
+	9:  {9, pbBytes},  // Glusterfs
+	10: {10, pbBytes}, // PersistentVolumeClaim
+	11: {11, pbBytes}, // RBD
+	12: {12, pbBytes}, // FlexVolume
+	13: {13, pbBytes}, // Cinder
+	14: {14, pbBytes}, // CephFS
+	15: {15, pbBytes}, // Flocker
+	16: {16, pbBytes}, // DownwardAPI
+	17: {17, pbBytes}, // FC
+	18: {18, pbBytes}, // AzureFile
+	19: {19, pbBytes}, // ConfigMap
+	20: {20, pbBytes}, // VsphereVolume
+	21: {21, pbBytes}, // Quobyte
+	22: {22, pbBytes}, // AzureDisk
+	23: {23, pbBytes}, // PhotonPersistentDisk
+	26: {24, pbBytes}, // Projected
+	24: {25, pbBytes}, // PortworxVolume
+	25: {26, pbBytes}, // ScaleIO
+	27: {27, pbBytes}, // StorageOS
+	28: {28, pbBytes}, // CSI
+	29: {29, pbBytes}, // Ephemeral
+	30: {30, pbBytes}, // Image
+}
+
+// pbTabCorev1VolumeStatus is the table of corev1.VolumeStatus's protobuf fields (pbScan).
+var pbTabCorev1VolumeStatus = [2]pbSlot{
+	1: {1, pbBytes}, // Image
+}
+
+// pbTabCorev1VsphereVirtualDiskVolumeSource is the table of corev1.VsphereVirtualDiskVolumeSource's protobuf fields (pbScan).
+var pbTabCorev1VsphereVirtualDiskVolumeSource = [5]pbSlot{
+	1: {1, pbBytes}, // VolumePath
+	2: {2, pbBytes}, // FSType
+	3: {3, pbBytes}, // StoragePolicyName
+	4: {4, pbBytes}, // StoragePolicyID
+}
+
+// pbTabCorev1WeightedPodAffinityTerm is the table of corev1.WeightedPodAffinityTerm's protobuf fields (pbScan).
+var pbTabCorev1WeightedPodAffinityTerm = [3]pbSlot{
+	1: {1, pbVarint}, // Weight
+	2: {2, pbBytes},  // PodAffinityTerm
+}
+
+// pbTabCorev1WindowsSecurityContextOptions is the table of corev1.WindowsSecurityContextOptions's protobuf fields (pbScan).
+var pbTabCorev1WindowsSecurityContextOptions = [5]pbSlot{
+	1: {1, pbBytes},  // GMSACredentialSpecName
+	2: {2, pbBytes},  // GMSACredentialSpec
+	3: {3, pbBytes},  // RunAsUserName
+	4: {4, pbVarint}, // HostProcess
+}
+
+// pbTabMetav1LabelSelector is the table of metav1.LabelSelector's protobuf fields (pbScan).
+var pbTabMetav1LabelSelector = [3]pbSlot{
+	1: {1, pbBytes}, // MatchLabels
+	2: {2, pbBytes}, // MatchExpressions
+}
+
+// pbTabMetav1LabelSelectorRequirement is the table of metav1.LabelSelectorRequirement's protobuf fields (pbScan).
+var pbTabMetav1LabelSelectorRequirement = [4]pbSlot{
+	1: {1, pbBytes}, // Key
+	2: {2, pbBytes}, // Operator
+	3: {3, pbBytes}, // Values
 }

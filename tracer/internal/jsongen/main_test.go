@@ -105,3 +105,70 @@ func TestGenerate(t *testing.T) {
 		t.Errorf("%d calls of appendReflect, not listed", n)
 	}
 }
+
+// TestProtoTranscoders: the protobuf roots are transcoded (not decoded
+// typed as a whole), with their nested messages; what is decoded typed is
+// listed.
+func TestProtoTranscoders(t *testing.T) {
+	src, err := generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	for _, fn := range []string{"pbCorev1PodSpec", "pbCorev1PodStatus", "pbCorev1Container", "pbCorev1Volume", "pbCorev1ContainerStatus"} {
+		if !strings.Contains(s, "\nfunc "+fn+"(b, p []byte) []byte {\n\tvar f [") {
+			t.Errorf("no transcoder %s", fn)
+		}
+	}
+	head, _, _ := strings.Cut(s, "\npackage tracer")
+	_, typed, ok := strings.Cut(head, "decode typed:\n")
+	if !ok {
+		t.Fatal("no list of the types decoded typed")
+	}
+	for _, name := range []string{"core/v1.PodSpec:", "core/v1.PodStatus:", "core/v1.Container:"} {
+		if strings.Contains(typed, name) {
+			t.Errorf("%s is decoded typed:\n%s", name, typed)
+		}
+	}
+	if !strings.Contains(typed, "resource.Quantity") || !strings.Contains(typed, "meta/v1.Time") {
+		t.Errorf("the special types are not listed as decoded typed:\n%s", typed)
+	}
+}
+
+type tagged struct {
+	A string `protobuf:"bytes,5,opt,name=a"`
+	B *bool  `protobuf:"varint,6,opt,name=b"`
+}
+
+func (m *tagged) Marshal() ([]byte, error) {
+	out := append([]byte{5<<3 | 2, byte(len(m.A))}, m.A...)
+	if m.B != nil {
+		out = append(out, 6<<3, 1)
+	}
+	return out, nil
+}
+
+type mistagged struct {
+	A string `protobuf:"bytes,4,opt,name=a"` // Marshal writes field 5
+	B *bool  `protobuf:"bytes,6,opt,name=b"` // wire type wrong, but pbWire is the Go type's
+}
+
+func (m *mistagged) Marshal() ([]byte, error) {
+	return (&tagged{A: m.A, B: m.B}).Marshal()
+}
+
+// TestCheckTags: pbCheckTags compares the field numbers of the tags with
+// what Marshal writes.
+func TestCheckTags(t *testing.T) {
+	if why := pbCheckTags(reflect.TypeFor[tagged]()); why != "" {
+		t.Errorf("tagged: %s", why)
+	}
+	if why := pbCheckTags(reflect.TypeFor[mistagged]()); why == "" {
+		t.Errorf("mistagged: field 4 not caught")
+	}
+	for _, r := range protoRoots {
+		if why := pbCheckTags(reflect.TypeOf(r).Elem()); why != "" {
+			t.Errorf("%T: %s", r, why)
+		}
+	}
+}
