@@ -55,6 +55,14 @@
 // compact. Other objects, and the rare value the appenders give up on, are
 // written by segmentio/encoding's reflective encoder (managedFields by hand).
 //
+// Pods, most of what is recorded, are not decoded into Go structs at all
+// beyond their metadata. The recorder's pod informer (when the tracer builds
+// its own clients) decodes the API server's protobuf as a rawPod: the
+// ObjectMeta, and the bytes of the spec and status, which the generated
+// transcoders (appendProtoJSON) write as JSON directly. The output is the
+// bytes encode writes for the typed pod, byte for byte; what the API server
+// does not send (a field twice, JSON) is decoded typed.
+//
 // # Order of work
 //
 // Informers start in two waves: pods, owners, namespaces, nodes and webhook

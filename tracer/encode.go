@@ -29,10 +29,14 @@ const flags = json.EscapeHTML | json.SortMapKeys
 // reflection. The appenders write into a pooled buffer; encode returns a
 // copy of exactly its length (the store keeps it). Any other object, or one
 // the appenders give up on (a MarshalJSON that fails, a float encoding/json
-// rejects), takes the reflective path, encodeReflective.
+// rejects), takes the reflective path, encodeReflective. A rawPod writes its
+// spec and status from their protobuf (see rawPod).
 func encode(obj runtime.Object) ([]byte, error) {
 	buf := bufs.get()
 	defer bufs.put(buf)
+	if r, ok := obj.(*rawPod); ok {
+		return r.encode(buf)
+	}
 	if b, ok := appendGenerated(buf.rest[:0], obj); ok {
 		buf.rest = b
 		out := make([]byte, len(b))

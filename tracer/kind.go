@@ -112,9 +112,11 @@ var noIndex = cache.Indexers{}
 func kinds() []*kind {
 	pods := newKind("", "v1", "pods", "Pod", classPod, 0, "pods",
 		func(t *Tracer, ns string) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredPodInformer(t.client, ns, 0, noIndex, func(o *metav1.ListOptions) {
-				o.LabelSelector = t.opts.PodSelector
-			})
+			selector := func(o *metav1.ListOptions) { o.LabelSelector = t.opts.PodSelector }
+			if t.pods != nil {
+				return rawPodInformer(t.pods, ns, selector)
+			}
+			return coreinformers.NewFilteredPodInformer(t.client, ns, 0, noIndex, selector)
 		})
 	pods.required = true
 	events := newKind("", "v1", "events", "Event", classEvent, 1, "events",

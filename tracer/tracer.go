@@ -75,9 +75,12 @@ type Options struct {
 
 // Tracer records pods and what surrounds them. Use New, then Run once.
 type Tracer struct {
-	opts    Options
-	client  kubernetes.Interface
-	meta    metadata.Interface
+	opts   Options
+	client kubernetes.Interface
+	meta   metadata.Interface
+	// pods, when set, watches pods as rawPods (the tracer built its own
+	// clients); else the typed client does.
+	pods    rest.Interface
 	allPods bool // no pod selector: every event and pod-owned object in scope
 	clock   Clock
 	warn    func(string)
@@ -174,6 +177,9 @@ func New(opts Options) (*Tracer, error) {
 			return nil, fmt.Errorf("build client: %w", err)
 		}
 		t.client = c
+		if t.pods, err = rawPodClient(cfg); err != nil {
+			return nil, fmt.Errorf("build pod client: %w", err)
+		}
 	}
 	return t, nil
 }

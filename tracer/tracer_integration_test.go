@@ -108,6 +108,7 @@ func TestRecordPodLifecycle(t *testing.T) {
 	}
 
 	var want []string
+	wantJSON := map[string][]byte{} // by resourceVersion: encoding/json of the typed pod
 	add := func(e watch.Event) {
 		p, ok := e.Object.(*corev1.Pod)
 		if !ok {
@@ -115,6 +116,13 @@ func TestRecordPodLifecycle(t *testing.T) {
 		}
 		typ := map[watch.EventType]store.EventType{watch.Added: store.Added, watch.Modified: store.Updated, watch.Deleted: store.Deleted}[e.Type]
 		want = append(want, fmt.Sprintf("%s rv=%s", typ, p.ResourceVersion))
+		p = p.DeepCopy()
+		p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+		data, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON[p.ResourceVersion] = data
 	}
 	// Wait for kwok to run it.
 	for running := false; !running; {
@@ -171,6 +179,12 @@ func TestRecordPodLifecycle(t *testing.T) {
 		switch {
 		case r.Kind == "Pod" && r.UID == string(pod.UID):
 			got = append(got, fmt.Sprintf("%s rv=%s", r.Type, r.ResourceVersion))
+			// The recorder writes a pod's spec and status straight from
+			// the protobuf (rawPod): the bytes encoding/json writes for
+			// the typed pod.
+			if w, ok := wantJSON[r.ResourceVersion]; ok && !bytes.Equal(r.Object, w) {
+				t.Errorf("pod rv=%s: recorded JSON differs from encoding/json's of the typed pod:\n%s\n%s", r.ResourceVersion, r.Object, w)
+			}
 		case r.Kind == "Event" && len(r.Refs) > 0 && r.Refs[0] == string(pod.UID) && strings.Contains(string(r.Object), `"reason":"Scheduled"`):
 			scheduled++
 		case r.Kind == "Secret" && r.UID == string(secret.UID):
