@@ -9,8 +9,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// compactTxBytes bounds the bytes copied in one transaction by Compact.
-const compactTxBytes = 64 << 20
+// compactTxBytes bounds the bytes copied in one transaction by Compact: a
+// transaction holds its new pages in memory until it commits, and the copy
+// has no reason to sync between commits.
+const compactTxBytes = 4 << 20
 
 // Compact rewrites the trace at path with every page full and replaces the
 // file with the copy, holding the file's lock meanwhile. Records arrive in

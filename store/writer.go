@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -118,6 +119,16 @@ func (w *Writer) Close() error {
 		if w.opts.NoCompact {
 			return nil
 		}
+		// Every record is written: the write cache (the last revision of
+		// up to thousands of objects) serves no later flush. Dropped and
+		// collected first, its memory and the recording's garbage hold
+		// the copy, which would otherwise come on top of them: the
+		// recorder's peak memory was at this copy. A Close called again
+		// starts with an empty cache (costing compression, not
+		// correctness).
+		w.enc = newEncoder(w.opts.writeCacheBytes())
+		db.enc = w.enc
+		runtime.GC()
 		if _, _, err := db.compact(); err != nil {
 			return fmt.Errorf("%w (the trace is complete, only not compacted)", err)
 		}
