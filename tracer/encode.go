@@ -34,14 +34,19 @@ const flags = json.EscapeHTML | json.SortMapKeys
 func encode(obj runtime.Object) ([]byte, error) {
 	buf := bufs.get()
 	defer bufs.put(buf)
-	if r, ok := obj.(*rawPod); ok {
-		return r.encode(buf)
-	}
 	if b, ok := appendGenerated(buf.rest[:0], obj); ok {
 		buf.rest = b
 		out := make([]byte, len(b))
 		copy(out, b)
 		return out, nil
+	}
+	if r, ok := obj.(*rawPod); ok {
+		// Decoded typed, or not transcoded: the typed pod's JSON.
+		p, err := r.Pod()
+		if err != nil {
+			return nil, err
+		}
+		return encode(p)
 	}
 	return encodeReflective(obj, buf)
 }
@@ -51,8 +56,8 @@ func encode(obj runtime.Object) ([]byte, error) {
 // reflective path, which returns the error.
 type encodeFailure struct{ err error }
 
-// appendGenerated appends obj's JSON with the generated appenders, or
-// returns false.
+// appendGenerated appends obj's JSON with the generated appenders (a
+// rawPod's with its transcoders), or returns false.
 func appendGenerated(b []byte, obj runtime.Object) (out []byte, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -62,6 +67,12 @@ func appendGenerated(b []byte, obj runtime.Object) (out []byte, ok bool) {
 			out, ok = b, false
 		}
 	}()
+	if r, ok := obj.(*rawPod); ok {
+		if r.typed != nil {
+			return b, false
+		}
+		return appendRawPod(b, r)
+	}
 	return appendObject(b, obj)
 }
 

@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"context"
 	"fmt"
 
 	json "github.com/segmentio/encoding/json"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
@@ -150,34 +148,10 @@ func (r *rawPod) Pod() (*corev1.Pod, error) {
 	return p, nil
 }
 
-// encode returns the pod's JSON: the bytes encode writes for r.Pod().
-func (r *rawPod) encode(buf *scratch) ([]byte, error) {
-	if r.typed == nil {
-		if b, ok := appendRawPod(buf.rest[:0], r); ok {
-			buf.rest = b
-			out := make([]byte, len(b))
-			copy(out, b)
-			return out, nil
-		}
-	}
-	p, err := r.Pod()
-	if err != nil {
-		return nil, err
-	}
-	return encode(p)
-}
-
 // appendRawPod is appendCorev1Pod with the spec and status transcoded from
-// their protobuf; false if a transcoder or an appender gave up.
-func appendRawPod(b []byte, r *rawPod) (out []byte, ok bool) {
-	defer func() {
-		if rec := recover(); rec != nil {
-			if _, is := rec.(encodeFailure); !is {
-				panic(rec)
-			}
-			out, ok = b, false
-		}
-	}()
+// their protobuf; false if a transcoder gave up (an appender that gives up
+// panics, see appendGenerated).
+func appendRawPod(b []byte, r *rawPod) ([]byte, bool) {
 	start := len(b)
 	if len(r.Kind) != 0 {
 		b = append(b, `,"kind":`...)
@@ -190,7 +164,8 @@ func appendRawPod(b []byte, r *rawPod) (out []byte, ok bool) {
 	b = append(b, `,"metadata":`...)
 	b = appendMetav1ObjectMeta(b, &r.ObjectMeta)
 	b = append(b, `,"spec":`...)
-	if b, ok = appendProtoJSON(b, r.spec, pbCorev1PodSpec); !ok {
+	b, ok := appendProtoJSON(b, r.spec, pbCorev1PodSpec)
+	if !ok {
 		return b, false
 	}
 	b = append(b, `,"status":`...)
@@ -312,21 +287,7 @@ func rawPodClient(cfg *rest.Config) (*rest.RESTClient, error) {
 
 // rawPodInformer is coreinformers.NewFilteredPodInformer for rawPods.
 func rawPodInformer(c rest.Interface, ns string, tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
-	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		tweak(&opts)
-		return c.Get().Namespace(ns).Resource("pods").VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Get()
-	}
-	watchFn := func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		opts.Watch = true
-		tweak(&opts)
-		return c.Get().Namespace(ns).Resource("pods").VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
-	}
-	lw := &cache.ListWatch{
-		ListFunc:             func(opts metav1.ListOptions) (runtime.Object, error) { return list(context.Background(), opts) },
-		WatchFunc:            func(opts metav1.ListOptions) (watch.Interface, error) { return watchFn(context.Background(), opts) },
-		ListWithContextFunc:  list,
-		WatchFuncWithContext: watchFn,
-	}
+	lw := cache.NewFilteredListWatchFromClient(c, "pods", ns, tweak)
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, c), &rawPod{},
 		cache.SharedIndexInformerOptions{Indexers: noIndex})
 }
