@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"testing"
 
@@ -187,17 +188,9 @@ func mustMarshal(t testing.TB, m interface{ Marshal() ([]byte, error) }) []byte 
 
 // protoField is a length-delimited field num holding b.
 func protoField(num int, b []byte) []byte {
-	out := appendVarint(nil, uint64(num)<<3|2)
-	out = appendVarint(out, uint64(len(b)))
+	out := binary.AppendUvarint(nil, uint64(num)<<3|2)
+	out = binary.AppendUvarint(out, uint64(len(b)))
 	return append(out, b...)
-}
-
-func appendVarint(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
 }
 
 // TestRawPodList: a PodList decodes as rawPods, with its list metadata.
