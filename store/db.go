@@ -51,6 +51,9 @@ var (
 	bucketTime     = []byte("time")
 	bucketRefs     = []byte("refs")
 	bucketDicts    = []byte("dicts")
+	// bucketGaps is newer than the others: a trace written before it has
+	// none, and readers take that for no gaps.
+	bucketGaps = []byte("gaps")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketUIDs, bucketRecords, bucketObjects, bucketTime, bucketRefs, bucketDicts}
 
@@ -206,7 +209,7 @@ func (db *DB) init() error {
 		return err
 	}
 	return db.bolt.Update(func(tx *bolt.Tx) error {
-		for _, name := range allBuckets {
+		for _, name := range append(allBuckets, bucketGaps) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create trace %q: %w", db.path, err)
 			}

@@ -37,7 +37,8 @@ by a newer podtrace), ErrLocked (another process holds the file), ErrNotFound
 # The file
 
 A trace is a bbolt database (https://pkg.go.dev/go.etcd.io/bbolt) of eight
-top-level buckets. All integers in keys are big-endian, so keys sort in
+top-level buckets, and a ninth, gaps, in traces written since gaps were
+recorded. All integers in keys are big-endian, so keys sort in
 numeric order. Every UID the trace mentions has a 4-byte object number, given
 in order of first mention; keys use the number, not the 36-byte UID, which
 keeps the indexes small.
@@ -50,6 +51,7 @@ keeps the indexes small.
 	time      Seq (uint64)                           -> object number (uint32)
 	refs      referenced number + referring number   -> empty
 	dicts     dictionary ID (uint32)                 -> dictionary
+	gaps      sequence (uint64)                      -> Gap as JSON
 
 # meta
 
@@ -66,7 +68,20 @@ Text values, readable as they are:
 
 One JSON Session per `podtrace record` run into the file (see record.go),
 keyed by its ID, 1, 2, 3...; Stopped is zero while recording or if the run
-crashed.
+crashed. Alive is the recorder's last sign of life: the Writer rewrites it
+in the transaction of every flush, and at least every AliveEvery while idle.
+A session without Stopped ends, for every reader, at Alive (Session.End),
+never at the reader's clock: a trace says the same thing today and in a
+year.
+
+# gaps
+
+Stretches of time in which the recorder did not observe the cluster, or one
+kind of it, as JSON Gaps (see record.go), in the order they were recorded:
+the time between two sessions (recorder-down, written by BeginSession), an
+API server that did not answer, a watch that was restarted with a new list,
+records dropped because the trace could not be written. A trace without the
+bucket has no recorded gaps; writers create it when they first need it.
 
 # uids and objects
 

@@ -71,5 +71,66 @@ type Session struct {
 	Args          []string  `json:"args,omitempty"`      // the command line, for the record
 	Started       time.Time `json:"started"`
 	Stopped       time.Time `json:"stopped,omitempty"` // zero while recording or if it crashed
-	Version       string    `json:"podtraceVersion"`
+	// Alive is the last time the recorder was known to be alive: its last
+	// flush (a Writer stamps it at every flush, and at least every
+	// AliveEvery while idle). A session that never stopped ends there.
+	Alive   time.Time `json:"alive,omitempty"`
+	Version string    `json:"podtraceVersion"`
+}
+
+// End is when the session's recording ended as far as the trace tells:
+// its stop or, for a session that never stopped (one recording now, or one
+// that was killed), its last sign of life; never the reader's clock.
+func (s Session) End() time.Time {
+	switch {
+	case !s.Stopped.IsZero():
+		return s.Stopped
+	case s.Alive.After(s.Started):
+		return s.Alive
+	}
+	return s.Started
+}
+
+// Open reports whether the session has no stop time: it is recording now,
+// or its recorder was killed (see Recorder to tell which).
+func (s Session) Open() bool { return s.Stopped.IsZero() }
+
+// GapCause says why the recorder did not observe the cluster for a while.
+type GapCause string
+
+const (
+	// GapRecorderDown: no recorder ran, between one session's end and the
+	// next one's start.
+	GapRecorderDown GapCause = "recorder-down"
+	// GapAPIServer: the API server did not answer the recorder's requests.
+	GapAPIServer GapCause = "api-server-unreachable"
+	// GapWatch: a watch failed or expired and its kind was listed again;
+	// what changed meanwhile is known only from the new list.
+	GapWatch GapCause = "watch-restarted"
+	// GapWriteFailed: records were dropped because the trace could not be
+	// written (a full disk) for longer than the recorder could hold them.
+	GapWriteFailed GapCause = "write-failed"
+)
+
+// Gap is a stretch of recorded time in which the recorder did not observe
+// the cluster, or some kinds of it: changes made meanwhile are known only
+// from what was listed afterwards. Readers show gaps in timelines and keep
+// them out of "silence" and stuck durations.
+type Gap struct {
+	// Session is the session the gap happened in; for GapRecorderDown,
+	// the session that began after it.
+	Session uint32    `json:"session"`
+	Cause   GapCause  `json:"cause"`
+	Start   time.Time `json:"start"`
+	// End is when observation resumed; zero if it had not when the
+	// session ended (the session's End closes it).
+	End time.Time `json:"end,omitempty"`
+	// Resource names the kind that was not observed, e.g. "pods"; empty
+	// for every kind.
+	Resource string `json:"resource,omitempty"`
+	// Detail is the cause in the words of whoever reported it: the error,
+	// the previous session's state.
+	Detail string `json:"detail,omitempty"`
+	// Dropped counts the records lost to a GapWriteFailed gap.
+	Dropped int `json:"dropped,omitempty"`
 }

@@ -205,15 +205,22 @@ func (e *encoder) cacheRev(uid string, n int) *lastRev {
 // Write appends recs to the trace in one transaction. It assigns each record
 // its Seq, strictly increasing across the file, and sets recs[i].Seq. The
 // records must not be changed while Write runs.
-func (db *DB) Write(recs []Record) error { return db.write(recs, false) }
+func (db *DB) Write(recs []Record) error { return db.write(recs, false, nil) }
 
 // write is Write. owned says the records' Object and Refs are the DB's to
-// keep (a Writer's): the write cache keeps them instead of a copy.
-func (db *DB) write(recs []Record, owned bool) error {
+// keep (a Writer's): the write cache keeps them instead of a copy. also, if
+// not nil, runs in the same transaction, after the records are put.
+func (db *DB) write(recs []Record, owned bool, also func(*bolt.Tx) error) error {
 	if db.readOnly {
 		return fmt.Errorf("write to trace %q: %w", db.path, errReadOnly)
 	}
 	if len(recs) == 0 {
+		if also == nil {
+			return nil
+		}
+		if err := db.bolt.Update(also); err != nil {
+			return fmt.Errorf("write to trace %q: %w", db.path, err)
+		}
 		return nil
 	}
 	for i := range recs {
@@ -234,7 +241,15 @@ func (db *DB) write(recs []Record, owned bool) error {
 		e.lastSeq = 0
 		e.fileID = db.id
 	}
-	err := db.bolt.Update(func(tx *bolt.Tx) error { return e.write(tx, recs) })
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := e.write(tx, recs); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
+	})
 	if err != nil {
 		e.done()
 		// The dictionaries may name ones the rollback dropped; the

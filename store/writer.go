@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // tryOnce as a bbolt timeout makes Open give up after one attempt at the lock.
@@ -40,8 +42,15 @@ type Writer struct {
 	opts Options
 	enc  *encoder
 
-	mu      sync.Mutex // guards pending
+	mu      sync.Mutex // guards pending, gaps
 	pending []Record
+	gaps    []Gap
+
+	// session is the session the Writer began (0: none yet); alive is
+	// when its Alive stamp was last written. Both guarded by flushMu.
+	session uint32
+	alive   time.Time
+	now     func() time.Time
 
 	flushMu sync.Mutex // one open of the file at a time; guards closed
 	closed  bool
@@ -63,7 +72,20 @@ func NewWriter(path string, opts Options) (*Writer, error) {
 	if err := db.Close(); err != nil {
 		return nil, err
 	}
-	return &Writer{path: path, opts: opts, enc: enc}, nil
+	return &Writer{path: path, opts: opts, enc: enc, now: time.Now}, nil
+}
+
+// AliveEvery is how often an idle Writer stamps its session's Alive time
+// (see Session.Alive), when Flush is called that often: a reader of a trace
+// whose recorder was killed takes the recording to have ended at most this
+// long before it did. A flush that writes records stamps it too.
+const AliveEvery = 5 * time.Second
+
+// AddGap buffers a gap in observation for the next flush.
+func (w *Writer) AddGap(g Gap) {
+	w.mu.Lock()
+	w.gaps = append(w.gaps, g)
+	w.mu.Unlock()
 }
 
 // Add buffers records for the next flush. The Writer keeps recs' Object and
@@ -82,9 +104,12 @@ func (w *Writer) Pending() int {
 	return len(w.pending)
 }
 
-// Flush writes the buffered records, in transactions of up to BatchSize,
-// and returns how many it wrote. If a reader holds the file, Flush writes
-// nothing, keeps the records and returns 0 and no error: call it again later.
+// Flush writes the buffered records and gaps, in transactions of up to
+// BatchSize, and returns how many records it wrote; the last transaction
+// stamps the session's Alive time. With nothing buffered it writes only
+// that stamp, once AliveEvery has passed since the last one. If a reader
+// holds the file, Flush writes nothing, keeps the records and returns 0 and
+// no error: call it again later.
 func (w *Writer) Flush() (int, error) {
 	return w.update(tryOnce, nil)
 }
@@ -98,6 +123,11 @@ func (w *Writer) BeginSession(s Session) (Session, error) {
 		s, err = db.BeginSession(s)
 		return err
 	})
+	if err == nil {
+		w.flushMu.Lock()
+		w.session = s.ID
+		w.flushMu.Unlock()
+	}
 	return s, err
 }
 
@@ -154,7 +184,11 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 	if w.closed {
 		return 0, fmt.Errorf("record into trace %q: the writer is closed", w.path)
 	}
-	if fn == nil && w.Pending() == 0 {
+	now := w.now()
+	w.mu.Lock()
+	idle := len(w.pending) == 0 && len(w.gaps) == 0
+	w.mu.Unlock()
+	if fn == nil && idle && (w.session == 0 || now.Sub(w.alive) < AliveEvery) {
 		return 0, nil
 	}
 	opts := w.opts
@@ -173,21 +207,43 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 	}()
 
 	w.mu.Lock()
-	batch := w.pending
-	w.pending = nil
+	batch, gaps := w.pending, w.gaps
+	w.pending, w.gaps = nil, nil
 	w.mu.Unlock()
-	for len(batch) > 0 {
+	// The last transaction also writes the gaps and the session's stamp.
+	last := func(tx *bolt.Tx) error {
+		for _, g := range gaps {
+			if err := putGap(tx, g); err != nil {
+				return err
+			}
+		}
+		if w.session != 0 {
+			return stampAlive(tx, w.session, now)
+		}
+		return nil
+	}
+	for first := len(gaps) > 0 || w.session != 0; first || len(batch) > 0; first = false {
 		n := min(len(batch), BatchSize)
+		var also func(*bolt.Tx) error
+		if n == len(batch) {
+			also = last
+		}
 		// The records are the Writer's (see Add): the write cache may keep
 		// their JSON.
-		if err := db.write(batch[:n], true); err != nil {
+		if err := db.write(batch[:n], true, also); err != nil {
 			w.mu.Lock()
 			w.pending = append(batch, w.pending...)
+			if also != nil {
+				w.gaps = append(gaps, w.gaps...)
+			}
 			w.mu.Unlock()
 			return written, err
 		}
 		written += n
 		batch = batch[n:]
+	}
+	if w.session != 0 {
+		w.alive = now
 	}
 	if fn != nil {
 		return written, fn(db)
