@@ -166,6 +166,7 @@ func stuckFinalizers(lc *Lifecycle, in Input) []Finding {
 		f.Evidence = append(f.Evidence, Evidence{Text: "dependents still present, with blockOwnerDeletion: " + strings.Join(blocking, ", ")})
 	}
 	f.Evidence = append(f.Evidence, jobAccounting(lc, in)...)
+	f.Evidence = append(f.Evidence, gapEvidence(lc, req.Time)...)
 	f.Evidence = append(f.Evidence, silence(lc))
 
 	for _, fin := range last.Finalizers {
@@ -199,7 +200,9 @@ func finalizerNotRemoved(lc *Lifecycle, in Input) []Finding {
 			held = append(held, fin)
 		}
 	}
-	waited := lc.RecordingEnd.Sub(done.Time)
+	// Observed time only: a recorder that was not running saw no removal,
+	// which is no evidence that there was none to see.
+	waited := observedFor(lc.Gaps, done.Time, lc.RecordingEnd)
 	if len(held) == 0 || waited < FinalizerRemovalGrace {
 		return nil
 	}
@@ -216,6 +219,7 @@ func finalizerNotRemoved(lc *Lifecycle, in Input) []Finding {
 		}
 	}
 	f.Evidence = append(f.Evidence, jobAccounting(lc, in)...)
+	f.Evidence = append(f.Evidence, gapEvidence(lc, done.Time)...)
 	f.Evidence = append(f.Evidence, silence(lc))
 	for _, fin := range held {
 		f.Next = append(f.Next, fmt.Sprintf("%q is removed by %s", fin, finalizerOwnerOf(fin)))
@@ -229,8 +233,20 @@ func finalizerNotRemoved(lc *Lifecycle, in Input) []Finding {
 // revision.
 func silence(lc *Lifecycle) Evidence {
 	lastStep := lc.Steps[len(lc.Steps)-1]
+	observed := observedFor(lc.Gaps, lastStep.Time, lc.RecordingEnd)
 	return Evidence{Seq: lastStep.Seq, Time: lastStep.Time,
-		Text: fmt.Sprintf("no revision after this one: silence for %s until the recording ended", Duration(lc.RecordingEnd.Sub(lastStep.Time)))}
+		Text: fmt.Sprintf("no revision after this one: silence for %s until the recording ended%s",
+			Duration(observed), unobservedNote(lc.Gaps, lastStep.Time, lc.RecordingEnd))}
+}
+
+// gapEvidence lists the gaps in observation since from: the durations of a
+// finding count only the time around them.
+func gapEvidence(lc *Lifecycle, from time.Time) []Evidence {
+	var out []Evidence
+	for _, g := range within(lc.Gaps, from, lc.RecordingEnd) {
+		out = append(out, Evidence{Time: g.Start, Text: g.Text()})
+	}
+	return out
 }
 
 // blockedRemoval names, as suspects, the webhooks that intercept pod UPDATE

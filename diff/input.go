@@ -26,10 +26,13 @@ type Input struct {
 	// API server's audit log (podtrace import --audit-log), oldest first.
 	Audit []store.Record
 	// Sessions are the recording sessions of the trace; the last one's end
-	// (or, while recording, End) is when the recording ended.
+	// (store.Session.End: its stop, or its last sign of life) is when the
+	// recording ended.
 	Sessions []store.Session
-	// End is when the recording ended, or now when it is still running. Zero
-	// means the time of the last record.
+	// Gaps are the trace's gaps in observation (store.DB.Gaps).
+	Gaps []store.Gap
+	// End, if not zero, overrides the end of the recording the sessions
+	// tell (tests). A reader's clock is never the end of a recording.
 	End time.Time
 }
 

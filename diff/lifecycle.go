@@ -25,11 +25,17 @@ type Lifecycle struct {
 	// Outcome is where the pod ended: Pending, Running, Succeeded, Failed,
 	// Terminating (deletion requested, still present) or Deleted.
 	Outcome string `json:"outcome"`
-	// RecordingEnd is when the recording ended (or now, while recording).
+	// RecordingEnd is when the recording ended: the last session's stop,
+	// or its recorder's last sign of life if it has not stopped (recording
+	// still, or killed). Never the reader's clock.
 	RecordingEnd time.Time `json:"recordingEnd"`
-	// Terminating is how long the pod had been terminating when the
-	// recording ended; zero unless Outcome is Terminating.
+	// Terminating is how long the pod had been observed terminating when
+	// the recording ended, gaps in observation left out; zero unless
+	// Outcome is Terminating.
 	Terminating Duration `json:"terminating,omitempty"`
+	// Gaps are the stretches of the pod's recorded life that the recorder
+	// did not observe.
+	Gaps []Gap `json:"gaps,omitempty"`
 
 	Phases     []Phase     `json:"phases"`
 	Steps      []Step      `json:"steps"`
@@ -74,6 +80,11 @@ type Phase struct {
 	Actor string `json:"actor,omitempty"`
 }
 
+// OutcomeGone is the outcome of a pod found deleted after a gap in
+// observation (a recorder restart, a relist): it was deleted at some time
+// in between, by a request no one saw.
+const OutcomeGone = "Gone (not observed)"
+
 // The phase names, in the order a pod usually reaches them.
 const (
 	PhaseCreated           = "created"
@@ -96,6 +107,9 @@ type Step struct {
 	ResourceVersion string          `json:"resourceVersion"`
 	Actors          []Actor         `json:"actors"`
 	Changes         []Change        `json:"changes"`
+	// Unobserved says the revision came after a gap in observation: what
+	// changed happened somewhere in between, not at Time.
+	Unobserved string `json:"unobserved,omitempty"`
 	// Phases names the phases this revision reached.
 	Phases []string `json:"phases,omitempty"`
 }
@@ -171,6 +185,7 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 		prev = pod
 	}
 	lc.RecordingEnd = recordingEnd(in)
+	lc.gaps(in)
 	lc.Events = replayEvents(in.Events)
 	lc.Dependents = replayDependents(lc.UID, in.Related)
 	lc.phases()
@@ -238,8 +253,8 @@ func recordingEnd(in Input) time.Time {
 	}
 	var end time.Time
 	for _, s := range in.Sessions {
-		if s.Stopped.After(end) {
-			end = s.Stopped
+		if e := s.End(); e.After(end) {
+			end = e
 		}
 	}
 	last := in.Pod[len(in.Pod)-1].Observed
@@ -304,7 +319,10 @@ func (lc *Lifecycle) phases() {
 		if step.Type == store.Deleted || step.Type == store.DeletedUnknown {
 			detail := ""
 			if step.Type == store.DeletedUnknown {
-				detail = "the watch missed the deletion; the last state seen is shown"
+				detail = "gone while not observed; the last state seen is shown"
+				if step.Unobserved != "" {
+					detail = step.Unobserved + "; the last state seen is shown"
+				}
 			}
 			add(i, PhaseDeleted, detail, "", time.Time{})
 		}
@@ -312,12 +330,14 @@ func (lc *Lifecycle) phases() {
 	last := lc.pods[len(lc.pods)-1]
 	lastStep := lc.Steps[len(lc.Steps)-1]
 	switch {
+	case lastStep.Type == store.DeletedUnknown:
+		lc.Outcome = OutcomeGone
 	case reached[PhaseDeleted]:
 		lc.Outcome = "Deleted"
 	case last.DeletionTimestamp != nil:
 		lc.Outcome = "Terminating"
 		if req, ok := lc.phase(PhaseDeletionRequested); ok && lc.RecordingEnd.After(req.Time) {
-			lc.Terminating = Duration(lc.RecordingEnd.Sub(req.Time))
+			lc.Terminating = Duration(observedFor(lc.Gaps, req.Time, lc.RecordingEnd))
 		}
 	default:
 		lc.Outcome = string(last.Status.Phase)

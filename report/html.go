@@ -263,10 +263,7 @@ func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 	}
 	for _, s := range tr.Sessions {
 		hs := htmlSession{ID: s.ID, Server: s.Server, ServerVersion: s.ServerVersion, Context: s.Context,
-			Started: stampUTC(s.Started), Stopped: "still recording, or interrupted", Tool: s.Version}
-		if !s.Stopped.IsZero() {
-			hs.Stopped = stampUTC(s.Stopped)
-		}
+			Started: stampUTC(s.Started), Stopped: SessionEnd(s, tr.Live, stampUTC), Tool: s.Version}
 		var scope []string
 		if s.Namespace != "" {
 			scope = append(scope, "namespace "+s.Namespace)

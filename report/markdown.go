@@ -27,10 +27,7 @@ func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
 	if len(tr.Sessions) > 0 {
 		t.printf("| Session | Server | Version | Started | Stopped |\n|---|---|---|---|---|\n")
 		for _, s := range tr.Sessions {
-			stop := "still recording, or interrupted"
-			if !s.Stopped.IsZero() {
-				stop = t.stamp(s.Stopped)
-			}
+			stop := SessionEnd(s, tr.Live, t.stamp)
 			server := mdText(s.Server)
 			if s.Context != "" {
 				server += " (context " + mdText(s.Context) + ")"
@@ -234,14 +231,11 @@ func (t *textWriter) decisive(p *diff.Lifecycle) []string {
 		if len(changes) == 0 && len(s.Phases) == 0 {
 			continue
 		}
-		what := strings.ToLower(string(s.Type))
-		switch {
-		case i == 0 && s.Type == "Added":
-			what = "created"
-		case i == 0 && s.Type == "Initial":
-			what = "already present"
-		}
+		what := stepWhat(i, s)
 		line := fmt.Sprintf("%s  #%-5d %s by %s", t.clock(s.Time), s.Seq, what, actors(s.Actors))
+		if s.Unobserved != "" {
+			line += " (" + s.Unobserved + ")"
+		}
 		if len(s.Phases) > 0 {
 			line += "  [" + strings.Join(s.Phases, ", ") + "]"
 		}

@@ -15,10 +15,7 @@ func Text(w io.Writer, tr *Trace, opts TextOptions) error {
 	start, end := tr.Window()
 	t.printf("%s %s\n", t.paint(cBold, "Trace"), tr.File)
 	for _, s := range tr.Sessions {
-		stop := "still recording (or interrupted)"
-		if !s.Stopped.IsZero() {
-			stop = t.stamp(s.Stopped)
-		}
+		stop := SessionEnd(s, tr.Live, t.stamp)
 		t.printf("Session %d: %s (server %s), %s to %s\n", s.ID, s.Server, s.ServerVersion, t.stamp(s.Started), stop)
 	}
 	if !start.IsZero() {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/store"
 )
 
 // TextOptions control the text renderings.
@@ -281,15 +282,22 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 			t.writeLine(append(b, '\n'))
 		}
 	}
+	gaps := lc.Gaps
+	flushGaps := func(before time.Time, all bool) {
+		for len(gaps) > 0 && (all || gaps[0].Start.Before(before)) {
+			g := gaps[0]
+			gaps = gaps[1:]
+			b := append(t.line, "  "...)
+			b = t.appendClock(b, g.Start)
+			b = append(b, "  "...)
+			b = t.appendPaint(b, cYellow, "gap: "+g.Text())
+			t.writeLine(append(b, '\n'))
+		}
+	}
 	for i, s := range lc.Steps {
 		flushEvents(s.Time, false)
-		what := strings.ToLower(string(s.Type))
-		switch {
-		case i == 0 && s.Type == "Added":
-			what = "created"
-		case i == 0 && s.Type == "Initial":
-			what = "already present"
-		}
+		flushGaps(s.Time, false)
+		what := stepWhat(i, s)
 		// "  CLOCK  WHAT rv RV by ACTORS [PHASES]"
 		b := append(t.line, "  "...)
 		b = t.appendClock(b, s.Time)
@@ -321,6 +329,9 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 			}
 		}
 		t.writeLine(append(b, '\n'))
+		if s.Unobserved != "" {
+			t.printf("      %s\n", t.paint(cYellow, s.Unobserved))
+		}
 		hidden := 0
 		for _, c := range s.Changes {
 			if i == 0 && !t.opts.AllFields {
@@ -337,6 +348,22 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 		}
 	}
 	flushEvents(time.Time{}, true)
+	flushGaps(time.Time{}, true)
+}
+
+// stepWhat names how the i-th revision s was seen.
+func stepWhat(i int, s diff.Step) string {
+	switch {
+	case i == 0 && s.Type == store.Added:
+		return "created"
+	case i == 0 && s.Type == store.Initial:
+		return "already present"
+	case s.Type == store.DeletedUnknown:
+		return "gone (not observed)"
+	case s.Type == store.Initial:
+		return "listed again"
+	}
+	return strings.ToLower(string(s.Type))
 }
 
 // containerImage shows a container added whole at creation by its image,

@@ -16,6 +16,12 @@ type Trace struct {
 	File     string            `json:"file"`
 	Sessions []store.Session   `json:"sessions"`
 	Pods     []*diff.Lifecycle `json:"pods"`
+	// Live is the ID of the session a recorder is writing now (a live
+	// recorder holds the trace's lease); 0 if none. A session without a
+	// stop time that is not Live was interrupted.
+	Live uint32 `json:"live,omitempty"`
+	// Gaps are the trace's recorded gaps in observation.
+	Gaps []store.Gap `json:"gaps,omitempty"`
 	// Generated is when the report was made.
 	Generated time.Time `json:"generated"`
 	// Unredacted says the values were not redacted (--no-redact).
@@ -24,6 +30,22 @@ type Trace struct {
 	// ahead of HTML (by the workers that replayed them); HTML encodes the
 	// others. Nil for all but HTML.
 	Prepared map[*diff.Lifecycle]*HTMLPod `json:"-"`
+}
+
+// SessionEnd says how session s ended, its times written by stamp: its stop,
+// or for a session with none, that it is still recording (live is its ID)
+// or was interrupted, and its last sign of life, where it ends for every
+// reader.
+func SessionEnd(s store.Session, live uint32, stamp func(time.Time) string) string {
+	switch {
+	case !s.Stopped.IsZero():
+		return stamp(s.Stopped)
+	case s.ID == live:
+		return "still recording (last flush " + stamp(s.End()) + ")"
+	case s.Alive.IsZero():
+		return "interrupted (no sign of life after its start)"
+	}
+	return "interrupted (last sign of life " + stamp(s.End()) + ")"
 }
 
 // Redaction says what was redacted in the report, or that nothing was.
@@ -50,8 +72,8 @@ func (t *Trace) Window() (start, end time.Time) {
 		if i == 0 || s.Started.Before(start) {
 			start = s.Started
 		}
-		if s.Stopped.After(end) {
-			end = s.Stopped
+		if e := s.End(); e.After(end) {
+			end = e
 		}
 	}
 	for _, p := range t.Pods {

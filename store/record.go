@@ -74,7 +74,7 @@ type Session struct {
 	// Alive is the last time the recorder was known to be alive: its last
 	// flush (a Writer stamps it at every flush, and at least every
 	// AliveEvery while idle). A session that never stopped ends there.
-	Alive   time.Time `json:"alive,omitempty"`
+	Alive   time.Time `json:"alive,omitzero"`
 	Version string    `json:"podtraceVersion"`
 }
 
@@ -124,7 +124,7 @@ type Gap struct {
 	Start   time.Time `json:"start"`
 	// End is when observation resumed; zero if it had not when the
 	// session ended (the session's End closes it).
-	End time.Time `json:"end,omitempty"`
+	End time.Time `json:"end,omitzero"`
 	// Resource names the kind that was not observed, e.g. "pods"; empty
 	// for every kind.
 	Resource string `json:"resource,omitempty"`

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +131,78 @@ func TestSessionGaps(t *testing.T) {
 		t.Errorf("Gaps (-want +got):\n%s", d)
 	}
 	_ = s1
+}
+
+// A recorder restarting into a trace reconciles it with its first lists:
+// what the trace holds as alive and the list lacks was deleted while no one
+// watched, and gets a DeletedUnknown record with its last state. Objects of
+// other kinds, namespaces, or out of the list's scope are left alone.
+func TestReconcile(t *testing.T) {
+	path := tracePath(t)
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	rec := func(session uint32, at time.Time, typ EventType, kind, ns, name, uid, rv, obj string) Record {
+		return Record{Session: session, Observed: at, Type: typ, APIVersion: "v1", Kind: kind, Namespace: ns, Name: name,
+			UID: uid, ResourceVersion: rv, Object: []byte(obj)}
+	}
+	db := openDB(t, path, Options{})
+	if _, err := db.BeginSession(Session{Started: t0, Alive: t0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write([]Record{
+		rec(1, t0, Initial, "Pod", "ci", "kept", "u-kept", "1", `{"metadata":{"labels":{"app":"a"}}}`),
+		rec(1, t0, Initial, "Pod", "ci", "gone", "u-gone", "2", `{"metadata":{"labels":{"app":"a"}}}`),
+		rec(1, t0.Add(time.Second), Updated, "Pod", "ci", "gone", "u-gone", "5", `{"metadata":{"labels":{"app":"a"},"deletionTimestamp":"x"}}`),
+		rec(1, t0, Initial, "Pod", "ci", "unlabelled", "u-other", "3", `{"metadata":{"labels":{"app":"b"}}}`),
+		rec(1, t0, Initial, "Pod", "web", "elsewhere", "u-web", "4", `{}`),
+		rec(1, t0, Initial, "ConfigMap", "ci", "cm", "u-cm", "6", `{}`),
+		rec(1, t0, Initial, "Pod", "ci", "deleted", "u-del", "7", `{}`),
+		rec(1, t0.Add(time.Second), Deleted, "Pod", "ci", "deleted", "u-del", "8", `{}`),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	w, err := NewWriter(path, Options{Timeout: time.Second, NoCompact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := w.BeginSession(Session{Started: t0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := t0.Add(time.Hour + time.Second)
+	w.Reconcile(Listing{APIVersion: "v1", Kind: "Pod", Namespace: "ci", At: listed,
+		UIDs: map[string]struct{}{"u-kept": {}},
+		InScope: func(last Record) bool {
+			return !bytes.Contains(last.Object, []byte(`"app":"b"`))
+		}})
+	if _, err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, Options{ReadOnly: true})
+	defer db.Close()
+	for uid, wantGone := range map[string]bool{"u-kept": false, "u-gone": true, "u-other": false, "u-web": false, "u-cm": false} {
+		h, err := db.History(uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := h[len(h)-1]
+		if got := last.Type == DeletedUnknown; got != wantGone {
+			t.Errorf("%s: last record %s, want gone %v", uid, last.Type, wantGone)
+			continue
+		}
+		if !wantGone {
+			continue
+		}
+		if last.Session != s2.ID || !last.Observed.Equal(listed) || last.ResourceVersion != "5" ||
+			!bytes.Equal(last.Object, h[len(h)-2].Object) {
+			t.Errorf("%s: gone record %+v, want session %d, observed %v, the last state (rv 5)", uid, last, s2.ID, listed)
+		}
+	}
+	if h, _ := db.History("u-del"); len(h) != 2 {
+		t.Errorf("a pod deleted while watched got %d records, want its 2", len(h))
+	}
 }

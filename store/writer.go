@@ -42,9 +42,10 @@ type Writer struct {
 	opts Options
 	enc  *encoder
 
-	mu      sync.Mutex // guards pending, gaps
-	pending []Record
-	gaps    []Gap
+	mu       sync.Mutex // guards pending, gaps
+	pending  []Record
+	gaps     []Gap
+	listings []Listing // see Reconcile
 
 	// session is the session the Writer began (0: none yet); alive is
 	// when its Alive stamp was last written. Both guarded by flushMu.
@@ -186,7 +187,7 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 	}
 	now := w.now()
 	w.mu.Lock()
-	idle := len(w.pending) == 0 && len(w.gaps) == 0
+	idle := len(w.pending) == 0 && len(w.gaps) == 0 && len(w.listings) == 0
 	w.mu.Unlock()
 	if fn == nil && idle && (w.session == 0 || now.Sub(w.alive) < AliveEvery) {
 		return 0, nil
@@ -244,6 +245,23 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 	}
 	if w.session != 0 {
 		w.alive = now
+	}
+	w.mu.Lock()
+	listings := w.listings
+	w.listings = nil
+	w.mu.Unlock()
+	if len(listings) > 0 {
+		recs, err := gone(db, w.session, listings)
+		if err == nil && len(recs) > 0 {
+			err = db.write(recs, true, nil)
+		}
+		if err != nil {
+			w.mu.Lock()
+			w.listings = append(listings, w.listings...)
+			w.mu.Unlock()
+			return written, fmt.Errorf("reconcile trace %q with the new lists: %w", w.path, err)
+		}
+		written += len(recs)
 	}
 	if fn != nil {
 		return written, fn(db)

@@ -214,6 +214,7 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 		}
 	}
 	var informers sync.WaitGroup
+	stores := map[*kind]cache.Store{}
 	if !t.allPods {
 		informers.Go(func() { t.sweepPending(runCtx) })
 	}
@@ -237,6 +238,7 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 			}
 			synced = append(synced, reg.HasSyncedChecker())
 			t.informers = append(t.informers, inf)
+			stores[k] = inf.GetStore()
 			informers.Go(func() { inf.RunWithContext(runCtx) })
 		}
 		return synced, nil
@@ -247,6 +249,7 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 		if synced, err = start(ks); err != nil || !waitDone(runCtx, synced) {
 			break
 		}
+		t.reconcile(sink, ks, stores)
 	}
 	if err == nil && runCtx.Err() == nil {
 		close(t.ready)

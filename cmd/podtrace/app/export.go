@@ -104,8 +104,8 @@ func (o *exportOptions) Run() (err error) {
 	}
 	var end time.Time
 	for _, s := range tc.sessions {
-		if s.Stopped.After(end) {
-			end = s.Stopped
+		if e := s.End(); e.After(end) {
+			end = e
 		}
 	}
 	if o.from, err = o.sinceTime(end); err != nil {

@@ -126,7 +126,7 @@ func sortedSet(m map[string]bool) []string {
 // hands out is shared and must not be modified.
 type traceContext struct {
 	sessions []store.Session
-	end      time.Time
+	gaps     []store.Gap
 	webhooks map[string][]store.Record
 
 	// latest is the latest object of each "Namespace/name" and
@@ -173,12 +173,11 @@ func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
 	if tc.sessions, err = db.Sessions(); err != nil {
 		return nil, err
 	}
-	// A session that has not stopped is recording now (or crashed): the
-	// recording runs until now as far as a reader can tell.
-	for _, s := range tc.sessions {
-		if s.Stopped.IsZero() {
-			tc.end = time.Now()
-		}
+	// A session that has not stopped (recording now, or killed) ends at
+	// its last sign of life (store.Session.End), never at the reader's
+	// clock: the same trace tells the same story now and in an hour.
+	if tc.gaps, err = db.Gaps(); err != nil {
+		return nil, err
 	}
 	for i := range webhookKinds {
 		for _, o := range objs[i] {
@@ -221,7 +220,7 @@ func (tc *traceContext) named(db *store.DB, kind, name string) ([]store.Record, 
 
 // loadInput loads everything recorded about one pod incarnation.
 func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, error) {
-	in := diff.Input{Related: map[string][]store.Record{}, Webhooks: tc.webhooks, Sessions: tc.sessions, End: tc.end}
+	in := diff.Input{Related: map[string][]store.Record{}, Webhooks: tc.webhooks, Sessions: tc.sessions, Gaps: tc.gaps}
 	var err error
 	if in.Pod, err = db.History(pod.UID); err != nil {
 		return in, err

@@ -197,7 +197,7 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecy
 	if f := failed.Load(); f < int64(len(pods)) {
 		return nil, errs[f]
 	}
-	tr := &report.Trace{Sessions: tc.sessions, Generated: generated, Pods: lcs}
+	tr := &report.Trace{Sessions: tc.sessions, Gaps: tc.gaps, Generated: generated, Pods: lcs}
 	if prepared != nil {
 		tr.Prepared = make(map[*diff.Lifecycle]*report.HTMLPod, len(lcs))
 		for i, lc := range lcs {
