@@ -405,3 +405,20 @@ func dirExists(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
 }
+
+func TestIdleWriterLeavesFile(t *testing.T) {
+	// A recorder that stops before it wrote anything (the cluster was not
+	// reachable) leaves the trace byte for byte as it was.
+	path := writtenTrace(t)
+	before := snapshot(t, filepath.Dir(path))
+	w, err := NewWriter(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := snapshot(t, filepath.Dir(path)); !cmp.Equal(before, after) {
+		t.Errorf("an idle Writer changed the trace or left a file: %v, want %v", names(after), names(before))
+	}
+}

@@ -56,8 +56,9 @@ type Writer struct {
 	checked  chan struct{}
 	checkErr error
 
-	flushMu sync.Mutex // one open of the file at a time; guards closed
+	flushMu sync.Mutex // one open of the file at a time; guards closed, wrote
 	closed  bool
+	wrote   bool // records or a session written
 }
 
 // NewWriter creates the trace file at path if it is missing, checks it and
@@ -260,10 +261,20 @@ func (w *Writer) EndSession(id uint32, stopped time.Time) error {
 
 // Close writes the buffered records, waiting up to the Writer's timeout for
 // readers to release the file, then compacts the file (see Compact) unless
-// Options.NoCompact, and releases the lease, removing the lock file. If
+// Options.NoCompact or the Writer wrote nothing, and releases the lease, removing the lock file. If
 // writing fails the records are kept, and the lease, and Close may be called
 // again; if the trace is damaged, Close releases the lease and gives up.
 func (w *Writer) Close() error {
+	w.flushMu.Lock()
+	idle := !w.wrote && !w.closed && w.Pending() == 0
+	if idle {
+		// Nothing written, nothing to write: the file stays as it was.
+		w.closed = true
+	}
+	w.flushMu.Unlock()
+	if idle {
+		return w.lease.release()
+	}
 	_, err := w.update(w.opts.timeout(), func(db *DB) error {
 		if w.opts.NoCompact {
 			return nil
@@ -333,6 +344,7 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 			err = cerr
 		}
 	}()
+	w.wrote = true
 
 	w.mu.Lock()
 	batch := w.pending
