@@ -229,7 +229,7 @@ Before a Writer adds to an existing file, it checks it, reading it
 read-only: an empty file is refused (a missing one is created), and so is a
 file that is not a trace, and a trace that bbolt's consistency check (bbolt
 check, DB.Check) finds damaged, with ErrCorrupt; the file is left byte for
-byte as it was and nothing is created beside it. The check reads every page;
+byte as it was and nothing is left beside it. The check reads every page;
 if it has not finished within Options.CheckTimeout (20 s), NewWriter returns
 and tells Options.Warn, and the Writer writes nothing until the check is
 over (Flush keeps the records), nothing at all if it finds damage. Compact
