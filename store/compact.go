@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -53,7 +54,7 @@ func (db *DB) compact() (before, after int64, err error) {
 		return 0, 0, fmt.Errorf("compact trace %q: %w", db.path, err)
 	}
 	var size int64
-	err = db.bolt.View(func(src *bolt.Tx) error { return copyBuckets(dst, src) })
+	err = db.copyInto(dst)
 	if err == nil {
 		err = dst.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil })
 	}
@@ -73,6 +74,9 @@ func (db *DB) compact() (before, after int64, err error) {
 	}
 	if err != nil {
 		os.Remove(tmp)
+		if errors.Is(err, ErrCorrupt) {
+			return 0, 0, err
+		}
 		return 0, 0, fmt.Errorf("compact trace %q: %w", db.path, err)
 	}
 	nfi, err := os.Stat(db.path)
@@ -80,6 +84,21 @@ func (db *DB) compact() (before, after int64, err error) {
 		return 0, 0, fmt.Errorf("compact trace %q: %w", db.path, err)
 	}
 	return fi.Size(), nfi.Size(), nil
+}
+
+// copyInto copies db's buckets into dst. bbolt panics on a damaged page,
+// or faults reading past the end of the file: either is ErrCorrupt, and
+// dst's transaction is rolled back.
+func (db *DB) copyInto(dst *bolt.DB) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = newError(ErrCorrupt, fmt.Errorf("%v", r),
+				"trace %q is damaged and was not compacted, it is left as it was (%v): `bbolt check %s` lists the damaged pages",
+				db.path, r, db.path)
+		}
+	}()
+	return db.bolt.View(func(src *bolt.Tx) error { return copyBuckets(dst, src) })
 }
 
 // copyBuckets copies every top-level bucket of src, with its sequence, into

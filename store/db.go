@@ -81,6 +81,31 @@ type Options struct {
 	// NoCompact: Writer.Close leaves the file as written instead of
 	// rewriting it with full pages (see Compact).
 	NoCompact bool
+	// CheckTimeout bounds how long NewWriter waits for bbolt's consistency
+	// check of an existing trace before it records; zero means
+	// DefaultCheckTimeout, negative skips the check. A check cut short
+	// goes on while the Writer buffers (see NewWriter).
+	CheckTimeout time.Duration
+	// Warn, if set, is told what a Writer cannot say as an error: a check
+	// cut short, and what it found later.
+	Warn func(msg string)
+}
+
+// DefaultCheckTimeout is how long NewWriter waits for the check of an
+// existing trace when Options.CheckTimeout is zero.
+const DefaultCheckTimeout = 20 * time.Second
+
+func (o Options) checkTimeout() time.Duration {
+	if o.CheckTimeout == 0 {
+		return DefaultCheckTimeout
+	}
+	return o.CheckTimeout
+}
+
+func (o Options) warn(format string, args ...any) {
+	if o.Warn != nil {
+		o.Warn(fmt.Sprintf(format, args...))
+	}
 }
 
 func (o Options) timeout() time.Duration {
@@ -120,26 +145,41 @@ type DB struct {
 	dicts  *dictSet // loaded on first use
 }
 
-// Open opens the trace file at path. See Options.
+// Open opens the trace file at path. See Options. Opened for writing, it
+// refuses with ErrRecording a trace that a live recorder holds (see
+// Recorder): a second writer would store every revision twice.
 func Open(path string, opts Options) (*DB, error) {
+	if !opts.ReadOnly {
+		if err := refuseRecorded(path); err != nil {
+			return nil, err
+		}
+	}
 	return open(path, opts, nil)
 }
 
-// open opens path; a non-nil enc carries a Writer's caches across opens.
+// open opens path; a non-nil enc carries a Writer's caches across opens. It
+// does not look at the lock file: a Writer opens through it while holding
+// the lease.
 func open(path string, opts Options, enc *encoder) (db *DB, err error) {
-	if opts.ReadOnly {
-		fi, err := os.Stat(path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if opts.ReadOnly {
 			return nil, notExistError(path, err)
-		case err != nil:
-			return nil, fmt.Errorf("open trace %q: %w", path, err)
-		case fi.IsDir():
-			return nil, corruptError(path, errors.New("it is a directory"))
-		case fi.Size() == 0:
-			return nil, corruptError(path, errors.New("the file is empty"))
 		}
+		// bbolt creates it.
+	case err != nil:
+		return nil, fmt.Errorf("open trace %q: %w", path, err)
+	case fi.IsDir():
+		return nil, corruptError(path, errors.New("it is a directory"))
+	case fi.Size() == 0 && opts.ReadOnly:
+		return nil, corruptError(path, errors.New("the file is empty"))
+	case fi.Size() == 0:
+		// Made by touch or mktemp, or a trace whose writing never began:
+		// not podtrace's to take over.
+		return nil, emptyError(path)
 	}
+	created := errors.Is(err, fs.ErrNotExist)
 	// bbolt may panic on a damaged file rather than return an error, or
 	// fault reading past the end of a truncated one.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -156,6 +196,11 @@ func open(path string, opts Options, enc *encoder) (db *DB, err error) {
 	}
 	bdb, err := bolt.Open(path, 0o600, bopts)
 	if err != nil {
+		if created {
+			if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
+				return nil, createError(path, err)
+			}
+		}
 		return nil, openError(path, opts, err)
 	}
 	db = &DB{path: path, bolt: bdb, readOnly: opts.ReadOnly, opts: opts, enc: enc}

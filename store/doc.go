@@ -7,7 +7,8 @@ queries.
 
 The recorder writes through a Writer, which holds the file only while it
 flushes, so that `podtrace diff` and `podtrace report` can read a trace that
-is being recorded:
+is being recorded; it holds the trace's lock file (trace.db.lock) from
+NewWriter to Close, so that it is the trace's only writer:
 
 	w, err := store.NewWriter("trace.db", store.Options{Version: app.Version})
 	s, err := w.BeginSession(store.Session{Server: url, Started: time.Now()})
@@ -27,12 +28,14 @@ in progress:
 	err = db.Scan(func(r store.Record) error { ... }) // the whole trace in Seq order
 
 Open without ReadOnly creates a missing file and returns a DB that can Write
-too; it holds the file's lock until Close.
+too; it holds the file's lock until Close, and refuses a trace that a live
+Writer records into.
 
 Errors say what to do next and match sentinels with errors.Is: fs.ErrNotExist
-(no such file), ErrCorrupt (not a trace, or damaged), ErrNewerSchema (written
-by a newer podtrace), ErrLocked (another process holds the file), ErrNotFound
-(no object with that UID).
+(no such file), ErrCorrupt (not a trace, damaged, or an empty file),
+ErrNewerSchema (written by a newer podtrace), ErrLocked (another process
+holds the file), ErrRecording (a live recorder holds the trace, for a second
+writer), ErrNotFound (no object with that UID).
 
 # The file
 
@@ -220,6 +223,33 @@ dictionaries) survive between flushes and are checked against the file each
 time: the cached revision must be the object's last in the file, by Seq, for
 a delta to be written against it; else the writer reads the last revision
 back from the file.
+
+A trace has one writer at a time. NewWriter takes an exclusive, non-blocking
+flock on the lock file beside the trace, PATH + ".lock", and keeps it open
+until Close, which removes it (if it is still the file it locked). The lock
+file holds who records, as JSON (see Lease):
+
+	{"pid":1234,"host":"h","since":"2026-12-02T06:00:00Z","version":"v0.1.0"}
+
+A second NewWriter, an Open for writing (`podtrace import`) or Compact of
+the trace fails with ErrRecording, naming that recorder. The kernel drops
+the flock of a process that dies, so the lock file a `kill -9` leaves behind
+is taken over by the next recorder. Readers never touch the lock file, except
+Recorder, which tries a shared flock on it to tell a session with no stop
+time that is still recording (the lock is held) from one that was
+interrupted (it is not, or there is no lock file). The bbolt file's own flock
+is separate: the Writer takes it only while it flushes.
+
+Before a Writer adds to an existing file, it checks it, reading it
+read-only: an empty file is refused (a missing one is created), and so is a
+file that is not a trace, and a trace that bbolt's consistency check (bbolt
+check, DB.Check) finds damaged, with ErrCorrupt; the file is left byte for
+byte as it was and nothing is left beside it. The check reads every page;
+if it has not finished within Options.CheckTimeout (20 s), NewWriter returns
+and tells Options.Warn, and the Writer writes nothing until the check is
+over (Flush keeps the records), nothing at all if it finds damage. Compact
+turns bbolt's panics on a damaged page into ErrCorrupt, removes its
+.compact copy and leaves the original as it was.
 
 # Schema versions
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 )
 
 // Sentinel errors returned by Open, NewWriter and the queries; check them
@@ -20,6 +21,9 @@ var (
 	ErrLocked = errors.New("trace file is locked by another process")
 	// ErrNotFound: no object with the UID asked for is in the trace.
 	ErrNotFound = errors.New("object not found in trace")
+	// ErrRecording: a live recorder (a Writer) holds the trace's lock file,
+	// so a second writer is refused. See Recorder.
+	ErrRecording = errors.New("trace is being recorded by another recorder")
 )
 
 // traceError is an error with a message written for the user, that
@@ -40,6 +44,42 @@ func newError(kind, cause error, format string, args ...any) error {
 
 func notExistError(path string, cause error) error {
 	return newError(fs.ErrNotExist, cause, "no trace file %q: record one with `podtrace record -o FILE`", path)
+}
+
+func recordingError(path, lpath string, l Lease) error {
+	return newError(ErrRecording, nil,
+		"trace %q is being recorded by %s (lock %s): stop that recorder, or record into another file with -o",
+		path, l, lpath)
+}
+
+// createError is a writer's failure to create a missing trace, or its lock
+// file, in a directory it cannot write.
+func createError(path string, cause error) error {
+	return fmt.Errorf("cannot create trace %q: %w; choose a writable directory with -o", path, cause)
+}
+
+func emptyError(path string) error {
+	return newError(ErrCorrupt, nil,
+		"%q is empty, not a podtrace trace: remove it (a writer creates the trace), or name a new file", path)
+}
+
+// damagedError is a trace that bbolt's check finds damaged: a writer does
+// not add to it.
+func damagedError(path string, cause error) error {
+	return newError(ErrCorrupt, cause,
+		"trace %q is damaged, podtrace will not write into it (%v): record into a new file with -o, and keep this one as it is for inspection (`bbolt check %s` lists the damaged pages; podtrace cannot salvage it: export, diff and report stop at the first damaged page they read)",
+		path, firstLine(cause), path)
+}
+
+// firstLine is the first of an error's lines (errors.Join's), with how many
+// more there are.
+func firstLine(err error) string {
+	msg := err.Error()
+	first, rest, ok := strings.Cut(msg, "\n")
+	if !ok {
+		return msg
+	}
+	return fmt.Sprintf("%s; and %d more problems", first, strings.Count(rest, "\n")+1)
 }
 
 func corruptError(path string, cause error) error {

@@ -193,7 +193,9 @@ func TestTwoWritersStaleCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewWriter(path, Options{NoCompact: true})
+	// Two Writers of one file are refused (ErrRecording); b goes without
+	// the lease, as a writer that does not know of it would.
+	b, err := newWriter(path, Options{NoCompact: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,6 +487,9 @@ func TestOpenErrors(t *testing.T) {
 		{"garbage", garbagePath, true, ErrCorrupt, "is not a podtrace trace or is corrupt: invalid database"},
 		{"garbage for writing", garbagePath, false, ErrCorrupt, "is not a podtrace trace or is corrupt: invalid database"},
 		{"empty", emptyPath, true, ErrCorrupt, "is not a podtrace trace or is corrupt: the file is empty"},
+		// touch FILE or mktemp, then podtrace record -o FILE: not a trace
+		// to take over.
+		{"empty for writing", emptyPath, false, ErrCorrupt, "is empty, not a podtrace trace: remove it (a writer creates the trace), or name a new file"},
 		{"directory", dir, true, ErrCorrupt, "it is a directory"},
 		{"other bbolt database", foreignPath, true, ErrCorrupt, "a bbolt database without podtrace's meta bucket"},
 		{"other bbolt database for writing", foreignPath, false, ErrCorrupt, "a bbolt database without podtrace's meta bucket"},
@@ -514,14 +519,15 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("a read-only Open or Compact created %s", missing)
 	}
 
-	// An empty file opened for writing becomes a trace (touch FILE; podtrace
-	// record -o FILE).
-	db, err := Open(emptyPath, Options{})
-	if err != nil {
-		t.Fatalf("Open(empty, write): %v", err)
+	if _, err := NewWriter(emptyPath, Options{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("NewWriter(empty): %v, want ErrCorrupt saying it is empty", err)
 	}
-	db.Close()
-	checkTrace(t, emptyPath)
+	if fi, err := os.Stat(emptyPath); err != nil || fi.Size() != 0 {
+		t.Errorf("NewWriter(empty) changed the file: %v, %v", fi, err)
+	}
+	if _, err := os.Stat(emptyPath + LockSuffix); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("NewWriter(empty) left a lock file: %v", err)
+	}
 }
 
 func TestTruncatedTrace(t *testing.T) {

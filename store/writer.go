@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -36,11 +38,17 @@ const BatchSize = 10000
 // file at every flush, so another writer in between costs compression, never
 // correctness.
 //
+// A Writer is the only writer of its trace: it holds a lease, an exclusive
+// flock on the lock file beside the trace (PATH + LockSuffix), from
+// NewWriter to Close. The lock file says who holds it (see Lease and
+// Recorder); readers never touch it.
+//
 // A Writer's methods are safe for concurrent use.
 type Writer struct {
-	path string
-	opts Options
-	enc  *encoder
+	path  string
+	opts  Options
+	enc   *encoder
+	lease *lease // nil for the lease-free writers of tests
 
 	mu       sync.Mutex // guards pending, gaps
 	pending  []Record
@@ -53,27 +61,93 @@ type Writer struct {
 	alive   time.Time
 	now     func() time.Time
 
-	flushMu sync.Mutex // one open of the file at a time; guards closed
+	// checked is closed when the check of the existing file is over;
+	// checkErr is what it found. A Writer writes nothing before.
+	checked  chan struct{}
+	checkErr error
+
+	flushMu sync.Mutex // one open of the file at a time; guards closed, wrote
 	closed  bool
+	wrote   bool // records or a session written
 }
 
 // NewWriter creates the trace file at path if it is missing, checks it and
-// returns a Writer for it; the file is not held open. opts.Timeout is how
-// long BeginSession, EndSession and Close wait for readers to let go of the
-// file.
+// returns a Writer for it; the file is not held open, the lease is (see
+// Writer). opts.Timeout is how long BeginSession, EndSession and Close wait
+// for readers to let go of the file.
+//
+// Another live Writer of path, in this process or another, fails with
+// ErrRecording. An existing file must be a trace, and a sound one: an empty
+// file, another bbolt database, or a trace that bbolt's consistency check
+// (DB.Check) finds damaged fails with ErrCorrupt, and the file is left as it
+// was. The check reads the whole file; if it has not finished within
+// opts.CheckTimeout, NewWriter returns the Writer and tells opts.Warn, and
+// the Writer writes nothing until the check is over (Flush keeps the
+// records, as when a reader holds the file); if the check then finds damage,
+// every later write fails with ErrCorrupt.
 func NewWriter(path string, opts Options) (*Writer, error) {
+	return newWriter(path, opts, true)
+}
+
+// newWriter is NewWriter; without withLease the Writer does not take the
+// lease, so tests can make two writers take turns on one file.
+func newWriter(path string, opts Options, withLease bool) (w *Writer, err error) {
 	if opts.ReadOnly {
 		return nil, fmt.Errorf("record into trace %q: a Writer cannot be read-only", path)
 	}
-	db, err := Open(path, opts)
-	if err != nil {
-		return nil, err
+	fi, err := os.Stat(path)
+	exists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("record into trace %q: %w", path, err)
+	case exists && fi.IsDir():
+		return nil, corruptError(path, errors.New("it is a directory"))
+	case exists && fi.Size() == 0:
+		return nil, emptyError(path)
 	}
-	enc := db.enc
-	if err := db.Close(); err != nil {
-		return nil, err
+	w = &Writer{path: path, opts: opts, checked: make(chan struct{}), now: time.Now}
+	if withLease {
+		if w.lease, err = takeLease(path, opts.Version); err != nil {
+			if errors.Is(err, ErrRecording) {
+				return nil, err
+			}
+			if !exists {
+				return nil, createError(path, err)
+			}
+			return nil, fmt.Errorf("record into trace %q: %w; record into a writable directory with -o", path, err)
+		}
+		l := w.lease
+		defer func() {
+			if err != nil {
+				l.release()
+			}
+		}()
 	}
-	return &Writer{path: path, opts: opts, enc: enc, now: time.Now}, nil
+	if exists {
+		if err := w.check(); err != nil {
+			return nil, err
+		}
+	} else {
+		close(w.checked)
+	}
+	select {
+	case <-w.checked:
+		if w.checkErr != nil {
+			return nil, w.checkErr
+		}
+		db, err := open(path, opts, nil)
+		if err != nil {
+			return nil, err
+		}
+		w.enc = db.enc
+		if err := db.Close(); err != nil {
+			return nil, err
+		}
+	default:
+		// The first write opens the file when the check is over.
+		w.enc = newEncoder(opts.writeCacheBytes())
+	}
+	return w, nil
 }
 
 // AliveEvery is how often an idle Writer stamps its session's Alive time
@@ -88,6 +162,81 @@ func (w *Writer) AddGap(g Gap) {
 	w.gaps = append(w.gaps, g)
 	w.mu.Unlock()
 }
+
+// check opens the existing trace read-only, so that nothing changes it, and
+// runs bbolt's check of it for up to opts.CheckTimeout. It returns an error
+// only if the file is not a trace of a schema this build writes; the check's
+// findings go to w.checkErr when w.checked closes.
+func (w *Writer) check() error {
+	ro := w.opts
+	ro.ReadOnly = true
+	db, err := open(w.path, ro, nil)
+	if err != nil {
+		return err
+	}
+	if w.opts.CheckTimeout < 0 {
+		close(w.checked)
+		return db.Close()
+	}
+	go func() {
+		if checkHook != nil {
+			checkHook()
+		}
+		err := db.Check()
+		var te *traceError
+		if errors.As(err, &te) && te.err != nil {
+			err = damagedError(w.path, te.err)
+		}
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		w.checkErr = err
+		close(w.checked)
+	}()
+	timer := time.NewTimer(w.opts.checkTimeout())
+	defer timer.Stop()
+	select {
+	case <-w.checked:
+	case <-timer.C:
+		w.opts.warn("the consistency check of trace %q did not finish within %s: recording starts when it does, and stops if it finds the file damaged", w.path, w.opts.checkTimeout())
+		go func() {
+			<-w.checked
+			if w.checkErr != nil {
+				w.opts.warn("%v", w.checkErr)
+			} else {
+				w.opts.warn("the consistency check of trace %q found no damage: recording", w.path)
+			}
+		}()
+	}
+	return nil
+}
+
+// waitChecked waits up to timeout for the check of the file, and returns
+// what it found; with tryOnce, a check still running is errCheckRunning.
+func (w *Writer) waitChecked(timeout time.Duration) error {
+	select {
+	case <-w.checked:
+		return w.checkErr
+	default:
+	}
+	if timeout == tryOnce {
+		return errCheckRunning
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-w.checked:
+		return w.checkErr
+	case <-timer.C:
+		return newError(ErrLocked, nil,
+			"trace %q is still being checked for damage after %s: wait, or record into a new file with -o", w.path, timeout)
+	}
+}
+
+var errCheckRunning = errors.New("the check of the trace is running")
+
+// checkHook, if set (by tests), runs before each check of an existing trace.
+var checkHook func()
 
 // Add buffers records for the next flush. The Writer keeps recs' Object and
 // Refs slices: the caller must not change them afterwards. Seq is assigned
@@ -143,9 +292,20 @@ func (w *Writer) EndSession(id uint32, stopped time.Time) error {
 
 // Close writes the buffered records, waiting up to the Writer's timeout for
 // readers to release the file, then compacts the file (see Compact) unless
-// Options.NoCompact. If writing fails the records are kept and Close may be
-// called again.
+// Options.NoCompact or the Writer wrote nothing, and releases the lease, removing the lock file. If
+// writing fails the records are kept, and the lease, and Close may be called
+// again; if the trace is damaged, Close releases the lease and gives up.
 func (w *Writer) Close() error {
+	w.flushMu.Lock()
+	idle := !w.wrote && !w.closed && w.Pending() == 0
+	if idle {
+		// Nothing written, nothing to write: the file stays as it was.
+		w.closed = true
+	}
+	w.flushMu.Unlock()
+	if idle {
+		return w.lease.release()
+	}
 	_, err := w.update(w.opts.timeout(), func(db *DB) error {
 		if w.opts.NoCompact {
 			return nil
@@ -166,6 +326,13 @@ func (w *Writer) Close() error {
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			// Nothing more can be written: let the trace go.
+			w.flushMu.Lock()
+			w.closed = true
+			w.flushMu.Unlock()
+			err = errors.Join(err, w.lease.release())
+		}
 		if n := w.Pending(); n > 0 {
 			return fmt.Errorf("%w (%d records not written)", err, n)
 		}
@@ -174,7 +341,7 @@ func (w *Writer) Close() error {
 	w.flushMu.Lock()
 	w.closed = true
 	w.flushMu.Unlock()
-	return nil
+	return w.lease.release()
 }
 
 // update opens the file, writes the buffered records, runs fn (if not nil)
@@ -192,6 +359,12 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 	if fn == nil && idle && (w.session == 0 || now.Sub(w.alive) < AliveEvery) {
 		return 0, nil
 	}
+	if err := w.waitChecked(timeout); err != nil {
+		if err == errCheckRunning {
+			return 0, nil
+		}
+		return 0, err
+	}
 	opts := w.opts
 	opts.Timeout = timeout
 	db, err := open(w.path, opts, w.enc)
@@ -206,6 +379,7 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 			err = cerr
 		}
 	}()
+	w.wrote = true
 
 	w.mu.Lock()
 	batch, gaps := w.pending, w.gaps

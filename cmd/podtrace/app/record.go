@@ -123,14 +123,35 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	// client-go logs watch failures through klog; the tracer's warnings say
 	// what matters without breaking the status line.
 	klog.SetLogger(logr.Discard())
+	status := newStatusLine(streams.ErrOut)
+	warn := func(msg string) { status.println("podtrace: warning: " + msg) }
+
+	// The trace first: a second recorder of it, or a damaged or unwritable
+	// file, is refused before the cluster is asked anything. NewWriter
+	// writes nothing into an existing file; a trace it creates is removed
+	// if recording does not start.
+	_, statErr := os.Stat(o.Out)
+	existed := statErr == nil
+	w, err := store.NewWriter(o.Out, store.Options{Version: Version, Warn: warn})
+	if err != nil {
+		return err // store's errors name the file and what to do
+	}
+	begun := false
+	defer func() {
+		if begun {
+			return
+		}
+		w.Close()
+		if !existed {
+			os.Remove(o.Out)
+		}
+	}()
 
 	cfg, contextName, err := o.restConfig()
 	if err != nil {
 		return err
 	}
 	cfg.UserAgent = "podtrace/" + Version
-	status := newStatusLine(streams.ErrOut)
-	warn := func(msg string) { status.println("podtrace: warning: " + msg) }
 
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -158,10 +179,6 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		return err
 	}
 
-	w, err := store.NewWriter(o.Out, store.Options{Version: Version})
-	if err != nil {
-		return fmt.Errorf("record into %s: %w", o.Out, err)
-	}
 	started := time.Now()
 	session, err := w.BeginSession(store.Session{
 		Server:        cfg.Host,
@@ -176,6 +193,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	if err != nil {
 		return fmt.Errorf("record into %s: %w", o.Out, err)
 	}
+	begun = true
 
 	runCtx := ctx
 	if o.Duration > 0 {
