@@ -23,7 +23,7 @@ func TestDiffActorBasis(t *testing.T) {
 			Actors:  []diff.Actor{{Subresource: "binding", Who: "the scheduler default-scheduler", Basis: diff.BasisFieldSemantics, Detail: "binding"}},
 			Changes: []diff.Change{{Path: "spec.nodeName", Op: diff.OpAdd, New: "node-1"}}},
 		{Seq: 3, Time: t0.Add(2 * time.Second), Type: "Updated", ResourceVersion: "102",
-			Actors: []diff.Actor{{Who: "unknown", Basis: diff.BasisUnknown, Detail: "a request that left no field manager; the audit log names the client"}},
+			Actors:  []diff.Actor{{Who: "unknown", Basis: diff.BasisUnknown, Detail: "a request that left no field manager; the audit log names the client"}},
 			Changes: []diff.Change{unknown}},
 		{Seq: 4, Time: t0.Add(3 * time.Second), Type: "Updated", ResourceVersion: "103",
 			Actors: []diff.Actor{
