@@ -8,19 +8,84 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Actor is a writer of one revision, read from its managedFields entry.
+// Basis says how an actor is known: a closed set.
+type Basis string
+
+const (
+	// BasisManagedFields: a manager's managedFields entry is new at this
+	// revision, gained fields in it, or its time moved to it.
+	BasisManagedFields Basis = "managedFields"
+	// BasisFieldSemantics: what changed can only have been made one way
+	// (the pods/binding subresource sets spec.nodeName, a DELETE sets
+	// metadata.deletionTimestamp), and that way names the actor.
+	BasisFieldSemantics Basis = "field-semantics"
+	// BasisAuditLog: the API server's audit log holds the request that
+	// produced the revision, with its user and user agent.
+	BasisAuditLog Basis = "audit-log"
+	// BasisUnknown: the evidence does not decide who it was.
+	BasisUnknown Basis = "unknown"
+)
+
+// Actor is a writer of one revision, and how it is known.
 type Actor struct {
 	Manager     string    `json:"manager"`
 	Operation   string    `json:"operation,omitempty"` // Update or Apply
 	Subresource string    `json:"subresource,omitempty"`
 	Time        time.Time `json:"time,omitempty"`
-	// Who says in plain words what the manager is.
+	// Who says in plain words what the manager is; "unknown" when the
+	// evidence does not decide.
 	Who string `json:"who"`
+	// Basis says how Who is known, Detail what of it shows it ("entry
+	// gained fields at this revision", "binding", "a request that left no
+	// field manager; the audit log names the client").
+	Basis  Basis  `json:"basis"`
+	Detail string `json:"detail,omitempty"`
+	// User is the identity the request was authorized as, from the audit
+	// log: the impersonated user when Impersonator made the request as
+	// someone else (kubectl --as, a proxy). UserAgent is the client's.
+	User         string `json:"user,omitempty"`
+	Impersonator string `json:"impersonator,omitempty"`
+	UserAgent    string `json:"userAgent,omitempty"`
 }
 
-// APIServer is the actor of a change that no field manager owns: a deletion,
-// defaulting, or an admission plugin or webhook.
-var APIServer = Actor{Manager: "", Who: "the API server"}
+// Label is Who with how it is known, for one line of text: "kubectl apply
+// (managedFields)", "the scheduler default-scheduler (binding)",
+// "unknown (a request that left no field manager; the audit log names the
+// client)".
+func (a *Actor) Label() string { return string(a.AppendLabel(nil)) }
+
+// AppendLabel appends what Label returns.
+func (a *Actor) AppendLabel(b []byte) []byte {
+	b = append(b, a.Who...)
+	switch {
+	case a.Basis == BasisManagedFields:
+		return append(b, " (managedFields)"...)
+	case a.Basis == BasisAuditLog && a.Detail == "":
+		return append(b, " (audit log)"...)
+	case a.Basis == BasisAuditLog:
+		return append(append(append(b, " (audit log: "...), a.Detail...), ')')
+	case a.Detail != "":
+		return append(append(append(b, " ("...), a.Detail...), ')')
+	}
+	return b
+}
+
+// noManager is the Detail of an unknown actor: a request that only removes
+// fields leaves no managedFields entry (its manager gains no field, and
+// the API server drops an entry whose set becomes empty), and a manager
+// that lost the field did not write.
+const noManager = "a request that left no field manager; the audit log names the client"
+
+// unknownActor is the actor of a revision that no field manager's entry
+// and no field's semantics account for.
+func unknownActor(step Step) Actor {
+	for _, c := range step.Changes {
+		if c.Op == OpRemove {
+			return Actor{Who: "unknown", Basis: BasisUnknown, Detail: noManager}
+		}
+	}
+	return Actor{Who: "unknown", Basis: BasisUnknown, Detail: "no managedFields entry changed at this revision; the audit log names the client"}
+}
 
 // wellKnown maps the field managers of Kubernetes components to plain words.
 // A manager is the user agent's first word unless a client sets its own.
@@ -63,7 +128,7 @@ func describe(m metav1.ManagedFieldsEntry) string {
 }
 
 func actorOf(m metav1.ManagedFieldsEntry) Actor {
-	a := Actor{Manager: m.Manager, Operation: string(m.Operation), Subresource: m.Subresource, Who: describe(m)}
+	a := Actor{Manager: m.Manager, Operation: string(m.Operation), Subresource: m.Subresource, Who: describe(m), Basis: BasisManagedFields}
 	if m.Time != nil {
 		a.Time = m.Time.Time
 	}
@@ -77,18 +142,82 @@ func keyOf(m metav1.ManagedFieldsEntry) managerKey {
 	return managerKey{m.Manager, string(m.Operation), m.Subresource}
 }
 
-// writers returns the managedFields entries of cur that are new or changed
-// since prev: the writers of cur.
-func writers(prev, cur []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
-	var out []metav1.ManagedFieldsEntry
+// writer is a managedFields entry of cur whose manager wrote at this
+// revision, and why it is taken for one.
+type writer struct {
+	entry metav1.ManagedFieldsEntry
+	// after and before are its field sets at this revision and at the one
+	// before (nil if it had no entry).
+	after, before fieldSet
+	detail        string
+}
+
+// writers returns the managedFields entries of cur whose manager wrote at
+// this revision: an entry that is new, or whose time moved, or that gained
+// a field. An entry that only lost fields, its time unchanged, was not
+// written: the API server takes a field out of every manager's set when a
+// request removes it or another manager takes it over, and moves only the
+// time of the request's own manager (and only when that request set or
+// changed a field: one that only removes leaves no trace in managedFields).
+func (sets *fieldSets) writers(prev, cur []metav1.ManagedFieldsEntry) []writer {
+	var out []writer
 	for i := range cur {
 		m := &cur[i]
-		if p := entryOf(prev, keyOf(*m), i); p != nil && timeEqual(p.Time, m.Time) && fieldsEqual(p.FieldsV1, m.FieldsV1) {
+		p := entryOf(prev, keyOf(*m), i)
+		if p != nil && timeEqual(p.Time, m.Time) && fieldsEqual(p.FieldsV1, m.FieldsV1) {
 			continue
 		}
-		out = append(out, *m)
+		w := writer{entry: *m, after: sets.parse(m.FieldsV1)}
+		switch {
+		case p == nil:
+			w.detail = "new entry at this revision"
+		case !timeEqual(p.Time, m.Time):
+			w.before = sets.parse(p.FieldsV1)
+			w.detail = "entry updated at this revision"
+		default:
+			w.before = sets.parse(p.FieldsV1)
+			if !gained(w.after, w.before) {
+				continue // it only lost fields
+			}
+			w.detail = "entry gained fields at this revision"
+		}
+		out = append(out, w)
 	}
 	return out
+}
+
+// gained reports whether after holds a field that before does not: a
+// member of the set (a leaf, or a node marked ".") missing from before.
+func gained(after, before map[string]any) bool {
+	for k, av := range after {
+		bv, ok := before[k]
+		if !ok {
+			return true
+		}
+		am, _ := av.(map[string]any)
+		bm, _ := bv.(map[string]any)
+		if len(am) == 0 {
+			// k itself is a member: before holds it as a leaf, or marks it.
+			if _, marked := bm["."]; len(bm) != 0 && !marked {
+				return true
+			}
+			continue
+		}
+		if len(bm) == 0 {
+			// before held k whole (a leaf): what after lists under it
+			// beyond k itself is new.
+			for ck := range am {
+				if ck != "." {
+					return true
+				}
+			}
+			continue
+		}
+		if gained(am, bm) {
+			return true
+		}
+	}
+	return false
 }
 
 // entryOf returns the entry of entries whose key is k, or nil; i is where
@@ -188,10 +317,16 @@ func (s fieldSet) owns(p fieldPath) bool {
 	return true
 }
 
-// attribute sets the Manager of each change to the writer that owns its
-// field: after the change for additions and changes, before it for removals.
-// It returns the actors of the step: the writers, or the API server when no
-// manager wrote.
+// attribute sets the Manager and Basis of each change from managedFields,
+// and returns the actors of the step: the writers (see writers), none when
+// no manager wrote. A field set or changed is the writer's whose entry owns
+// it after the change. A field removed is owned by no one after, and the
+// manager that owned it before is the one that lost it, not the one that
+// removed it: a removal is the writer's when exactly one manager wrote at
+// this revision, and unknown (Basis unknown, Manager empty) otherwise.
+// A change left without a Manager and Basis is one managedFields does not
+// track (metadata.generation, metadata.deletionTimestamp): the step's
+// actors stand for it.
 func attribute(changes []Change, prev, cur []metav1.ManagedFieldsEntry) []Actor {
 	var sets fieldSets
 	return sets.attribute(changes, prev, cur)
@@ -199,45 +334,34 @@ func attribute(changes []Change, prev, cur []metav1.ManagedFieldsEntry) []Actor 
 
 // attribute is attribute with the field sets parsed so far.
 func (sets *fieldSets) attribute(changes []Change, prev, cur []metav1.ManagedFieldsEntry) []Actor {
-	ws := writers(prev, cur)
-	if len(ws) == 0 {
-		return []Actor{APIServer}
-	}
-	var buf [2 * 4]fieldSet
-	setsBuf := buf[:0]
-	if len(ws) > len(buf)/2 {
-		setsBuf = make([]fieldSet, 0, 2*len(ws))
-	}
-	after, before := setsBuf[:len(ws)], setsBuf[len(ws):2*len(ws)]
-	for i, w := range ws {
-		after[i] = sets.parse(w.FieldsV1)
-		if p := entryOf(prev, keyOf(w), -1); p != nil {
-			before[i] = sets.parse(p.FieldsV1)
-		} else {
-			before[i] = nil
-		}
-	}
+	ws := sets.writers(prev, cur)
 	for i := range changes {
 		c := &changes[i]
-		for j, w := range ws {
-			set := after[j]
-			if c.Op == OpRemove {
-				set = before[j]
+		if c.Op == OpRemove {
+			if len(ws) == 1 {
+				c.Manager, c.Basis = ws[0].entry.Manager, BasisManagedFields
+			} else {
+				c.Basis = BasisUnknown
+				for _, w := range ws {
+					c.Candidates = append(c.Candidates, w.entry.Manager)
+				}
 			}
-			if set.owns(c.fields) {
-				c.Manager = w.Manager
+			continue
+		}
+		for _, w := range ws {
+			if w.after.owns(c.fields) {
+				c.Manager, c.Basis = w.entry.Manager, BasisManagedFields
 				break
 			}
 		}
-		if c.Manager == "" && len(ws) == 1 && c.Op == OpRemove {
-			// A writer that removed a field it owned no longer lists it,
-			// and one that never owned it removed it all the same.
-			c.Manager = ws[0].Manager
-		}
+	}
+	if len(ws) == 0 {
+		return nil
 	}
 	actors := make([]Actor, len(ws))
 	for i, w := range ws {
-		actors[i] = actorOf(w)
+		actors[i] = actorOf(w.entry)
+		actors[i].Detail = w.detail
 	}
 	return actors
 }

@@ -32,9 +32,12 @@ type AuditRequest struct {
 	AuditID     string    `json:"auditID"`
 	Verb        string    `json:"verb"`
 	Subresource string    `json:"subresource,omitempty"`
-	User        string    `json:"user"`
-	UserAgent   string    `json:"userAgent,omitempty"`
-	Code        int       `json:"code"`
+	// User is who made the request; ImpersonatedUser, when set, the
+	// identity it was made and authorized as (kubectl --as, a proxy).
+	User             string `json:"user"`
+	ImpersonatedUser string `json:"impersonatedUser,omitempty"`
+	UserAgent        string `json:"userAgent,omitempty"`
+	Code             int    `json:"code"`
 	// ResourceVersion of the object as stored; Seq is the recorded revision
 	// with that resourceVersion, 0 if none.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
@@ -44,15 +47,18 @@ type AuditRequest struct {
 // DeniedRequests are refused requests of one kind: same user, verb,
 // subresource, code and message.
 type DeniedRequests struct {
-	User        string    `json:"user"`
-	UserAgent   string    `json:"userAgent,omitempty"`
-	Verb        string    `json:"verb"`
-	Subresource string    `json:"subresource,omitempty"`
-	Code        int       `json:"code"`
-	Message     string    `json:"message"`
-	Count       int       `json:"count"`
-	First       time.Time `json:"first"`
-	Last        time.Time `json:"last"`
+	User string `json:"user"`
+	// ImpersonatedUser is the identity the requests were made as, when
+	// User impersonated it.
+	ImpersonatedUser string    `json:"impersonatedUser,omitempty"`
+	UserAgent        string    `json:"userAgent,omitempty"`
+	Verb             string    `json:"verb"`
+	Subresource      string    `json:"subresource,omitempty"`
+	Code             int       `json:"code"`
+	Message          string    `json:"message"`
+	Count            int       `json:"count"`
+	First            time.Time `json:"first"`
+	Last             time.Time `json:"last"`
 	// Webhook is the admission webhook the message names, if any.
 	Webhook string `json:"webhook,omitempty"`
 }
@@ -87,6 +93,11 @@ type auditEvent struct {
 	User struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	// ImpersonatedUser is the identity an impersonating request was
+	// authorized as; User is then the impersonator.
+	ImpersonatedUser *struct {
+		Username string `json:"username"`
+	} `json:"impersonatedUser"`
 	UserAgent      string `json:"userAgent"`
 	ResponseStatus struct {
 		Code    int    `json:"code"`
@@ -96,6 +107,25 @@ type auditEvent struct {
 	Annotations    map[string]string `json:"annotations"`
 	RequestObject  json.RawMessage   `json:"requestObject"`
 	ResponseObject json.RawMessage   `json:"responseObject"`
+}
+
+// impersonated is the username the request was authorized as when it
+// impersonated one, else "".
+func (ev *auditEvent) impersonated() string {
+	if ev.ImpersonatedUser == nil {
+		return ""
+	}
+	return ev.ImpersonatedUser.Username
+}
+
+// identity names who a request acted as: the authorized identity first,
+// and the impersonator, if any ("flush-controller (impersonated by
+// admin)").
+func identity(user, impersonated string) string {
+	if impersonated == "" {
+		return user
+	}
+	return impersonated + " (impersonated by " + user + ")"
 }
 
 const patchAnnotation = "patch.webhook.admission.k8s.io/round_"
@@ -138,10 +168,10 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			}
 		}
 		if ev.ResponseStatus.Code >= 400 {
-			key := strings.Join([]string{ev.User.Username, ev.Verb, ev.ObjectRef.Subresource, strconv.Itoa(ev.ResponseStatus.Code), ev.ResponseStatus.Message}, "\x00")
+			key := strings.Join([]string{ev.User.Username, ev.impersonated(), ev.Verb, ev.ObjectRef.Subresource, strconv.Itoa(ev.ResponseStatus.Code), ev.ResponseStatus.Message}, "\x00")
 			d := denied[key]
 			if d == nil {
-				d = &DeniedRequests{User: ev.User.Username, UserAgent: ev.UserAgent, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
+				d = &DeniedRequests{User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
 					Code: ev.ResponseStatus.Code, Message: ev.ResponseStatus.Message, First: ev.StageTimestamp}
 				if m := webhookInMessage.FindStringSubmatch(d.Message); m != nil {
 					d.Webhook = m[1]
@@ -153,7 +183,7 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			continue
 		}
 		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
-			User: ev.User.Username, UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
+			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
 		if r.ResourceVersion != "" {
 			r.Seq = byRV[r.ResourceVersion]
 		} else if r.Subresource == "binding" {
@@ -194,10 +224,14 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 // whose client only the audit log names.
 const deleteOperation = "Delete"
 
-// attributeByAudit names, for the revisions no field manager accounts for
-// (a DELETE, a binding), the user and user agent of the request that made
-// them: the first successful request whose response carried the revision.
-// Later requests answered with the same revision changed nothing.
+// attributeByAudit makes the request that produced a revision its actor:
+// the first successful request whose response carried the revision (later
+// requests answered with the same revision changed nothing). The audit log
+// names who made it, as whom, and with what client, which managedFields
+// and the fields' semantics only infer; a change they left unknown is the
+// request's. A step with several managedFields writers is left alone: the
+// recording missed revisions between it and the one before, and the
+// request made only the last of them.
 func attributeByAudit(lc *Lifecycle, reqs []AuditRequest) {
 	first := map[uint64]AuditRequest{}
 	for _, r := range reqs {
@@ -211,20 +245,51 @@ func attributeByAudit(lc *Lifecycle, reqs []AuditRequest) {
 	for i := range lc.Steps {
 		s := &lc.Steps[i]
 		r, ok := first[s.Seq]
-		if !ok || len(s.Actors) != 1 || s.Actors[0].Manager != "" {
+		if !ok || len(s.Actors) > 1 {
 			continue
 		}
-		client := r.User
-		if r.UserAgent != "" {
-			client += " (" + r.UserAgent + ")"
+		a := auditActor(r)
+		if len(s.Actors) == 1 {
+			a.Manager, a.Operation = s.Actors[0].Manager, s.Actors[0].Operation
 		}
-		a := &s.Actors[0]
-		if a.Operation == deleteOperation {
-			a.Who = "a DELETE request by " + client + ", per the audit log"
-			continue
+		s.Actors = []Actor{a}
+		for j := range s.Changes {
+			if c := &s.Changes[j]; c.Basis == BasisUnknown {
+				c.Basis, c.Candidates = BasisAuditLog, nil
+			}
 		}
-		a.Who += "; per the audit log, " + client
 	}
+}
+
+// Identity names who the request acted as, the impersonator after it:
+// "flush-controller (impersonated by admin)".
+func (r AuditRequest) Identity() string { return identity(r.User, r.ImpersonatedUser) }
+
+// Identity names who the requests acted as, the impersonator after it.
+func (d DeniedRequests) Identity() string { return identity(d.User, d.ImpersonatedUser) }
+
+// auditActor is the actor of a revision that request r produced.
+func auditActor(r AuditRequest) Actor {
+	user := r.User
+	if r.ImpersonatedUser != "" {
+		user = r.ImpersonatedUser
+	}
+	what := r.Verb
+	if r.Subresource != "" {
+		what += " " + r.Subresource
+	}
+	if r.UserAgent != "" {
+		what += ", " + r.UserAgent
+	}
+	return Actor{Subresource: r.Subresource, Time: r.Time, Who: r.Identity(), Basis: BasisAuditLog, Detail: what,
+		User: user, Impersonator: impersonator(r), UserAgent: r.UserAgent}
+}
+
+func impersonator(r AuditRequest) string {
+	if r.ImpersonatedUser == "" {
+		return ""
+	}
+	return r.User
 }
 
 // patches decodes the patch.webhook.admission.k8s.io annotations of a
@@ -416,7 +481,7 @@ func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string
 		}
 		f.Suspects = append([]Webhook{w}, f.Suspects...)
 		f.Next = append([]string{fmt.Sprintf("confirmed by the audit log: webhook %q denied %d %s attempts by %s (%d): fix the webhook so that it allows this request, or take it off the namespace",
-			d.Webhook, d.Count, d.Verb, d.User, d.Code)}, f.Next...)
+			d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)}, f.Next...)
 	}
 }
 
@@ -430,6 +495,6 @@ func (d DeniedRequests) Summary() string {
 	if d.Count == 1 {
 		s = ""
 	}
-	return fmt.Sprintf("%d %s attempt%s by %s denied (%d): %s, first %s, last %s", d.Count, what, s, d.User, d.Code, d.Message,
+	return fmt.Sprintf("%d %s attempt%s by %s denied (%d): %s, first %s, last %s", d.Count, what, s, d.Identity(), d.Code, d.Message,
 		d.First.UTC().Format("15:04:05"), d.Last.UTC().Format("15:04:05"))
 }

@@ -74,3 +74,35 @@ func TestApplyAuditDenied(t *testing.T) {
 		t.Errorf("evidence: %+v", f.Evidence)
 	}
 }
+
+// TestAuditImpersonation: an impersonated request is named by the
+// identity it was authorized as, the impersonator after it, in the
+// requests and in the denied groups.
+func TestAuditImpersonation(t *testing.T) {
+	denied := auditRecord("d", "patch", "", "admin", "flush-controller", "kubectl/v1.37.2", "")
+	var ev map[string]any
+	_ = json.Unmarshal(denied.Object, &ev)
+	ev["responseStatus"] = map[string]any{"code": 403, "message": "forbidden"}
+	denied.Object, _ = json.Marshal(ev)
+	lc := &Lifecycle{Steps: []Step{{Seq: 2, ResourceVersion: "101"}}}
+	applyAudit(lc, Input{Audit: []store.Record{
+		auditRecord("a", "patch", "", "admin", "flush-controller", "kubectl/v1.37.2", "101"),
+		auditRecord("b", "patch", "", "admin", "", "kubectl/v1.37.2", ""),
+		denied,
+	}}, AdmissionOptions{})
+	if lc.Audit == nil || len(lc.Audit.Requests) != 2 || len(lc.Audit.Denied) != 1 {
+		t.Fatalf("audit: %+v", lc.Audit)
+	}
+	if got, want := lc.Audit.Requests[0].Identity(), "flush-controller (impersonated by admin)"; got != want {
+		t.Errorf("impersonated request by %q, want %q", got, want)
+	}
+	if got, want := lc.Audit.Requests[1].Identity(), "admin"; got != want {
+		t.Errorf("request by %q, want %q", got, want)
+	}
+	if got, want := lc.Audit.Denied[0].Identity(), "flush-controller (impersonated by admin)"; got != want {
+		t.Errorf("denied requests by %q, want %q", got, want)
+	}
+	if a := lc.Steps[0].Actors; len(a) != 1 || a[0].Who != "flush-controller (impersonated by admin)" || a[0].User != "flush-controller" || a[0].Impersonator != "admin" || a[0].Basis != BasisAuditLog {
+		t.Errorf("actors of the revision = %+v, want flush-controller impersonated by admin, per the audit log", a)
+	}
+}

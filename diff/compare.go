@@ -37,9 +37,17 @@ type Change struct {
 	// plain text for strings; empty when absent.
 	Old string `json:"old,omitempty"`
 	New string `json:"new,omitempty"`
-	// Manager is the managedFields manager that owns the field after the
-	// change (before it, for a removal), when one does.
-	Manager string `json:"manager,omitempty"`
+	// Manager is the managedFields manager that made the change, when
+	// managedFields decide it: its entry owns the field after the change,
+	// or, for a removal, it is the one manager that wrote at this revision
+	// (see attribute). Basis says how it is known: managedFields, or
+	// unknown for a removal that no single manager accounts for, with the
+	// managers that wrote at this revision as Candidates; audit-log when
+	// the audit log's request for the revision decides it. Empty: a field
+	// managedFields does not track; the step's actors stand for it.
+	Manager    string   `json:"manager,omitempty"`
+	Basis      Basis    `json:"basis,omitempty"`
+	Candidates []string `json:"candidates,omitempty"`
 
 	fields fieldPath // the path as managedFields spells it, for attribution
 }

@@ -158,9 +158,14 @@ func TestAttribute(t *testing.T) {
 		}
 	}
 
-	// No manager wrote: the API server did (a deletion).
-	if got := attribute(changes, cur, cur); len(got) != 1 || got[0] != APIServer {
-		t.Errorf("attribute with unchanged managedFields = %+v, want the API server", got)
+	if actors[0].Basis != BasisManagedFields {
+		t.Errorf("actor basis = %q, want managedFields", actors[0].Basis)
+	}
+
+	// No manager wrote: managedFields name no one (Replay asks the
+	// fields' semantics, else says unknown).
+	if got := attribute(changes, cur, cur); len(got) != 0 {
+		t.Errorf("attribute with unchanged managedFields = %+v, want no actor", got)
 	}
 }
 

@@ -40,9 +40,26 @@
 //
 // # Who changed it
 //
-// A change's actor is read from managedFields: the entries that are new or
-// whose time or fields changed between two revisions are the writers of that
-// revision, and each changed field is attributed to the writer whose fieldsV1
-// owns it. A change no writer owns was made by the API server itself (a
-// deletion, defaulting, admission).
+// A wrong actor is worse than none: every actor carries its Basis, how it
+// is known, and says unknown when the evidence does not decide.
+//
+//   - managedFields: the entries that are new at a revision, whose time
+//     moved to it, or that gained a field in it are its writers (the API
+//     server moves the time of the request's manager only, and only when
+//     the request set or changed a field). A field set or changed is the
+//     writer's whose fieldsV1 owns it. An entry that only lost fields did
+//     not write: the API server takes a removed field out of every set.
+//     A removal is the writer's when exactly one manager wrote at that
+//     revision, and unknown, with the writers as candidates, when several
+//     did.
+//   - field-semantics: with no writer, what changed can decide it: the
+//     pods/binding subresource sets spec.nodeName (the scheduler the pod
+//     names), a DELETE sets metadata.deletionTimestamp, the API server
+//     removes a pod whose finalizers and grace period are gone.
+//   - unknown: otherwise. A request that only removes fields (a finalizer
+//     removed by a JSON patch, kubectl label pod P app-) leaves no entry
+//     behind, under any field manager: only the audit log names its client.
+//   - audit-log: with the audit log imported, the request whose response
+//     carried the revision decides: its user (the impersonated identity
+//     first, and who impersonated it) and user agent.
 package diff

@@ -161,24 +161,17 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 			return nil, err
 		}
 		step := Step{Seq: rec.Seq, Time: rec.Observed, Type: rec.Type, ResourceVersion: rec.ResourceVersion}
-		switch rec.Type {
-		case store.Deleted, store.DeletedUnknown:
-			// The last state: what changed since the revision before it is
-			// still worth showing (a final status update can ride along).
-			step.Changes = w.nextChanges(prev, pod)
-			step.Actors = sets.attribute(step.Changes, managed(prev), pod.ManagedFields)
-			if len(step.Changes) == 0 {
-				step.Actors = []Actor{APIServer}
-			}
-		default:
-			step.Changes = w.nextChanges(prev, pod)
-			step.Actors = sets.attribute(step.Changes, managed(prev), pod.ManagedFields)
-			if prev == nil && rec.Type != store.Initial {
-				step.Actors = creators(pod)
-			}
+		// The last state of a deletion: what changed since the revision
+		// before it is still worth showing (a final status update, or the
+		// finalizer whose removal let the pod go, can ride along).
+		step.Changes = w.nextChanges(prev, pod)
+		step.Actors = sets.attribute(step.Changes, managed(prev), pod.ManagedFields)
+		deleted := rec.Type == store.Deleted || rec.Type == store.DeletedUnknown
+		if prev == nil && !deleted && rec.Type != store.Initial {
+			step.Actors = creators(pod)
 		}
-		if len(step.Actors) == 1 && step.Actors[0] == APIServer {
-			step.Actors = []Actor{serverActor(step, prev, pod)}
+		if len(step.Actors) == 0 || deleted && len(step.Changes) == 0 {
+			step.Actors = []Actor{serverActor(step, pod)}
 		}
 		lc.Steps = append(lc.Steps, step)
 		lc.pods = append(lc.pods, pod)
@@ -197,9 +190,10 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 
 // serverActor names, from the Kubernetes semantics of the fields that
 // changed, the request behind a revision that no field manager wrote:
-// bindings, deletions and the kubelet's final delete do not touch
-// managedFields.
-func serverActor(step Step, prev, pod *corev1.Pod) Actor {
+// bindings and deletions do not touch managedFields. Anything else is
+// unknown: a request that only removed fields leaves no entry, and the
+// managers that lost them did not write.
+func serverActor(step Step, pod *corev1.Pod) Actor {
 	has := func(path string, op Op) bool {
 		for _, c := range step.Changes {
 			if c.Path == path && c.Op == op {
@@ -210,17 +204,20 @@ func serverActor(step Step, prev, pod *corev1.Pod) Actor {
 	}
 	switch {
 	case step.Type == store.Deleted || step.Type == store.DeletedUnknown:
-		return Actor{Who: "the API server, removing the pod (no finalizer left, grace period over)"}
+		// The watch says the object is gone from storage: the API server
+		// removes it when no finalizer is left and the grace period is
+		// over, whoever's request brought it there.
+		return Actor{Who: "the API server", Basis: BasisFieldSemantics, Detail: "removing the pod: no finalizer left, grace period over"}
 	case has("spec.nodeName", OpAdd):
 		// spec.nodeName is set once, through the pods/binding subresource,
 		// by the scheduler the pod names.
-		return Actor{Subresource: "binding", Who: fmt.Sprintf("the scheduler (%s), binding", pod.Spec.SchedulerName)}
+		return Actor{Subresource: "binding", Who: "the scheduler " + pod.Spec.SchedulerName, Basis: BasisFieldSemantics, Detail: "binding"}
 	case has("metadata.deletionTimestamp", OpAdd):
-		return Actor{Operation: deleteOperation, Who: "a DELETE request (the client is named only in the audit log)"}
+		return Actor{Operation: deleteOperation, Who: "a DELETE request", Basis: BasisFieldSemantics, Detail: "deletionTimestamp set; the audit log names the client"}
 	case has("metadata.deletionTimestamp", OpChange) && (pod.DeletionGracePeriodSeconds == nil || *pod.DeletionGracePeriodSeconds == 0):
-		return Actor{Who: "a DELETE with grace period 0 (the kubelet confirming the containers stopped, or a forced delete)"}
+		return Actor{Operation: deleteOperation, Who: "a DELETE with grace period 0", Basis: BasisFieldSemantics, Detail: "the kubelet confirming the containers stopped, or a forced delete"}
 	}
-	return APIServer
+	return unknownActor(step)
 }
 
 func managed(p *corev1.Pod) []metav1.ManagedFieldsEntry {
@@ -236,11 +233,13 @@ func creators(p *corev1.Pod) []Actor {
 	var out []Actor
 	for _, m := range p.ManagedFields {
 		if m.Subresource == "" {
-			out = append(out, actorOf(m))
+			a := actorOf(m)
+			a.Detail = "entry at creation"
+			out = append(out, a)
 		}
 	}
 	if len(out) == 0 {
-		return []Actor{APIServer}
+		return []Actor{{Who: "unknown", Basis: BasisUnknown, Detail: "no managedFields entry at creation; the audit log names the client"}}
 	}
 	return out
 }
@@ -404,7 +403,7 @@ func actorsFor(step Step, path string) []Actor {
 func whoOf(actors []Actor) string {
 	var names []string
 	for _, a := range actors {
-		names = append(names, a.Who)
+		names = append(names, a.Label())
 	}
 	return strings.Join(names, "; ")
 }

@@ -388,7 +388,7 @@ func expectedPods(tr *Trace) []decodedPod {
 		for i, s := range p.Steps {
 			st := decodedStep{Seq: s.Seq, Time: s.Time.UnixMilli(), Type: string(s.Type), RV: s.ResourceVersion, Phases: s.Phases}
 			for _, a := range s.Actors {
-				st.Actors = append(st.Actors, a.Who)
+				st.Actors = append(st.Actors, a.Label()) // who, and how it is known
 			}
 			for _, c := range s.Changes {
 				st.Changes = append(st.Changes, decodedChange{Path: c.Path, Op: string(c.Op), Old: c.Old, New: c.New, Manager: c.Manager,

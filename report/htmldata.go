@@ -273,6 +273,7 @@ type podEncoder struct {
 	// their indices: most steps have the actor of a step before.
 	recent  [4]recentActor
 	nRecent int
+	label   []byte // scratch: an actor's label
 	webhook map[string]int32
 	inStep  bool
 	inSteps []bool // local id -> in stepOrder
@@ -498,16 +499,19 @@ func plainNumber(rv string) (int64, bool) {
 // table holds its strings; a reference to an actor counts one use of them
 // for each actor, not for each reference.
 func (e *podEncoder) actorIndex(a *diff.Actor) {
+	// The page shows who, and how it is known.
+	e.label = a.AppendLabel(e.label[:0])
 	// An actor the pod had before changes nothing but the reference (its
 	// strings' uses, counted and taken back; they are in the steps'
 	// order already): one of the last few is found by its strings.
 	for _, r := range e.recent[:min(e.nRecent, len(e.recent))] {
-		if r.manager == a.Manager && r.who == a.Who {
+		if r.manager == a.Manager && r.who == string(e.label) {
 			e.hole(holeActor, r.index)
 			return
 		}
 	}
-	k := actorKey{e.sharedID(a.Manager), e.sharedID(a.Who)}
+	who := string(e.label)
+	k := actorKey{e.sharedID(a.Manager), e.sharedID(who)}
 	i, ok := e.actor[k]
 	if !ok {
 		i = int32(len(e.p.actors))
@@ -517,7 +521,7 @@ func (e *podEncoder) actorIndex(a *diff.Actor) {
 		e.p.uses[k.manager]--
 		e.p.uses[k.who]--
 	}
-	e.recent[e.nRecent%len(e.recent)] = recentActor{a.Manager, a.Who, i}
+	e.recent[e.nRecent%len(e.recent)] = recentActor{a.Manager, who, i}
 	e.nRecent++
 	e.hole(holeActor, i)
 }
@@ -1049,7 +1053,7 @@ func (e *podEncoder) audit(a *diff.Audit) {
 		e.raw(",")
 		e.str(r.Subresource)
 		e.raw(",")
-		e.str(r.User)
+		e.str(r.Identity())
 		e.raw(",")
 		e.str(r.UserAgent)
 		e.raw(",")
@@ -1064,7 +1068,7 @@ func (e *podEncoder) audit(a *diff.Audit) {
 	for i, d := range a.Denied {
 		e.sep(i)
 		e.raw("[")
-		e.str(d.User)
+		e.str(d.Identity())
 		e.raw(",")
 		e.str(d.UserAgent)
 		e.raw(",")

@@ -146,7 +146,7 @@ func (t *textWriter) mdAudit(a *diff.Audit) {
 		if d.Count == 1 {
 			s = ""
 		}
-		t.printf("- **%d %s attempt%s denied** (%d) by %s", d.Count, mdText(request(d.Verb, d.Subresource)), s, d.Code, mdText(d.User))
+		t.printf("- **%d %s attempt%s denied** (%d) by %s", d.Count, mdText(request(d.Verb, d.Subresource)), s, d.Code, mdText(d.Identity()))
 		if d.UserAgent != "" {
 			t.printf(" (%s)", mdText(d.UserAgent))
 		}
@@ -166,7 +166,7 @@ func (t *textWriter) mdAudit(a *diff.Audit) {
 				rev = append(rev, "rv "+mdText(r.ResourceVersion))
 			}
 			t.printf("| %s | %s | %d | %s | %s | %s |\n", t.clock(r.Time), mdText(request(r.Verb, r.Subresource)), r.Code,
-				mdText(r.User), mdText(orDash(r.UserAgent)), orDash(strings.Join(rev, " ")))
+				mdText(r.Identity()), mdText(orDash(r.UserAgent)), orDash(strings.Join(rev, " ")))
 		}
 	}
 	if len(a.Patches) > 0 {
@@ -225,8 +225,13 @@ func (t *textWriter) decisive(p *diff.Lifecycle) []string {
 	indent := strings.Repeat(" ", 14)
 	for i, s := range p.Steps {
 		var changes []string
+		stepUnknown := len(s.Actors) == 1 && s.Actors[0].Basis == diff.BasisUnknown
 		for _, c := range s.Changes {
-			changes = append(changes, decisiveChanges(c)...)
+			cs := decisiveChanges(c)
+			if c.Basis == diff.BasisUnknown && !stepUnknown && len(cs) == 1 {
+				cs[0] += "  (unknown: " + unknownChange(c) + ")"
+			}
+			changes = append(changes, cs...)
 		}
 		if len(changes) == 0 && len(s.Phases) == 0 {
 			continue

@@ -341,7 +341,7 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 				}
 				c = containerImage(c)
 			}
-			t.change(c, len(s.Actors) > 1)
+			t.change(c, len(s.Actors) > 1, len(s.Actors) == 1 && s.Actors[0].Basis == diff.BasisUnknown)
 		}
 		if hidden > 0 {
 			t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%d more fields set at creation; --all-fields or -o json shows them)", hidden)))
@@ -389,11 +389,11 @@ func appendActors(b []byte, as []diff.Actor) []byte {
 	if len(as) == 0 {
 		return append(b, "unknown"...)
 	}
-	for i, a := range as {
+	for i := range as {
 		if i > 0 {
 			b = append(b, " and "...)
 		}
-		b = append(b, a.Who...)
+		b = as[i].AppendLabel(b)
 	}
 	return b
 }
@@ -418,9 +418,13 @@ func appendShortened(b []byte, s string) []byte {
 	return append(strconv.AppendInt(b, int64(len(s)), 10), " bytes)"...)
 }
 
-func (t *textWriter) change(c diff.Change, showManager bool) {
+// change writes one change; showManager names its manager (a step of
+// several actors), and a change whose actor is unknown says so, unless the
+// step's one actor, unknown, already does (stepUnknown).
+func (t *textWriter) change(c diff.Change, showManager, stepUnknown bool) {
 	// "      + PATH  NEW (MANAGER)", "      - PATH  OLD (MANAGER)",
-	// "      ~ PATH  OLD -> NEW (MANAGER)"
+	// "      ~ PATH  OLD -> NEW (MANAGER)",
+	// "      - PATH  OLD (unknown: one of A, B)"
 	b := append(t.line, "      "...)
 	switch c.Op {
 	case diff.OpAdd:
@@ -438,16 +442,32 @@ func (t *textWriter) change(c diff.Change, showManager bool) {
 		b = appendShortened(append(b, "  "...), c.Old)
 		b = appendShortened(append(b, " -> "...), c.New)
 	}
-	if showManager && c.Manager != "" {
+	by := ""
+	switch {
+	case c.Basis == diff.BasisUnknown && !stepUnknown:
+		by = "unknown: " + unknownChange(c)
+	case showManager && c.Manager != "":
+		by = c.Manager
+	}
+	if by != "" {
 		if t.opts.Color {
 			b = append(b, cDim...)
 		}
-		b = append(append(append(b, "  ("...), c.Manager...), ')')
+		b = append(append(append(b, "  ("...), by...), ')')
 		if t.opts.Color {
 			b = append(b, cReset...)
 		}
 	}
 	t.writeLine(append(b, '\n'))
+}
+
+// unknownChange says why a change's actor is unknown: several managers
+// wrote at its revision, or none did.
+func unknownChange(c diff.Change) string {
+	if len(c.Candidates) > 1 {
+		return "one of " + strings.Join(c.Candidates, ", ")
+	}
+	return "removed by a request that left no field manager"
 }
 
 func (t *textWriter) admission(lc *diff.Lifecycle) {
@@ -457,7 +477,7 @@ func (t *textWriter) admission(lc *diff.Lifecycle) {
 	}
 	t.printf("\n%s %s\n", t.paint(cBold, "Admission"), t.paint(cDim, "(as asked for vs. as stored; compared with "+a.Source+")"))
 	for _, c := range a.Changes {
-		t.change(c.Change, false)
+		t.change(c.Change, false, false)
 		t.printf("          %s\n", t.paint(cDim, "by "+c.By+" ("+c.Certainty+")"))
 	}
 	if a.Defaults > 0 {
@@ -505,7 +525,7 @@ func (t *textWriter) audit(lc *diff.Lifecycle) {
 		if r.ResourceVersion != "" {
 			rev += " rv " + r.ResourceVersion
 		}
-		t.printf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.User, t.paint(cDim, "("+r.UserAgent+")"), t.paint(cDim, rev))
+		t.printf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.Identity(), t.paint(cDim, "("+r.UserAgent+")"), t.paint(cDim, rev))
 	}
 	for _, p := range a.Patches {
 		for _, op := range p.Ops {
