@@ -203,7 +203,11 @@ func serverActor(step Step, pod *corev1.Pod) Actor {
 		return false
 	}
 	switch {
-	case step.Type == store.Deleted || step.Type == store.DeletedUnknown:
+	case step.Type == store.DeletedUnknown:
+		// Found gone by a list after a gap: neither the request nor the
+		// removal was seen.
+		return Actor{Who: "unknown", Basis: BasisUnknown, Detail: "the deletion was not observed, the pod was found gone; the audit log names the client"}
+	case step.Type == store.Deleted:
 		// The watch says the object is gone from storage: the API server
 		// removes it when no finalizer is left and the grace period is
 		// over, whoever's request brought it there.

@@ -40,7 +40,7 @@ func (db *DB) BeginSession(s Session) (Session, error) {
 		}
 		g := Gap{Session: s.ID, Cause: GapRecorderDown, Start: prev.End(), End: s.Started}
 		if prev.Open() {
-			g.Detail = fmt.Sprintf("session %d was interrupted (no stop recorded; last sign of life %s)", prev.ID, prev.End().UTC().Format(time.RFC3339))
+			g.Detail = fmt.Sprintf("session %d was interrupted: no stop recorded, last sign of life %s", prev.ID, prev.End().UTC().Format(time.RFC3339))
 		} else {
 			g.Detail = fmt.Sprintf("session %d stopped", prev.ID)
 		}

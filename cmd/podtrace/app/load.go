@@ -278,3 +278,16 @@ func isTerminal(w io.Writer) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
+
+// liveSession returns the ID of the session a live recorder is writing into
+// the trace at path now (it holds the trace's lease), or 0: a session
+// without a stop time that is not live was interrupted.
+func liveSession(path string, sessions []store.Session) uint32 {
+	if _, live, err := store.Recorder(path); err != nil || !live || len(sessions) == 0 {
+		return 0
+	}
+	if last := sessions[len(sessions)-1]; last.Open() {
+		return last.ID
+	}
+	return 0
+}

@@ -80,6 +80,7 @@ func (o *reportOptions) Run() error {
 		return err
 	}
 	tr.File = o.db
+	tr.Live = liveSession(o.db, tr.Sessions)
 	if len(tr.Pods) > 0 {
 		o.redact.warnOff(o.streams)
 	}
