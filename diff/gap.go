@@ -120,7 +120,7 @@ func observedFor(gaps []Gap, from, to time.Time) time.Duration {
 		return 0
 	}
 	total := to.Sub(from)
-	cur := from // the part before cur is accounted for
+	cur := from              // the part before cur is accounted for
 	for _, g := range gaps { // sorted by start
 		s, e := maxTime(g.Start, cur), minTime(g.End, to)
 		if e.After(s) {
