@@ -20,6 +20,11 @@ var (
 	ErrLocked = errors.New("trace file is locked by another process")
 	// ErrNotFound: no object with the UID asked for is in the trace.
 	ErrNotFound = errors.New("object not found in trace")
+	// ErrClosed: the Writer was closed; it writes no more.
+	ErrClosed = errors.New("the writer is closed")
+	// ErrInvalidRecord: a record cannot be written as it is (no UID, no
+	// kind, no object): writing it again fails again.
+	ErrInvalidRecord = errors.New("invalid record")
 )
 
 // traceError is an error with a message written for the user, that
