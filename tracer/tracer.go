@@ -24,6 +24,16 @@ type Sink interface {
 	Write([]store.Record) error
 }
 
+// GapSink is a Sink that also receives the gaps in observation: a stretch
+// in which the API server did not answer (store.GapAPIServer, with its
+// start, its end and the error), handed over once it answers again, or at
+// shutdown with no end if it never did. A gap reaches the sink before the
+// records observed after it. A Sink that is not a GapSink does not get them.
+type GapSink interface {
+	Sink
+	Gap(store.Gap)
+}
+
 // Clock tells the time a revision was observed.
 type Clock interface {
 	Now() time.Time
@@ -89,12 +99,16 @@ type Tracer struct {
 	checked bool
 	started atomic.Bool
 	ready   chan struct{}
-	out     *queue // records on their way to the writer
+	out     *queue                // records on their way to the writer
+	gaps    atomic.Pointer[queue] // out, for the transport's goroutines
 	pendTTL time.Duration
 	// shutdownGrace bounds the wait for the informers to stop.
 	shutdownGrace time.Duration
 	stats         counters
 	watchErr      watchErrors
+	// health follows the API server's answers; nil when the tracer was
+	// given its clients.
+	health *serverHealth
 	// informers are the running informers, for tests.
 	informers []cache.SharedIndexInformer
 
@@ -157,8 +171,8 @@ func New(opts Options) (*Tracer, error) {
 	if cfg.WarningHandler == nil && cfg.WarningHandlerWithContext == nil {
 		cfg.WarningHandler = &serverWarnings{warn: t.warn}
 	}
-	health := &serverHealth{host: cfg.Host, warn: t.warn, now: time.Now}
-	cfg.Wrap(health.wrap)
+	t.health = &serverHealth{host: cfg.Host, warn: t.warn, now: time.Now, gap: t.gap}
+	cfg.Wrap(t.health.wrap)
 	if t.meta == nil {
 		m, err := metadata.NewForConfig(cfg)
 		if err != nil {
@@ -204,6 +218,7 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t.out = newQueue(t.opts.BatchSize)
+	t.gaps.Store(t.out)
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- t.write(t.out, sink, cancel) }()
 
@@ -269,11 +284,24 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 		// the writer takes what is queued and stops.
 		t.warn(fmt.Sprintf("stopped without waiting for informers still retrying the API server (%s)", t.shutdownGrace))
 	}
+	if t.health != nil {
+		if g, ok := t.health.open(); ok {
+			t.out.pushGap(g) // the server never answered again
+		}
+	}
 	t.out.close()
 	if werr := <-writerDone; werr != nil {
 		return werr
 	}
 	return err
+}
+
+// gap queues g for the writer; gaps before Run (the access checks) are
+// dropped: no recording had begun.
+func (t *Tracer) gap(g store.Gap) {
+	if q := t.gaps.Load(); q != nil {
+		q.pushGap(g)
+	}
 }
 
 // waitDone waits until every checker is done; false if ctx ended first.
