@@ -73,7 +73,7 @@
 // dropped.
 //
 // Handlers queue records for one writer goroutine, which hands them to the
-// Sink in batches (by size, or 2 s after the first record of the batch); the
+// Sink in batches (by size, or 1 s after the first record of the batch); the
 // queue wakes the writer once a batch, not once a record. On shutdown the
 // order is sloop's: stop the informers (their handlers return), close the
 // queue, wait for the writer to flush the last batch.

@@ -46,13 +46,15 @@ func (realClock) Now() time.Time { return time.Now() }
 // Defaults for Options.
 const (
 	DefaultBatchSize = 2000
-	// DefaultFlushInterval: records reach the trace within 2 s. Longer
-	// batches cost the store less CPU (fewer commits and summary rewrites:
-	// 5 s batches about 8% less in BenchmarkRewrite) but hold more records
-	// and their write in memory: in the kwok benchmark the recorder's peak
-	// RSS rose by 5-25 MiB with 5 s batches, against a budget of 1.2x a
-	// bare informer's + 30 MiB.
-	DefaultFlushInterval = 2 * time.Second
+	// DefaultFlushInterval: records reach the trace within 1 s, which
+	// bounds what a recorder killed with -9 loses (0.45-1.2 s of revisions
+	// with 2 s), while no reader holds the file. A commit costs the store
+	// little beside the informers' work on the same revisions, but longer
+	// batches do cost it less: 5 s batches about 8% less store CPU than
+	// 2 s in BenchmarkRewrite, so 1 s costs somewhat more than 2 s did
+	// (not measured yet). They also hold more in memory: 5 s batches
+	// raised the recorder's peak RSS by 5-25 MiB in the kwok benchmark.
+	DefaultFlushInterval = time.Second
 )
 
 // Options configure a Tracer.
