@@ -327,6 +327,9 @@ func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, sink 
 	}
 }
 
+// The tracer hands its gaps (API server outages) to a GapSink.
+var _ tracer.GapSink = (*traceSink)(nil)
+
 // traceWriter is what traceSink needs of a *store.Writer.
 type traceWriter interface {
 	Add(recs ...store.Record)
@@ -454,8 +457,8 @@ func (s *traceSink) flush() error {
 		}
 		if s.failing == nil {
 			s.failed = now
-			s.warn(fmt.Sprintf("cannot write %s: %v; keeping the records in memory (up to %s) and retrying every %s",
-				s.path, err, humanBytes(maxBacklog), retryEvery))
+			s.warn(fmt.Sprintf("cannot write the trace: %v; keeping the records in memory (up to %s) and retrying every %s",
+				err, humanBytes(maxBacklog), retryEvery))
 		}
 		s.failing = err
 		return nil

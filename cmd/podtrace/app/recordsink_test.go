@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -168,5 +172,85 @@ func TestThousands(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestTraceSinkOnAFullDisk records into a trace on a 2 MiB tmpfs until the
+// disk is full: Write keeps returning nil and the records wait; once the
+// file system grows, the next flush writes them all. Needs root (mount).
+func TestTraceSinkOnAFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a tmpfs: needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	path := filepath.Join(dir, "trace.db")
+	w, err := store.NewWriter(path, store.Options{NoCompact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := w.BeginSession(store.Session{Server: "https://127.0.0.1:6443", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	s := newTraceSink(w, path, sess.ID, func(m string) { warnings = append(warnings, m) })
+	rng := rand.New(rand.NewPCG(1, 2))
+	sent := 0
+	for i := 0; s.backlogStatus() == "" || !strings.HasPrefix(s.backlogStatus(), "disk full"); i++ {
+		if i == 1000 {
+			t.Fatalf("2 MiB never filled up; status %q", s.backlogStatus())
+		}
+		recs := make([]store.Record, 20)
+		for j := range recs {
+			noise := make([]byte, 2048)
+			for k := range noise {
+				noise[k] = "0123456789abcdef"[rng.IntN(16)]
+			}
+			uid := fmt.Sprintf("uid-%d-%d", i, j)
+			recs[j] = store.Record{Observed: time.Now(), Type: store.Added, APIVersion: "v1", Kind: "Pod", Namespace: "ns", Name: uid, UID: uid,
+				ResourceVersion: "1", Object: fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"uid":%q},"noise":%q}`, uid, uid, noise)}
+		}
+		sent += len(recs)
+		if err := s.Write(recs); err != nil {
+			t.Fatalf("Write on a full disk: %v; want the records kept", err)
+		}
+		s.tried = time.Time{} // retry at once, not a second later
+	}
+	t.Logf("disk full after %d records: %s; warnings %q", sent, s.backlogStatus(), warnings)
+	if w.Pending() == 0 || len(warnings) != 1 || !strings.Contains(warnings[0], "no space left on device") {
+		t.Errorf("%d pending, warnings %q; want records waiting and one warning naming ENOSPC", w.Pending(), warnings)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,size=64m", dir).CombinedOutput(); err != nil {
+		t.Fatalf("grow the tmpfs: %v: %s", err, out)
+	}
+	s.tried = time.Time{}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.Pending(); n != 0 {
+		t.Fatalf("%d records pending after the disk grew", n)
+	}
+	if err := w.EndSession(sess.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := db.Stats()
+	if err != nil || st.Records != uint64(sent) {
+		t.Errorf("trace holds %d records (%v), want all %d sent", st.Records, err, sent)
 	}
 }
