@@ -24,6 +24,11 @@ var (
 	// ErrRecording: a live recorder (a Writer) holds the trace's lock file,
 	// so a second writer is refused. See Recorder.
 	ErrRecording = errors.New("trace is being recorded by another recorder")
+	// ErrClosed: the Writer was closed; it writes no more.
+	ErrClosed = errors.New("the writer is closed")
+	// ErrInvalidRecord: a record cannot be written as it is (no UID, no
+	// kind, no object): writing it again fails again.
+	ErrInvalidRecord = errors.New("invalid record")
 )
 
 // traceError is an error with a message written for the user, that

@@ -373,6 +373,9 @@ func TestWriteRejects(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Write error %v, want %q", err, tc.want)
 			}
+			if !errors.Is(err, ErrInvalidRecord) {
+				t.Errorf("Write error %v is not ErrInvalidRecord", err)
+			}
 			if recs[0].Seq != 0 {
 				t.Errorf("a rejected batch set Seq %d", recs[0].Seq)
 			}

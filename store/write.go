@@ -225,7 +225,7 @@ func (db *DB) write(recs []Record, owned bool, also func(*bolt.Tx) error) error 
 	}
 	for i := range recs {
 		if err := validate(&recs[i]); err != nil {
-			return fmt.Errorf("write to trace %q: record %d: %w", db.path, i, err)
+			return fmt.Errorf("write to trace %q: record %d: %w: %w", db.path, i, ErrInvalidRecord, err)
 		}
 	}
 	db.writeMu.Lock()

@@ -350,7 +350,7 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	if w.closed {
-		return 0, fmt.Errorf("record into trace %q: the writer is closed", w.path)
+		return 0, fmt.Errorf("record into trace %q: %w", w.path, ErrClosed)
 	}
 	now := w.now()
 	w.mu.Lock()

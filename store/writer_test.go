@@ -161,6 +161,9 @@ func TestWriterWithConcurrentReaders(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := w.Flush(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Flush after Close: %v, want ErrClosed", err)
+	}
 	t.Logf("%d reads; %d of %d flushes found the file held by a reader", reads.Load(), busy.Load(), len(batches))
 	if reads.Load() == 0 {
 		t.Errorf("no reader got in while recording")

@@ -73,7 +73,7 @@
 // dropped.
 //
 // Handlers queue records for one writer goroutine, which hands them to the
-// Sink in batches (by size, or 2 s after the first record of the batch); the
+// Sink in batches (by size, or 1 s after the first record of the batch); the
 // queue wakes the writer once a batch, not once a record. On shutdown the
 // order is sloop's: stop the informers (their handlers return), close the
 // queue, wait for the writer to flush the last batch.
@@ -83,8 +83,22 @@
 // Informers retry by themselves, and their reflectors retry failed watches
 // without calling the watch error handlers, so the tracer watches its HTTP
 // requests instead: after a few failures over five seconds it warns (then once
-// a minute) and says when the server answers again. A reflector waiting in
-// its watch-list back-off does not notice cancellation (client-go v0.37), so
-// shutdown waits at most five seconds for the informers, then writes what was
-// queued and returns.
+// a minute) and says when the server answers again. The outage is data: a
+// store.GapAPIServer gap from the first failed request to the first answer
+// (with no end if the recording stopped first), handed to a Sink that is a
+// GapSink.
+//
+// The transport retries the lists and watches that fail for want of a server,
+// every second at most, so the reflectors do not see those failures: left to
+// themselves they back off exponentially (to 30-60 s, reset only after two
+// minutes) and slept on for up to half a minute after the server was back.
+// Once it answers, the waiting watch goes out at once and, its resourceVersion
+// too old for the new server, the informer lists again: changes made meanwhile
+// show as one revision, deletions as DeletedFinalStateUnknown. Such a relist
+// is not a gap of its own yet (store.GapWatch): client-go tells no one when a
+// relist was delivered.
+//
+// A reflector waiting in its watch-list back-off does not notice cancellation
+// (client-go v0.37), so shutdown waits at most five seconds for the
+// informers, then writes what was queued and returns.
 package tracer

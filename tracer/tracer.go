@@ -24,6 +24,16 @@ type Sink interface {
 	Write([]store.Record) error
 }
 
+// GapSink is a Sink that also receives the gaps in observation: a stretch
+// in which the API server did not answer (store.GapAPIServer, with its
+// start, its end and the error), handed over once it answers again, or at
+// shutdown with no end if it never did. A gap reaches the sink before the
+// records observed after it. A Sink that is not a GapSink does not get them.
+type GapSink interface {
+	Sink
+	Gap(store.Gap)
+}
+
 // Clock tells the time a revision was observed.
 type Clock interface {
 	Now() time.Time
@@ -36,13 +46,15 @@ func (realClock) Now() time.Time { return time.Now() }
 // Defaults for Options.
 const (
 	DefaultBatchSize = 2000
-	// DefaultFlushInterval: records reach the trace within 2 s. Longer
-	// batches cost the store less CPU (fewer commits and summary rewrites:
-	// 5 s batches about 8% less in BenchmarkRewrite) but hold more records
-	// and their write in memory: in the kwok benchmark the recorder's peak
-	// RSS rose by 5-25 MiB with 5 s batches, against a budget of 1.2x a
-	// bare informer's + 30 MiB.
-	DefaultFlushInterval = 2 * time.Second
+	// DefaultFlushInterval: records reach the trace within 1 s, which
+	// bounds what a recorder killed with -9 loses (0.45-1.2 s of revisions
+	// with 2 s), while no reader holds the file. A commit costs the store
+	// little beside the informers' work on the same revisions, but longer
+	// batches do cost it less: 5 s batches about 8% less store CPU than
+	// 2 s in BenchmarkRewrite, so 1 s costs somewhat more than 2 s did
+	// (not measured yet). They also hold more in memory: 5 s batches
+	// raised the recorder's peak RSS by 5-25 MiB in the kwok benchmark.
+	DefaultFlushInterval = time.Second
 )
 
 // Options configure a Tracer.
@@ -89,12 +101,16 @@ type Tracer struct {
 	checked bool
 	started atomic.Bool
 	ready   chan struct{}
-	out     *queue // records on their way to the writer
+	out     *queue                // records on their way to the writer
+	gaps    atomic.Pointer[queue] // out, for the transport's goroutines
 	pendTTL time.Duration
 	// shutdownGrace bounds the wait for the informers to stop.
 	shutdownGrace time.Duration
 	stats         counters
 	watchErr      watchErrors
+	// health follows the API server's answers; nil when the tracer was
+	// given its clients.
+	health *serverHealth
 	// informers are the running informers, for tests.
 	informers []cache.SharedIndexInformer
 
@@ -157,8 +173,8 @@ func New(opts Options) (*Tracer, error) {
 	if cfg.WarningHandler == nil && cfg.WarningHandlerWithContext == nil {
 		cfg.WarningHandler = &serverWarnings{warn: t.warn}
 	}
-	health := &serverHealth{host: cfg.Host, warn: t.warn, now: time.Now}
-	cfg.Wrap(health.wrap)
+	t.health = &serverHealth{host: cfg.Host, warn: t.warn, now: time.Now, gap: t.gap}
+	cfg.Wrap(t.health.wrap)
 	if t.meta == nil {
 		m, err := metadata.NewForConfig(cfg)
 		if err != nil {
@@ -204,6 +220,7 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t.out = newQueue(t.opts.BatchSize)
+	t.gaps.Store(t.out)
 	writerDone := make(chan error, 1)
 	go func() { writerDone <- t.write(t.out, sink, cancel) }()
 
@@ -272,11 +289,24 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 		// the writer takes what is queued and stops.
 		t.warn(fmt.Sprintf("stopped without waiting for informers still retrying the API server (%s)", t.shutdownGrace))
 	}
+	if t.health != nil {
+		if g, ok := t.health.open(); ok {
+			t.out.pushGap(g) // the server never answered again
+		}
+	}
 	t.out.close()
 	if werr := <-writerDone; werr != nil {
 		return werr
 	}
 	return err
+}
+
+// gap queues g for the writer; gaps before Run (the access checks) are
+// dropped: no recording had begun.
+func (t *Tracer) gap(g store.Gap) {
+	if q := t.gaps.Load(); q != nil {
+		q.pushGap(g)
+	}
 }
 
 // waitDone waits until every checker is done; false if ctx ended first.

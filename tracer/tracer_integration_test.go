@@ -585,3 +585,122 @@ func (g *gate) open() {
 		close(g.opened)
 	}
 }
+
+// gapSink is a sink that keeps the gaps too.
+type gapSink struct {
+	sink
+	gmu  sync.Mutex
+	gaps []store.Gap
+}
+
+func (s *gapSink) Gap(g store.Gap) {
+	s.gmu.Lock()
+	s.gaps = append(s.gaps, g)
+	s.gmu.Unlock()
+}
+
+// TestRewatchAfterOutage kills the API server, keeps it down long enough for
+// a reflector's watch back-off to grow (about 12 s: 0.8 s, then doubling,
+// with jitter), restarts it and changes a pod as soon as it is ready: the
+// tracer must record that change within a few seconds, not when its pod
+// reflector wakes from its back-off (it slept up to ~30 s, see retryMax),
+// and the outage must be a gap with its cause.
+func TestRewatchAfterOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local control plane; skipped with -short")
+	}
+	c := cluster.New(t, cluster.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	client := c.Client()
+	const ns = "outage"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tracer.New(tracer.Options{RESTConfig: c.RESTConfig(), Namespace: ns, FlushInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &gapSink{}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(runCtx, out) }()
+	select {
+	case <-tr.Ready():
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	case <-ctx.Done():
+		t.Fatal("tracer not ready")
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "survivor", Namespace: ns},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}}},
+	}
+	if pod, err = client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	recorded := func(rv string) (store.Record, bool) {
+		for _, r := range out.records() {
+			if r.UID == string(pod.UID) && r.ResourceVersion == rv {
+				return r, true
+			}
+		}
+		return store.Record{}, false
+	}
+	waitFor(ctx, t, "the tracer to record the pod", func() bool { _, ok := recorded(pod.ResourceVersion); return ok })
+
+	killed := time.Now()
+	if err := syscall.Kill(c.Pid(cluster.KubeAPIServer), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(12 * time.Second)
+	if err := c.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now() // ready: /readyz answered ok
+	var changed *corev1.Pod
+	patch := []byte(`{"metadata":{"labels":{"after":"outage"}}}`)
+	waitFor(ctx, t, "the pod to be patched", func() bool {
+		changed, err = client.CoreV1().Pods(ns).Patch(ctx, pod.Name, "application/merge-patch+json", patch, metav1.PatchOptions{})
+		return err == nil
+	})
+	patched := time.Now()
+	var rec store.Record
+	waitFor(ctx, t, "the tracer to record the change", func() bool {
+		var ok bool
+		rec, ok = recorded(changed.ResourceVersion)
+		return ok
+	})
+	delay := rec.Observed.Sub(back)
+	t.Logf("API server down %s; change made %s after it was ready, recorded %s after it was ready",
+		back.Sub(killed).Round(time.Millisecond), patched.Sub(back).Round(time.Millisecond), delay.Round(time.Millisecond))
+	if delay > 3*time.Second {
+		t.Errorf("the change was recorded %s after the API server was ready, want at most 3s", delay.Round(time.Millisecond))
+	}
+
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	out.gmu.Lock()
+	defer out.gmu.Unlock()
+	t.Logf("gaps: %+v", out.gaps)
+	if len(out.gaps) != 1 {
+		t.Fatalf("%d gaps, want the one outage", len(out.gaps))
+	}
+	g := out.gaps[0]
+	if g.Cause != store.GapAPIServer || g.Detail == "" {
+		t.Errorf("gap cause %q detail %q, want %q with the error", g.Cause, g.Detail, store.GapAPIServer)
+	}
+	// The gap starts with the first failed request after the kill (a
+	// reflector's watch ends, it waits its first back-off of 0.8-1.6 s, then
+	// asks again), and ends with the first answer, by the time it was ready.
+	if g.Start.Before(killed) || g.Start.After(killed.Add(3*time.Second)) {
+		t.Errorf("gap starts %s after the kill, want within 3s", g.Start.Sub(killed))
+	}
+	if g.End.Before(g.Start) || g.End.After(back.Add(time.Second)) || g.End.Before(killed.Add(12*time.Second)) {
+		t.Errorf("gap ends %s after the kill, want between the restart (12s) and when the server was ready (%s)",
+			g.End.Sub(killed), back.Sub(killed))
+	}
+}

@@ -53,6 +53,7 @@ type queue struct {
 	mu     sync.Mutex
 	room   sync.Cond // signalled when the writer takes the records
 	recs   []store.Record
+	gaps   []store.Gap
 	size   int  // a batch
 	closed bool // no more records: push drops them
 	wake   chan struct{}
@@ -81,6 +82,25 @@ func (q *queue) push(r store.Record) bool {
 		q.signal()
 	}
 	return true
+}
+
+// pushGap queues g; it is dropped if the queue is closed.
+func (q *queue) pushGap(g store.Gap) {
+	q.mu.Lock()
+	if !q.closed {
+		q.gaps = append(q.gaps, g)
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+// takeGaps takes the queued gaps.
+func (q *queue) takeGaps() []store.Gap {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	gaps := q.gaps
+	q.gaps = nil
+	return gaps
 }
 
 func (q *queue) signal() {
@@ -116,8 +136,8 @@ func (q *queue) take(due bool) (batch []store.Record, ok bool, queued int, close
 }
 
 // write hands the queued records to sink in batches of BatchSize, or
-// whatever has waited FlushInterval, until q is closed; then it writes what
-// is left and returns. After a failed write it calls fail (which stops the
+// whatever has waited FlushInterval, and the queued gaps to sink if it is a
+// GapSink, until q is closed; then it writes what is left and returns. After a failed write it calls fail (which stops the
 // informers), closes q so that no handler waits, and returns the error.
 func (t *Tracer) write(q *queue, sink Sink, fail func()) error {
 	timer := time.NewTimer(t.opts.FlushInterval)
@@ -131,6 +151,14 @@ func (t *Tracer) write(q *queue, sink Sink, fail func()) error {
 		case <-q.wake:
 		case <-timer.C:
 			due, timing = true, false
+		}
+		// Gaps first: the records queued after a gap was are observed
+		// after it.
+		gaps := q.takeGaps()
+		if gs, isGapSink := sink.(GapSink); isGapSink && err == nil {
+			for _, g := range gaps {
+				gs.Gap(g)
+			}
 		}
 		batch, ok, queued, closed := q.take(due)
 		if !ok {
@@ -154,6 +182,11 @@ func (t *Tracer) write(q *queue, sink Sink, fail func()) error {
 			}
 		}
 		if closed {
+			if gs, isGapSink := sink.(GapSink); isGapSink && err == nil {
+				for _, g := range q.takeGaps() {
+					gs.Gap(g)
+				}
+			}
 			return err
 		}
 	}

@@ -40,7 +40,9 @@ func usagef(format string, args ...any) error {
 // Main runs podtrace with args and returns the process exit code: 0 on
 // success, 1 on failure, 2 on a usage error.
 func Main(args []string, streams Streams) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed terminal (SIGHUP) stops a recording like Ctrl-C: flushed,
+	// exit 0. Without it the process died with what was not flushed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	err := Run(ctx, args, streams)
 	if err == nil {
@@ -54,7 +56,7 @@ func Main(args []string, streams Streams) int {
 	return 1
 }
 
-// Run runs podtrace with args; ctx is cancelled on Ctrl-C or SIGTERM.
+// Run runs podtrace with args; Main cancels ctx on Ctrl-C, SIGTERM or SIGHUP.
 func Run(ctx context.Context, args []string, streams Streams) error {
 	prof := &profiler{}
 	app := &cli.App{

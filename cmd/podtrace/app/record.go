@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -201,7 +203,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		runCtx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 	}
-	sink := &traceSink{w: w, session: session.ID}
+	sink := newTraceSink(w, o.Out, session.ID, warn)
 	var audit *auditFollower
 	if o.AuditLog != "" {
 		sink.pods = newPodIndex()
@@ -217,7 +219,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	var bgDone sync.WaitGroup
-	bgDone.Go(func() { o.background(bg, tr, w, status) })
+	bgDone.Go(func() { o.background(bg, tr, sink, status) })
 	bgDone.Go(func() {
 		select {
 		case <-tr.Ready():
@@ -266,6 +268,12 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	}
 	fmt.Fprintf(streams.ErrOut, "recorded %d revisions of %d objects (%d pods, %d events) in %s to %s (%s)\n",
 		st.Revisions, st.Objects, st.Pods, st.Events, stopped.Sub(started).Round(100*time.Millisecond), o.Out, size)
+	sink.mu.Lock()
+	lost := sink.lost
+	sink.mu.Unlock()
+	if lost > 0 {
+		fmt.Fprintf(streams.ErrOut, "%s of them were dropped: the trace could not be written (recorded as gaps)\n", thousands(lost))
+	}
 	if audit != nil {
 		audit.summary(streams.ErrOut)
 	}
@@ -296,28 +304,36 @@ func (o *recordOptions) restConfig() (*rest.Config, string, error) {
 	return cfg, contextName, nil
 }
 
-// background refreshes the status line and retries the writes a reader
-// delayed, once a second, until ctx is done.
-func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, w *store.Writer, status *statusLine) {
+// background refreshes the status line and flushes, once a second, until
+// ctx is done: the writes a reader delayed or a full disk failed are
+// retried, and an idle Writer stamps the session's Alive time (every
+// store.AliveEvery), which tells a reader when a killed recorder was last
+// alive.
+func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, sink *traceSink, status *statusLine) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	warned := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		if w.Pending() > 0 {
-			if _, err := w.Flush(); err != nil {
-				status.println("podtrace: warning: " + err.Error())
-			}
+		if err := sink.flush(); err != nil && !warned {
+			// The tracer stops at its next batch with this error.
+			status.println("podtrace: warning: " + err.Error())
+			warned = true
 		}
 		if !status.enabled {
 			continue
 		}
 		st := tr.Stats()
-		last := "no write yet"
-		if !st.LastWrite.IsZero() {
+		last := sink.backlogStatus()
+		switch {
+		case last != "":
+		case st.LastWrite.IsZero():
+			last = "no write yet"
+		default:
 			last = "last write " + time.Since(st.LastWrite).Truncate(time.Second).String() + " ago"
 		}
 		size := "?"
@@ -329,32 +345,207 @@ func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, w *st
 	}
 }
 
+// The tracer hands its gaps (API server outages) to a GapSink.
+var _ tracer.GapSink = (*traceSink)(nil)
+
+// traceWriter is what traceSink needs of a *store.Writer.
+type traceWriter interface {
+	Add(recs ...store.Record)
+	AddGap(store.Gap)
+	Reconcile(store.Listing)
+	Flush() (int, error)
+	Pending() int
+}
+
+// A trace that cannot be written (a full disk, a quota, an I/O error) does
+// not stop the recording: the records wait in memory, the sink warns once
+// and retries every retryEvery. maxBacklog bounds what waits, in bytes of
+// record JSON: 256 MiB is about 40,000 revisions of pods of a few KiB, some
+// minutes of a busy cluster, on top of the recorder's own ~100 MiB. Past it
+// new records are dropped and counted; once the trace takes the backlog, a
+// store.GapWriteFailed gap says when and how many. The bound applies as
+// well to records held back by a reader that keeps the file open.
+const (
+	maxBacklog = 256 << 20
+	retryEvery = time.Second
+)
+
 // traceSink writes the tracer's batches into the trace, in the session.
 // With --audit-log it also notes the pods it writes, for linking audit
 // events to them.
 type traceSink struct {
-	w       *store.Writer
+	w       traceWriter
+	path    string
 	session uint32
 	pods    *podIndex // nil without --audit-log
+	warn    func(string)
+	now     func() time.Time
+
+	flushMu sync.Mutex // one flush at a time
+
+	mu      sync.Mutex
+	backlog int64     // bytes of JSON added since the writer last had none pending
+	oldest  time.Time // when the oldest record pending was observed; zero if none
+	failing error     // the last flush's error; nil once a flush works
+	failed  time.Time // when the episode of failed writes began
+	tried   time.Time // when a flush last ran
+	dropped int       // records dropped since the backlog was last written
+	dropErr error     // the write error when the dropping began; nil: a reader
+	since   time.Time // when the first of them was observed
+	lost    int       // records dropped in the whole recording
+	fatal   error     // an error that stopped the sink
 }
 
+func newTraceSink(w traceWriter, path string, session uint32, warn func(string)) *traceSink {
+	return &traceSink{w: w, path: path, session: session, warn: warn, now: time.Now}
+}
+
+// Write buffers the batch and flushes. It fails only when writing can never
+// work again (a closed writer, an invalid record, a file that is no trace):
+// write failures of the file keep the records for the next flush.
 func (s *traceSink) Write(recs []store.Record) error {
 	s.add(recs)
-	// A reader holding the file makes Flush keep the records for later.
-	_, err := s.w.Flush()
-	return err
+	return s.flush()
 }
 
-// add buffers records in the session; the background flush or the next
-// Write writes them.
+// Gap buffers a gap in the session; the next flush writes it.
+func (s *traceSink) Gap(g store.Gap) {
+	g.Session = s.session
+	s.w.AddGap(g)
+}
+
+// add buffers records in the session, or drops them past maxBacklog; the
+// background flush or the next Write writes them.
 func (s *traceSink) add(recs []store.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.backlog >= maxBacklog {
+		if s.dropped == 0 {
+			s.since, s.dropErr = recs[0].Observed, s.failing
+			s.warn(fmt.Sprintf("%s of records wait for %s: dropping new ones until it takes them (counted, and recorded as a gap)",
+				humanBytes(s.backlog), s.path))
+		}
+		s.dropped += len(recs)
+		s.lost += len(recs)
+		s.mu.Unlock()
+		return
+	}
 	for i := range recs {
 		recs[i].Session = s.session
+		s.backlog += int64(len(recs[i].Object))
 	}
+	if s.oldest.IsZero() {
+		s.oldest = recs[0].Observed
+	}
+	s.mu.Unlock()
 	if s.pods != nil {
 		s.pods.observe(recs)
 	}
 	s.w.Add(recs...)
+}
+
+// flush writes what is buffered, at most every retryEvery while writes
+// fail. It returns an error only if writing can never work again.
+func (s *traceSink) flush() error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	now := s.now()
+	s.mu.Lock()
+	if s.fatal != nil {
+		defer s.mu.Unlock()
+		return s.fatal
+	}
+	if s.failing != nil && now.Sub(s.tried) < retryEvery {
+		s.mu.Unlock()
+		return nil
+	}
+	s.tried = now
+	s.mu.Unlock()
+
+	_, err := s.w.Flush()
+	pending := s.w.Pending()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if neverWrites(err) {
+			s.fatal = err
+			return err
+		}
+		if s.failing == nil {
+			s.failed = now
+			s.warn(fmt.Sprintf("cannot write the trace: %v; keeping the records in memory (up to %s) and retrying every %s",
+				err, humanBytes(maxBacklog), retryEvery))
+		}
+		s.failing = err
+		return nil
+	}
+	if s.failing != nil {
+		s.warn(fmt.Sprintf("writing %s again after %s", s.path, now.Sub(s.failed).Round(time.Second)))
+		s.failing = nil
+	}
+	if pending > 0 {
+		return nil // a reader holds the file
+	}
+	s.backlog, s.oldest = 0, time.Time{}
+	if s.dropped > 0 {
+		detail := "a reader held the trace file"
+		if s.dropErr != nil {
+			detail = s.dropErr.Error()
+		}
+		s.w.AddGap(store.Gap{Session: s.session, Cause: store.GapWriteFailed, Start: s.since, End: now, Dropped: s.dropped, Detail: detail})
+		s.warn(fmt.Sprintf("%s takes records again; %s dropped meanwhile, recorded as a gap", s.path, thousands(s.dropped)))
+		s.dropped, s.dropErr = 0, nil
+	}
+	return nil
+}
+
+// neverWrites reports whether a flush error will come back however often
+// the flush is tried: those stop the recording, as they did before.
+func neverWrites(err error) bool {
+	return errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrInvalidRecord) ||
+		errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrNewerSchema)
+}
+
+// backlogStatus says, for the status line, what waits to be written and
+// why; "" when records reach the trace as they come.
+func (s *traceSink) backlogStatus() string {
+	pending := s.w.Pending()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var dropped string
+	if s.dropped > 0 {
+		dropped = fmt.Sprintf(", %s dropped", thousands(s.dropped))
+	}
+	wait := "0s"
+	if !s.oldest.IsZero() {
+		wait = s.now().Sub(s.oldest).Truncate(time.Second).String()
+	}
+	switch {
+	case s.failing != nil:
+		what := "cannot write the trace"
+		switch {
+		case errors.Is(s.failing, syscall.ENOSPC):
+			what = "disk full"
+		case errors.Is(s.failing, syscall.EDQUOT):
+			what = "over disk quota"
+		}
+		return fmt.Sprintf("%s: %s waiting %s%s, retrying", what, thousands(pending), wait, dropped)
+	case pending > 0 && !s.oldest.IsZero() && s.now().Sub(s.oldest) > 2*retryEvery:
+		return fmt.Sprintf("%s revisions waiting %s%s: a reader holds the file", thousands(pending), wait, dropped)
+	}
+	return ""
+}
+
+// thousands formats n like "1,234".
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // statusLine is a line on stderr rewritten in place, when stderr is a
