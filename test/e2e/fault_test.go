@@ -44,9 +44,10 @@ var buildPodtrace = sync.OnceValues(func() (string, error) {
 
 // proc is a `podtrace record` in a process of its own.
 type proc struct {
-	cmd    *exec.Cmd
-	stderr syncBuffer
-	done   chan error
+	started time.Time // when its initial lists were synced
+	cmd     *exec.Cmd
+	stderr  syncBuffer
+	done    chan error
 }
 
 // startRecordProcess starts `podtrace record ARGS` and waits until its
@@ -79,6 +80,7 @@ func startRecordProcess(t *testing.T, args ...string) *proc {
 		}
 		return strings.Contains(p.stderr.String(), "initial lists synced"), nil
 	})
+	p.started = time.Now()
 	return p
 }
 
@@ -272,10 +274,33 @@ func TestFaultKillAndRestart(t *testing.T) {
 	}
 
 	second := startRecordProcess(t, "--kubeconfig", c.Kubeconfig, "-n", ns, "-o", db)
-	time.Sleep(3 * time.Second)
-	if st := second.signal(t, syscall.SIGTERM); !st.Success() {
-		t.Fatalf("podtrace record after SIGTERM: %v\n%s", st, second.stderr.String())
+	// A closed terminal (SIGHUP) flushes like Ctrl-C: nothing seen before
+	// it is lost.
+	for i := pods/2 + 1; i < pods; i++ {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"second":"s%d"}}}`, i)
+		if _, err := client.CoreV1().Pods(ns).Patch(ctx, fmt.Sprintf("p%d", i), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	time.Sleep(500 * time.Millisecond)
+	hup := time.Now()
+	if st := second.signal(t, syscall.SIGHUP); !st.Success() {
+		t.Fatalf("podtrace record after SIGHUP: %v\n%s", st, second.stderr.String())
+	}
+	got = recordedRVs(t, db, ns)
+	lost = lost[:0]
+	var during int
+	for _, s := range truth.before(hup) {
+		if !s.at.After(second.started) {
+			continue // before the second recorder had its lists
+		}
+		during++
+		if !got[s.name][s.rv] {
+			lost = append(lost, s)
+			t.Errorf("SIGHUP lost %s rv %s, seen %s before the signal", s.name, s.rv, hup.Sub(s.at))
+		}
+	}
+	t.Logf("FIGURE SIGHUP: %d of %d revisions seen while the second recorder ran were not in the trace", len(lost), during)
 
 	for i := range pods {
 		name := fmt.Sprintf("p%d", i)

@@ -218,6 +218,14 @@ func TestFaultWatchExpired(t *testing.T) {
 			if last.Type != store.DeletedUnknown || lc.Outcome != diff.OutcomeGone {
 				t.Errorf("%s, deleted during the cut: last step %s, outcome %q; want %s, %q", name, last.Type, lc.Outcome, store.DeletedUnknown, diff.OutcomeGone)
 			}
+			// The recorder saw the server go away: the cut is a gap, and
+			// the deletion happened somewhere in it.
+			if !strings.HasPrefix(last.Unobserved, "deleted while not observed, between") {
+				t.Errorf("%s: last step's note %q, want deleted while not observed", name, last.Unobserved)
+			}
+			if len(lc.Gaps) == 0 || lc.Gaps[0].Cause != store.GapAPIServer {
+				t.Errorf("%s: gaps %+v, want the API server's unreachability from the recorder", name, lc.Gaps)
+			}
 		} else if lc.Outcome != "Running" {
 			t.Errorf("%s: outcome %q, want Running", name, lc.Outcome)
 		}
