@@ -73,6 +73,9 @@ func (t *Tracer) Preflight(ctx context.Context) error {
 	}
 	if len(errs) > 0 {
 		// The missing required permissions are what to fix first.
+		if hint := t.namespaceHint(ctx); hint != "" {
+			errs = append(errs, &forbiddenError{msg: hint})
+		}
 		return errors.Join(errs...)
 	}
 	for _, w := range warnings {
@@ -100,6 +103,33 @@ func (t *Tracer) allowed(ctx context.Context, k *kind, verb string) (bool, error
 	if k.cluster {
 		ns = ""
 	}
+	return t.allowedIn(ctx, k, verb, ns)
+}
+
+// namespaceHint, for a recording of all namespaces refused a required
+// kind, tells whether the user may record the kubeconfig's namespace
+// instead: with a Role, not a ClusterRole, that is all they can record.
+func (t *Tracer) namespaceHint(ctx context.Context) string {
+	ns := t.opts.DefaultNamespace
+	if t.opts.Namespace != "" || ns == "" {
+		return ""
+	}
+	for _, k := range t.kinds {
+		if !k.required || k.cluster {
+			continue
+		}
+		for _, verb := range []string{"list", "watch"} {
+			if ok, err := t.allowedIn(ctx, k, verb, ns); err != nil || !ok {
+				return ""
+			}
+		}
+	}
+	return fmt.Sprintf("you may list and watch pods and events in namespace %s (the kubeconfig's): record it with -n %s", ns, ns)
+}
+
+// allowedIn asks whether the user may do verb on kind k in namespace ns
+// ("" for all namespaces or a cluster-scoped kind).
+func (t *Tracer) allowedIn(ctx context.Context, k *kind, verb, ns string) (bool, error) {
 	review := &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{

@@ -71,6 +71,10 @@ type Options struct {
 	// PodSelector is a label selector for pods, as in kubectl -l; "" keeps
 	// every pod.
 	PodSelector string
+	// DefaultNamespace is the kubeconfig context's namespace: when a
+	// recording of all namespaces is refused, Preflight says whether this
+	// one could be recorded instead.
+	DefaultNamespace string
 
 	// Warn receives warnings: a kind that cannot be watched, an API server
 	// that keeps failing. Nil discards them.

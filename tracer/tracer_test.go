@@ -911,3 +911,36 @@ func TestTombstoneOfCacheEntry(t *testing.T) {
 		}
 	}
 }
+
+// A user with a Role in one namespace, not a ClusterRole, is told to record
+// that namespace when recording all of them is refused; a user who may not
+// read it either gets no such hint.
+func TestPreflightSuggestsNamespace(t *testing.T) {
+	roleIn := func(ns string) func(*authorizationv1.ResourceAttributes) bool {
+		return func(a *authorizationv1.ResourceAttributes) bool { return a.Namespace == ns }
+	}
+	for _, tt := range []struct {
+		name, role, wantHint string
+	}{
+		{"role in the kubeconfig's namespace", "team", "you may list and watch pods and events in namespace team (the kubeconfig's): record it with -n team"},
+		{"role elsewhere", "other", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, m := clients(t, roleIn(tt.role))
+			tr, err := New(Options{Client: c, Metadata: m, DefaultNamespace: "team"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = tr.Preflight(context.Background())
+			if !errors.Is(err, ErrForbidden) {
+				t.Fatalf("Preflight: %v, want ErrForbidden", err)
+			}
+			if got := strings.Contains(err.Error(), "record it with -n"); got != (tt.wantHint != "") {
+				t.Errorf("error:\n%s\nwant hint %q", err, tt.wantHint)
+			}
+			if tt.wantHint != "" && !strings.HasSuffix(err.Error(), tt.wantHint) {
+				t.Errorf("error:\n%s\nwant it to end with %q", err, tt.wantHint)
+			}
+		})
+	}
+}

@@ -149,7 +149,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		}
 	}()
 
-	cfg, contextName, err := o.restConfig()
+	cfg, contextName, defaultNS, err := o.restConfig()
 	if err != nil {
 		return err
 	}
@@ -165,10 +165,11 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	}
 
 	tr, err := tracer.New(tracer.Options{
-		RESTConfig:  cfg,
-		Namespace:   o.Namespace,
-		PodSelector: o.Selector,
-		Warn:        warn,
+		RESTConfig:       cfg,
+		Namespace:        o.Namespace,
+		PodSelector:      o.Selector,
+		DefaultNamespace: defaultNS,
+		Warn:             warn,
 	})
 	if err != nil {
 		return err
@@ -282,7 +283,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 
 // restConfig loads the kubeconfig like kubectl: --kubeconfig, else
 // $KUBECONFIG, else ~/.kube/config, else the pod's service account.
-func (o *recordOptions) restConfig() (*rest.Config, string, error) {
+func (o *recordOptions) restConfig() (_ *rest.Config, contextName, namespace string, _ error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if o.Kubeconfig != "" {
 		rules.ExplicitPath = o.Kubeconfig
@@ -291,17 +292,20 @@ func (o *recordOptions) restConfig() (*rest.Config, string, error) {
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
-			return nil, "", errors.New("no kubeconfig found and not running in a pod: set --kubeconfig or KUBECONFIG")
+			return nil, "", "", errors.New("no kubeconfig found and not running in a pod: set --kubeconfig or KUBECONFIG")
 		}
-		return nil, "", fmt.Errorf("load kubeconfig: %w", err)
+		return nil, "", "", fmt.Errorf("load kubeconfig: %w", err)
 	}
-	contextName := o.Context
+	contextName = o.Context
 	if contextName == "" {
 		if raw, err := cc.RawConfig(); err == nil {
 			contextName = raw.CurrentContext
 		}
 	}
-	return cfg, contextName, nil
+	// The context's namespace (or the pod's, in a cluster): only a hint
+	// for a recording of all namespaces that is refused.
+	namespace, _, _ = cc.Namespace()
+	return cfg, contextName, namespace, nil
 }
 
 // background refreshes the status line and flushes, once a second, until
