@@ -32,20 +32,20 @@ type Trace struct {
 	Prepared map[*diff.Lifecycle]*HTMLPod `json:"-"`
 }
 
-// SessionEnd says how session s ended, its times written by stamp: its stop,
-// or for a session with none, that it is still recording (live is its ID)
-// or was interrupted, and its last sign of life, where it ends for every
-// reader.
+// SessionEnd says when and how session s ended, its times written by
+// stamp: its stop or, for a session with none, its last sign of life (where
+// it ends for every reader), still recording (live is its ID) or
+// interrupted.
 func SessionEnd(s store.Session, live uint32, stamp func(time.Time) string) string {
 	switch {
 	case !s.Stopped.IsZero():
 		return stamp(s.Stopped)
 	case s.ID == live:
-		return "still recording (last flush " + stamp(s.End()) + ")"
+		return stamp(s.End()) + " (still recording: its last flush)"
 	case s.Alive.IsZero():
-		return "interrupted (no sign of life after its start)"
+		return stamp(s.End()) + " (interrupted: no stop recorded, no sign of life after its start)"
 	}
-	return "interrupted (last sign of life " + stamp(s.End()) + ")"
+	return stamp(s.End()) + " (interrupted: no stop recorded; its recorder's last sign of life)"
 }
 
 // Redaction says what was redacted in the report, or that nothing was.

@@ -250,7 +250,7 @@ func TestFaultKillAndRestart(t *testing.T) {
 
 	// Read now and a while later: the same story (no reader's clock in it).
 	before := reportText(t, db)
-	if !strings.Contains(before, "interrupted (last sign of life") {
+	if !strings.Contains(before, "(interrupted: no stop recorded; its recorder's last sign of life)") {
 		t.Errorf("report does not say session 1 was interrupted:\n%s", before)
 	}
 	time.Sleep(3 * time.Second)

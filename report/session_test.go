@@ -1,0 +1,41 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/store"
+)
+
+// How the report states each kind of session end, and a trace with no pods
+// has a window that makes sense.
+func TestSessionEnds(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	tr := &Trace{File: "trace.db", Live: 4, Sessions: []store.Session{
+		{ID: 1, Server: "https://a", Started: t0, Stopped: t0.Add(time.Minute)},
+		{ID: 2, Server: "https://a", Started: t0.Add(2 * time.Minute), Alive: t0.Add(3 * time.Minute)},
+		{ID: 3, Server: "https://a", Started: t0.Add(4 * time.Minute)},
+		{ID: 4, Server: "https://a", Started: t0.Add(5 * time.Minute), Alive: t0.Add(6 * time.Minute)},
+	}}
+	var b bytes.Buffer
+	if err := Text(&b, tr, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Session 1: https://a (server ), 2026-12-01 09:00:00 UTC to 2026-12-01 09:01:00 UTC\n",
+		"Session 2: https://a (server ), 2026-12-01 09:02:00 UTC to 2026-12-01 09:03:00 UTC (interrupted: no stop recorded; its recorder's last sign of life)\n",
+		"Session 3: https://a (server ), 2026-12-01 09:04:00 UTC to 2026-12-01 09:04:00 UTC (interrupted: no stop recorded, no sign of life after its start)\n",
+		"Session 4: https://a (server ), 2026-12-01 09:05:00 UTC to 2026-12-01 09:06:00 UTC (still recording: its last flush)\n",
+		"Window:  2026-12-01 09:00:00 UTC to 2026-12-01 09:06:00 UTC (6m0s)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "0001-01-01") {
+		t.Errorf("report shows a zero time:\n%s", out)
+	}
+}
