@@ -185,6 +185,14 @@ func (lc *Lifecycle) gaps(in Input) {
 			step.Unobserved = "seen again after a gap in observation, unchanged"
 		default:
 			step.Unobserved = "changed while not observed, " + span
+			// The revision may fold several requests into one: a removal
+			// is no longer pinned on the one manager that wrote in it.
+			for j := range step.Changes {
+				c := &step.Changes[j]
+				if c.Op == OpRemove && c.Basis == BasisManagedFields {
+					c.Candidates, c.Manager, c.Basis = []string{c.Manager}, "", BasisUnknown
+				}
+			}
 		}
 	}
 }
