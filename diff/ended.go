@@ -262,30 +262,64 @@ func fieldWriter(prev, cur []metav1.ManagedFieldsEntry, p fieldPath) *Actor {
 	return nil
 }
 
-// preemptor describes the pod the scheduler preempted this one for: the
-// scheduler's Preempted event names it (its related object), and its
-// priority, when it was recorded, against this pod's.
+// RelatedPods returns the UIDs of the pods that the pod's events (recs)
+// name as another party: an event's related object, or the preemptor
+// that the scheduler's Preempted event names. The scheduler records that
+// event through events.k8s.io with the preemptor as its related object,
+// which the API server does not always keep; its note is
+// "Preempted by pod UID on node NODE" (pkg/scheduler/framework/preemption,
+// executor.go).
+func RelatedPods(recs []store.Record) []string {
+	var out []string
+	for _, rec := range recs {
+		if uid, _ := preemptorOf(rec); uid != "" && !slices.Contains(out, uid) {
+			out = append(out, uid)
+		}
+	}
+	return out
+}
+
+// preemptorOf returns the preemptor's UID that a Preempted event names,
+// and how: "related object" or "event message".
+func preemptorOf(rec store.Record) (string, string) {
+	if !strings.Contains(string(rec.Object), `"Preempted"`) {
+		return "", ""
+	}
+	var ev corev1.Event
+	if json.Unmarshal(rec.Object, &ev) != nil || ev.Reason != "Preempted" {
+		return "", ""
+	}
+	if ev.Related != nil && ev.Related.Kind == "Pod" && ev.Related.UID != "" {
+		return string(ev.Related.UID), "the event's related object"
+	}
+	var uid, node string
+	if n, _ := fmt.Sscanf(ev.Message, "Preempted by pod %s on node %s", &uid, &node); n == 2 {
+		return uid, "the event's message"
+	}
+	return "", ""
+}
+
+// preemptor describes the pod the scheduler preempted this one for, as
+// its Preempted event names it, and its priority, when it was recorded,
+// against this pod's.
 func preemptor(lc *Lifecycle, in Input, pod *corev1.Pod) []Evidence {
-	var out []Evidence
 	mine := fmt.Sprintf("this pod's priority %s", priorityOf(pod))
 	for _, rec := range in.Events {
-		var ev corev1.Event
-		if json.Unmarshal(rec.Object, &ev) != nil || ev.Reason != "Preempted" || ev.Related == nil || ev.Related.Kind != "Pod" {
+		uid, how := preemptorOf(rec)
+		if uid == "" {
 			continue
 		}
-		recs := in.Related[string(ev.Related.UID)]
+		recs := in.Related[uid]
 		if len(recs) == 0 {
-			out = append(out, Evidence{Seq: rec.Seq, Time: rec.Observed, Text: fmt.Sprintf("preemptor pod %s/%s (uid %s) was not recorded; %s", ev.Related.Namespace, ev.Related.Name, ev.Related.UID, mine)})
-			return out
+			return []Evidence{{Seq: rec.Seq, Time: rec.Observed, Text: fmt.Sprintf("preemptor pod uid %s (named by %s) was not recorded; %s", uid, how, mine)}}
 		}
 		var p corev1.Pod
 		if json.Unmarshal(recs[0].Object, &p) != nil {
-			return out
+			break
 		}
-		out = append(out, Evidence{Seq: recs[0].Seq, Time: recs[0].Observed, Text: fmt.Sprintf("preemptor pod %s/%s: priority %s; %s", p.Namespace, p.Name, priorityOf(&p), mine)})
-		return out
+		return []Evidence{{Seq: recs[0].Seq, Time: recs[0].Observed, Text: fmt.Sprintf("preemptor pod %s/%s (named by %s): priority %s; %s", p.Namespace, p.Name, how, priorityOf(&p), mine)}}
 	}
-	return append(out, Evidence{Text: "no Preempted event with its preemptor was recorded; " + mine})
+	return []Evidence{{Text: "no Preempted event naming the preemptor was recorded; " + mine}}
 }
 
 func priorityOf(p *corev1.Pod) string {
@@ -628,22 +662,26 @@ func olderRevision(in Input, owner *metav1.OwnerReference, at time.Time) bool {
 	return err1 == nil && err2 == nil && mine < theirs
 }
 
-// replicasReduced reports whether the ReplicaSet's spec.replicas went down
-// between the pod's first revision and at.
+// replicasReduced reports whether the ReplicaSet's spec.replicas went
+// down at a revision recorded in the pod's life, from its first revision
+// to at (with a second of slack: the watches of the ReplicaSet and of the
+// pod deliver apart).
 func replicasReduced(in Input, owner *metav1.OwnerReference, from, at time.Time) bool {
-	before, _, _ := rsAt(in, string(owner.UID), from)
-	after, _, _ := rsAt(in, string(owner.UID), at)
-	if after == nil || after.Spec.Replicas == nil {
-		return false
-	}
-	if before == nil {
-		// Recorded only later: the first revision is the earliest known.
-		recs := in.Related[string(owner.UID)]
-		if len(recs) == 0 || json.Unmarshal(recs[0].Object, &before) != nil {
-			return false
+	var prev *int32
+	for _, r := range in.Related[string(owner.UID)] {
+		if r.Observed.After(at.Add(time.Second)) {
+			break
 		}
+		var rs appsv1.ReplicaSet
+		if json.Unmarshal(r.Object, &rs) != nil || rs.Spec.Replicas == nil {
+			continue
+		}
+		if prev != nil && *rs.Spec.Replicas < *prev && !r.Observed.Before(from) {
+			return true
+		}
+		prev = rs.Spec.Replicas
 	}
-	return before.Spec.Replicas != nil && *after.Spec.Replicas < *before.Spec.Replicas
+	return false
 }
 
 // rolloutEvidence says, for a pod of a ReplicaSet, what the owner chain

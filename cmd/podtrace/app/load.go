@@ -1,8 +1,6 @@
 package app
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -309,32 +307,20 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 			owners = append(owners, recs[len(recs)-1].Refs...) // one level up
 		}
 	}
-	// The pods an event about this one names as its related object: the
-	// preemptor of the scheduler's Preempted event.
-	for _, e := range in.Events {
-		if !bytes.Contains(e.Object, []byte(`"related"`)) {
+	// The pods its events name as another party: the preemptor of the
+	// scheduler's Preempted event.
+	for _, uid := range diff.RelatedPods(in.Events) {
+		if _, ok := in.Related[uid]; ok {
 			continue
 		}
-		var ev struct {
-			Related *struct {
-				Kind string `json:"kind"`
-				UID  string `json:"uid"`
-			} `json:"related"`
-		}
-		if json.Unmarshal(e.Object, &ev) != nil || ev.Related == nil || ev.Related.Kind != "Pod" || ev.Related.UID == "" {
-			continue
-		}
-		if _, ok := in.Related[ev.Related.UID]; ok {
-			continue
-		}
-		recs, err := db.History(ev.Related.UID)
+		recs, err := db.History(uid)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return in, err
 		}
-		in.Related[ev.Related.UID] = recs
+		in.Related[uid] = recs
 	}
 	if recs, err := tc.named(db, "Namespace", pod.Namespace); err != nil {
 		return in, err
