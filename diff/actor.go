@@ -22,6 +22,9 @@ const (
 	// BasisAuditLog: the API server's audit log holds the request that
 	// produced the revision, with its user and user agent.
 	BasisAuditLog Basis = "audit-log"
+	// BasisEvent: the component's own Event says it did it (the ReplicaSet
+	// controller's SuccessfulDelete on the ReplicaSet, "Deleted pod: NAME").
+	BasisEvent Basis = "event"
 	// BasisUnknown: the evidence does not decide who it was.
 	BasisUnknown Basis = "unknown"
 )

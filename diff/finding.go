@@ -55,6 +55,11 @@ type Finding struct {
 	// finding is about.
 	Suspects []Webhook `json:"suspects,omitempty"`
 	Next     []string  `json:"next,omitempty"`
+	// Mechanism names how the pod ended, for the ended finding (see
+	// ended.go): preemption, eviction-api, scale-down, delete...
+	Mechanism string `json:"mechanism,omitempty"`
+	// Actor is who used the mechanism, and how that is known.
+	Actor *Actor `json:"actor,omitempty"`
 }
 
 // Evidence points at what in the recording supports a finding.
@@ -75,6 +80,7 @@ var rules = []rule{
 	unschedulable,
 	containerTrouble,
 	podFailed,
+	ended,
 }
 
 func diagnose(lc *Lifecycle, in Input) []Finding {

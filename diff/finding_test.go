@@ -299,7 +299,7 @@ func TestFinalizerFindings(t *testing.T) {
 			}
 			return finInput(t, recs, nil, false, 10*time.Second)
 		},
-		want: []string{"stuck-finalizer"},
+		want: []string{"stuck-finalizer", "ended"},
 		check: func(t *testing.T, fs []Finding) {
 			f := finFind(fs, "stuck-finalizer")
 			if !hasText(f.Next, `"example.com/hold" is removed by the controller that added it (no built-in controller owns it)`) {
@@ -318,14 +318,14 @@ func TestFinalizerFindings(t *testing.T) {
 			}
 			return finInput(t, recs, nil, false, 10*time.Second)
 		},
-		want: nil,
+		want: []string{"ended"}, // asked to end: how, ended says
 	}, {
 		name: "deleted job pod held by job-tracking: stuck-finalizer names the job controller and the webhook",
 		in: func(t *testing.T) Input {
 			recs := append(jobPod(t, succeeded), finRecord(t, 15, 7*time.Second, store.Updated, "Pod", finDeleted(succeeded, "103", 7*time.Second, 0)))
 			return finInput(t, recs, jobRecs(t), true, past)
 		},
-		want: []string{"stuck-finalizer"},
+		want: []string{"stuck-finalizer", "ended"},
 		check: func(t *testing.T, fs []Finding) {
 			f := finFind(fs, "stuck-finalizer")
 			if !hasText(f.Next, "job controller") {

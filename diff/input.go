@@ -19,6 +19,11 @@ type Input struct {
 	// UID: its dependents (objects whose ownerReferences name the pod), its
 	// owners, its node and namespace.
 	Related map[string][]store.Record
+	// OwnerEvents holds the revisions of core/v1 Events about the pod's
+	// owners and their owners (a ReplicaSet's SuccessfulDelete, a
+	// Deployment's ScalingReplicaSet), keyed by the owner's UID, in Seq
+	// order.
+	OwnerEvents map[string][]store.Record
 	// Webhooks holds the revisions of Mutating- and
 	// ValidatingWebhookConfigurations recorded in the trace.
 	Webhooks map[string][]store.Record

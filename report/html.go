@@ -292,6 +292,9 @@ func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 		bySeverity[f.Severity]++
 		hf := htmlFinding{Severity: f.Severity.String(), ID: f.ID, Headline: f.Headline,
 			Namespace: f.Pod.Namespace, Name: f.Pod.Name, UID: f.Pod.UID, Suspects: f.Suspects, Next: f.Next}
+		for _, l := range endedLines(f.Finding) {
+			hf.Evidence = append(hf.Evidence, htmlEvidence{Text: l})
+		}
 		for _, e := range f.Evidence {
 			he := htmlEvidence{Text: e.Text}
 			if !e.Time.IsZero() {

@@ -476,9 +476,11 @@ func TestHTMLGroupsManyFindings(t *testing.T) {
 		groups        int
 		evidenceLists int
 	}{
-		{clones: 0, want: "", groups: 0, evidenceLists: 2},
-		{clones: 13, want: "15 findings in 2 kinds; open one to see its pods and their evidence.", groups: 2, evidenceLists: 15},
-		{clones: 120, want: "122 findings in 2 kinds; open one to see its pods (their evidence is in each pod's details).", groups: 2, evidenceLists: 0},
+		// The fixture's findings: the terminating pod's stuck-finalizer and
+		// ended (how it was asked to end), the hostile pod's image-pull.
+		{clones: 0, want: "", groups: 0, evidenceLists: 3},
+		{clones: 13, want: "16 findings in 3 kinds; open one to see its pods and their evidence.", groups: 3, evidenceLists: 16},
+		{clones: 120, want: "123 findings in 3 kinds; open one to see its pods (their evidence is in each pod's details).", groups: 3, evidenceLists: 0},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.clones, " clones"), func(t *testing.T) {
@@ -496,8 +498,8 @@ func TestHTMLGroupsManyFindings(t *testing.T) {
 			if got := len(find(findings, func(n *html.Node) bool { return hasClass(n, "evidence") })); got != tc.evidenceLists {
 				t.Errorf("%d evidence lists, want %d", got, tc.evidenceLists)
 			}
-			if got := len(find(findings, func(n *html.Node) bool { return hasClass(n, "podlink") })); got != 2+tc.clones {
-				t.Errorf("%d pod links, want one per finding (%d)", got, 2+tc.clones)
+			if got := len(find(findings, func(n *html.Node) bool { return hasClass(n, "podlink") })); got != 3+tc.clones {
+				t.Errorf("%d pod links, want one per finding (%d)", got, 3+tc.clones)
 			}
 		})
 	}

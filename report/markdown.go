@@ -83,6 +83,9 @@ func (t *textWriter) mdPod(p *diff.Lifecycle) {
 	t.printf(" · %s\n", mdText(PhasePath(p)))
 	for _, f := range p.Findings {
 		t.printf("\n**%s** %s: %s\n\n", strings.ToUpper(f.Severity.String()), mdCode(f.ID), mdText(f.Headline))
+		for _, l := range endedLines(f) {
+			t.printf("- %s\n", mdText(l))
+		}
 		for _, e := range f.Evidence {
 			// The revision goes in code: a bare #13 would link to issue 13.
 			var when []string

@@ -124,8 +124,11 @@ func Diff(w io.Writer, lc *diff.Lifecycle, opts TextOptions) error {
 func Explain(w io.Writer, lc *diff.Lifecycle, opts TextOptions) error {
 	t := &textWriter{w: w, opts: opts}
 	t.header(lc)
-	if len(lc.Findings) == 0 {
+	switch {
+	case len(lc.Findings) == 0:
 		t.printf("\n%s\n", t.paint(cGreen, "Nothing looks wrong: no finding in this pod's recorded life."))
+	case lc.Findings[0].Severity == diff.Info: // most severe first
+		t.printf("\n%s\n", t.paint(cGreen, "Nothing looks wrong: no warning in this pod's recorded life."))
 	}
 	t.findings(lc.Findings)
 	return t.err
@@ -164,6 +167,9 @@ func (t *textWriter) findings(fs []diff.Finding) {
 	t.printf("\n%s\n", t.paint(cBold, "Findings"))
 	for _, f := range fs {
 		t.printf("  %s %s: %s\n", t.paint(severityColor(f.Severity), strings.ToUpper(f.Severity.String())), f.ID, f.Headline)
+		for _, l := range endedLines(f) {
+			t.printf("    %s\n", l)
+		}
 		for _, e := range f.Evidence {
 			seq := ""
 			if e.Seq != 0 {

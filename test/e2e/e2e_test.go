@@ -248,8 +248,9 @@ func TestRecordPodLifecycle(t *testing.T) {
 	if p := findPhase(t, lc, diff.PhaseDeletionRequested); !strings.Contains(p.Detail, "grace period") {
 		t.Errorf("deletion requested detail %q, want the grace period", p.Detail)
 	}
-	if len(lc.Findings) != 0 {
-		t.Errorf("a healthy pod got findings: %+v", lc.Findings)
+	// A healthy pod, deleted: its one finding says how it ended.
+	if len(lc.Findings) != 1 || lc.Findings[0].ID != "ended" || lc.Findings[0].Severity != diff.Info || lc.Findings[0].Mechanism != diff.MechanismDelete {
+		t.Errorf("findings %+v, want only the ended finding of a DELETE", lc.Findings)
 	}
 	sched := false
 	for _, e := range lc.Events {

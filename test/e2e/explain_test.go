@@ -507,8 +507,9 @@ func rolloutCase(client kubernetes.Interface) *explainCase {
 		},
 		check: func(t *testing.T, db string) {
 			old := lifecycle(t, db, ns, oldPods[0])
-			if len(old.Findings) != 0 {
-				t.Errorf("old pod %s got findings: %+v", oldPods[0], old.Findings)
+			// Its one finding says how it ended: by the rollout.
+			if len(old.Findings) != 1 || old.Findings[0].ID != "ended" || old.Findings[0].Severity != diff.Info || old.Findings[0].Mechanism != diff.MechanismRollout {
+				t.Errorf("old pod %s findings %+v, want only the ended finding of a rollout", oldPods[0], old.Findings)
 			}
 			names := phaseNames(old)
 			for _, want := range []string{diff.PhaseDeletionRequested, diff.PhaseDeleted} {

@@ -131,6 +131,11 @@ func (o *exportOptions) Run() (err error) {
 		for uid, recs := range in.Related {
 			histories[uid] = recs
 		}
+		for _, recs := range in.OwnerEvents {
+			for _, e := range recs {
+				histories[e.UID] = append(histories[e.UID], e)
+			}
+		}
 	}
 	var recs []store.Record
 	for _, h := range histories {

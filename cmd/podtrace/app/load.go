@@ -133,8 +133,9 @@ type traceContext struct {
 	// "Node/name": nodes and namespaces are sometimes re-created.
 	latest map[string]store.Object
 
-	mu     sync.Mutex                // guards byName
+	mu     sync.Mutex                // guards byName and about
 	byName map[string][]store.Record // "Namespace/name", "Node/name" -> history
+	about  map[string][]store.Record // owner UID -> the Events about it
 }
 
 // contextFilters select the objects of a trace that any pod's replay may
@@ -218,6 +219,38 @@ func (tc *traceContext) named(db *store.DB, kind, name string) ([]store.Record, 
 	return recs, nil
 }
 
+// eventsAbout returns the revisions of the Events about the object uid (an
+// owner: the pods of a ReplicaSet share it), in Seq order, loading them on
+// first use.
+func (tc *traceContext) eventsAbout(db *store.DB, uid string) ([]store.Record, error) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if recs, ok := tc.about[uid]; ok {
+		return recs, nil
+	}
+	refs, err := db.Referring(uid)
+	if err != nil {
+		return nil, err
+	}
+	var recs []store.Record
+	for _, o := range refs {
+		if o.Kind != "Event" || isAudit(o) {
+			continue
+		}
+		h, err := db.History(o.UID)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, h...)
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
+	if tc.about == nil {
+		tc.about = map[string][]store.Record{}
+	}
+	tc.about[uid] = recs
+	return recs, nil
+}
+
 // loadInput loads everything recorded about one pod incarnation.
 func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, error) {
 	in := diff.Input{Related: map[string][]store.Record{}, Webhooks: tc.webhooks, Sessions: tc.sessions, Gaps: tc.gaps}
@@ -244,7 +277,14 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 	}
 	sort.SliceStable(in.Events, func(i, j int) bool { return in.Events[i].Seq < in.Events[j].Seq })
 	sort.SliceStable(in.Audit, func(i, j int) bool { return in.Audit[i].Observed.Before(in.Audit[j].Observed) })
-	for _, owner := range pod.Refs {
+	// The owners, their owners (a ReplicaSet's Deployment), and the events
+	// about each: how a controller ended the pod is told on its own object.
+	owners := slices.Clone(pod.Refs)
+	for i := 0; i < len(owners); i++ {
+		owner := owners[i]
+		if _, ok := in.Related[owner]; ok {
+			continue
+		}
 		recs, err := db.History(owner)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // an owner outside the recorded scope
@@ -253,6 +293,34 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 			return in, err
 		}
 		in.Related[owner] = recs
+		evs, err := tc.eventsAbout(db, owner)
+		if err != nil {
+			return in, err
+		}
+		if len(evs) > 0 {
+			if in.OwnerEvents == nil {
+				in.OwnerEvents = map[string][]store.Record{}
+			}
+			in.OwnerEvents[owner] = evs
+		}
+		if i < len(pod.Refs) && len(recs) > 0 {
+			owners = append(owners, recs[len(recs)-1].Refs...) // one level up
+		}
+	}
+	// The pods its events name as another party: the preemptor of the
+	// scheduler's Preempted event.
+	for _, uid := range diff.RelatedPods(in.Events) {
+		if _, ok := in.Related[uid]; ok {
+			continue
+		}
+		recs, err := db.History(uid)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return in, err
+		}
+		in.Related[uid] = recs
 	}
 	if recs, err := tc.named(db, "Namespace", pod.Namespace); err != nil {
 		return in, err
