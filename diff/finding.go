@@ -57,7 +57,9 @@ type Finding struct {
 	Next     []string  `json:"next,omitempty"`
 }
 
-// Evidence points at what in the recording supports a finding.
+// Evidence points at what in the recording supports a finding. A
+// finding's evidence is in time order (sortEvidence), evidence without a
+// time last.
 type Evidence struct {
 	Seq  uint64    `json:"seq,omitempty"`
 	Time time.Time `json:"time,omitempty"`
@@ -84,6 +86,23 @@ func diagnose(lc *Lifecycle, in Input) []Finding {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity > out[j].Severity })
 	return out
+}
+
+// sortEvidence puts the evidence of each finding in time order, stably.
+// Evidence without a time goes last, in the order the rule gave it: it is
+// about the recording as a whole or as it ended (the dependents still
+// present, no webhook intercepting, no audit log imported), which comes
+// after everything that happened.
+func sortEvidence(fs []Finding) {
+	for i := range fs {
+		sort.SliceStable(fs[i].Evidence, func(a, b int) bool {
+			ta, tb := fs[i].Evidence[a].Time, fs[i].Evidence[b].Time
+			if ta.IsZero() || tb.IsZero() {
+				return !ta.IsZero() && tb.IsZero()
+			}
+			return ta.Before(tb)
+		})
+	}
 }
 
 // finalizerOwner says who removes a well-known finalizer, and when.
@@ -420,7 +439,7 @@ func lostNode(lc *Lifecycle, in Input) []Finding {
 		f.Headline = fmt.Sprintf("terminating for %s on node %s, which stopped reporting (Ready %s since %s)", lc.Terminating, lc.Node, ready.Status, ready.LastTransitionTime.UTC().Format(time.RFC3339))
 		f.Evidence = append(f.Evidence, Evidence{Seq: last.Seq, Time: last.Observed, Text: fmt.Sprintf("node %s Ready=%s: %s %s", lc.Node, ready.Status, ready.Reason, ready.Message)})
 		for _, t := range node.Spec.Taints {
-			f.Evidence = append(f.Evidence, Evidence{Text: fmt.Sprintf("node taint %s:%s", t.Key, t.Effect)})
+			f.Evidence = append(f.Evidence, Evidence{Seq: last.Seq, Time: last.Observed, Text: fmt.Sprintf("node taint %s:%s", t.Key, t.Effect)})
 		}
 	}
 	req, _ := lc.phase(PhaseDeletionRequested)

@@ -236,8 +236,10 @@ func TestFinalizerFindings(t *testing.T) {
 			if !evidenceHas(f, "uncountedTerminatedPods.succeeded") || !evidenceHas(f, "conditions SuccessCriteriaMet") {
 				t.Errorf("evidence lacks the Job's accounting: %+v", f.Evidence)
 			}
-			if f.Evidence[0].Seq != 13 || !strings.Contains(f.Evidence[0].Text, PhaseSucceeded) {
-				t.Errorf("first evidence %+v, want the revision that finished the pod (#13)", f.Evidence[0])
+			// In time order: the finalizer at creation (#10), then the
+			// revision that finished the pod (#13).
+			if f.Evidence[0].Seq != 10 || f.Evidence[1].Seq != 13 || !strings.Contains(f.Evidence[1].Text, PhaseSucceeded) {
+				t.Errorf("evidence %+v, want the finalizer's revision (#10), then the one that finished the pod (#13)", f.Evidence[:2])
 			}
 		},
 	}, {
@@ -362,6 +364,49 @@ func TestFinalizerFindings(t *testing.T) {
 			}
 			if tc.check != nil {
 				tc.check(t, lc.Findings)
+			}
+		})
+	}
+}
+
+// TestSortEvidence: evidence in time order, stable, and evidence without a
+// time last, in the order it was given.
+func TestSortEvidence(t *testing.T) {
+	at := func(s int) time.Time { return finStart.Add(time.Duration(s) * time.Second) }
+	for _, tc := range []struct {
+		name string
+		in   []Evidence
+		want []string
+	}{{
+		name: "out of order",
+		in:   []Evidence{{Time: at(3), Text: "c"}, {Time: at(1), Text: "a"}, {Time: at(2), Text: "b"}},
+		want: []string{"a", "b", "c"},
+	}, {
+		name: "same time: stable",
+		in:   []Evidence{{Time: at(2), Text: "x"}, {Time: at(1), Text: "a"}, {Time: at(2), Text: "y"}},
+		want: []string{"a", "x", "y"},
+	}, {
+		name: "untimed last, in their order",
+		in:   []Evidence{{Text: "note 1"}, {Time: at(2), Text: "b"}, {Text: "note 2"}, {Time: at(1), Text: "a"}},
+		want: []string{"a", "b", "note 1", "note 2"},
+	}, {
+		name: "the stuck-finalizer order: dependents deleted after the pod's last revision come after its silence",
+		in: []Evidence{
+			{Time: at(4), Text: "deletion requested"}, {Time: at(0), Text: "finalizer appeared"},
+			{Time: at(9), Text: "containers stopped"}, {Time: at(10), Text: "dependent deleted"},
+			{Text: "dependents still present"}, {Time: at(9), Text: "silence"}, {Text: "no webhook intercepts"},
+		},
+		want: []string{"finalizer appeared", "deletion requested", "containers stopped", "silence", "dependent deleted", "dependents still present", "no webhook intercepts"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := []Finding{{Evidence: tc.in}}
+			sortEvidence(fs)
+			var got []string
+			for _, e := range fs[0].Evidence {
+				got = append(got, e.Text)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("order %q, want %q", got, tc.want)
 			}
 		})
 	}
