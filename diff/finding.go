@@ -136,6 +136,124 @@ func finalizerOwnerOf(name string) string {
 	return "the controller that added it (no built-in controller owns it)"
 }
 
+// origin is where a finalizer came from: the revision where it appeared
+// and who wrote it.
+type origin struct {
+	step Step
+	// actors wrote the finalizer: the manager whose managedFields entry
+	// owns it, else the revision's actors.
+	actors []Actor
+	// created: the pod was created with it during the recording; present:
+	// it was there when the recording began, added by no one recorded.
+	created, present bool
+	// admission is the admission change that added it at creation, if the
+	// admission comparison finds the pod as asked for without it.
+	admission *AdmissionChange
+	known     bool
+}
+
+// finalizerOrigin finds where a finalizer came from.
+func (lc *Lifecycle) finalizerOrigin(name string) origin {
+	seq, _, ok := lc.finalizerAdded(name)
+	if !ok {
+		return origin{}
+	}
+	for i, s := range lc.Steps {
+		if s.Seq != seq {
+			continue
+		}
+		o := origin{step: s, known: true, actors: actorsFor(s, "metadata.finalizers["+name+"]")}
+		if i == 0 {
+			o.present = s.Type == store.Initial
+			o.created = !o.present
+		}
+		if o.created && lc.Admission != nil {
+			for j := range lc.Admission.Changes {
+				if c := &lc.Admission.Changes[j]; c.Op == OpAdd && (c.Path == "metadata.finalizers["+name+"]" || c.Path == "metadata.finalizers") {
+					o.admission = c
+				}
+			}
+		}
+		return o
+	}
+	return origin{}
+}
+
+// knownActors reports whether any actor is known, not "unknown".
+func knownActors(actors []Actor) bool {
+	for _, a := range actors {
+		if a.Basis != BasisUnknown {
+			return true
+		}
+	}
+	return false
+}
+
+// unownedFinalizer says what removes a finalizer that no built-in
+// controller owns, from who added it; i is its index in the pod's
+// metadata.finalizers as last recorded. Only a pod created with it by its
+// own creator (no admission change added it) is said to have no
+// controller behind it: anything else names who added it, or says it is
+// not known.
+func unownedFinalizer(lc *Lifecycle, name string, i int) string {
+	o := lc.finalizerOrigin(name)
+	head := fmt.Sprintf("%q: no built-in controller owns it", name)
+	patch := fmt.Sprintf(`kubectl patch pod %s -n %s --type=json -p '[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]'`,
+		lc.Name, lc.Namespace, i, name, i)
+	switch {
+	case !o.known:
+		return head + "; the recording does not show when it was added: find the controller that handles it before removing it"
+	case o.present:
+		return head + "; it was on the pod when the recording began, so who added it is not recorded: find the controller that handles it (the pod's creator, its owner's pod template, a mutating webhook) before removing it"
+	case o.created && o.admission != nil:
+		return fmt.Sprintf("%s; the pod was created with it, added at admission by %s (%s), not in the pod as asked for: check the controller behind that, which should remove it", head, o.admission.By, o.admission.Certainty)
+	case o.created && !knownActors(o.actors):
+		return fmt.Sprintf("%s; the pod was created with it, by a client the recording does not name (%s): if it came in a manifest, nothing will remove it; once you are sure nothing needs it, remove it: %s", head, whoOf(o.actors), patch)
+	case o.created && createdByKubectl(o.actors):
+		return fmt.Sprintf("%s; the pod was created with it by %s: it was in the manifest, no controller recorded here added it, and none may ever remove it. Once you are sure nothing needs it, remove it: %s", head, whoOf(o.actors), patch)
+	case o.created && createdByBuiltin(o.actors) && controllerOf(lc) != "":
+		return fmt.Sprintf("%s; the pod was created with it by %s, from the pod template of its owner %s: that controller copies the template and does not remove it. Take it out of the template; once you are sure nothing needs it here, remove it: %s", head, whoOf(o.actors), controllerOf(lc), patch)
+	case o.created:
+		return fmt.Sprintf("%s; the pod was created with it by %s: if that is a controller, it is the one to remove it, check it; if it applied a manifest (a person, CI), nothing will: once you are sure nothing needs it, remove it: %s", head, whoOf(o.actors), patch)
+	case knownActors(o.actors):
+		return fmt.Sprintf("%s; it was added at #%d by %s: check that controller, which should remove it (is it running, what does it wait for?)", head, o.step.Seq, whoOf(o.actors))
+	}
+	return fmt.Sprintf("%s; it was added at #%d by a writer the recording does not name (%s): find the controller that handles it before removing it", head, o.step.Seq, whoOf(o.actors))
+}
+
+// createdByKubectl reports whether every known creator is kubectl, which
+// sends the manifest it is given.
+func createdByKubectl(actors []Actor) bool {
+	ok := false
+	for _, a := range actors {
+		if a.Basis == BasisUnknown {
+			continue
+		}
+		if !strings.HasPrefix(a.Manager, "kubectl") {
+			return false
+		}
+		ok = true
+	}
+	return ok
+}
+
+// createdByBuiltin reports whether the creator is kube-controller-manager,
+// which creates pods from their owner's template.
+func createdByBuiltin(actors []Actor) bool {
+	return len(actors) == 1 && actors[0].Manager == "kube-controller-manager"
+}
+
+// controllerOf names the pod's controller owner ("ReplicaSet web-7d9"), or
+// "".
+func controllerOf(lc *Lifecycle) string {
+	for _, o := range lc.pods[0].OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			return o.Kind + " " + o.Name
+		}
+	}
+	return ""
+}
+
 // FinalizerRemovalGrace is how long a finished pod may keep a finalizer
 // that its controller removes from finished pods before finalizer-not-removed
 // reports it. Such a controller removes it within seconds of seeing the pod
@@ -164,7 +282,13 @@ func stuckFinalizers(lc *Lifecycle, in Input) []Finding {
 	f.Evidence = append(f.Evidence, Evidence{Seq: req.Seq, Time: req.Time, Text: "deletion requested: " + req.Detail})
 	for _, fin := range last.Finalizers {
 		if seq, t, ok := lc.finalizerAdded(fin); ok {
-			f.Evidence = append(f.Evidence, Evidence{Seq: seq, Time: t, Text: fmt.Sprintf("finalizer %q appeared", fin)})
+			text := fmt.Sprintf("finalizer %q appeared", fin)
+			if _, owned := finalizerOwners[fin]; !owned {
+				if o := lc.finalizerOrigin(fin); o.known {
+					text += ", added by " + whoOf(o.actors)
+				}
+			}
+			f.Evidence = append(f.Evidence, Evidence{Seq: seq, Time: t, Text: text})
 		}
 	}
 	if stopped, detail := containersStopped(last); stopped {
@@ -188,8 +312,12 @@ func stuckFinalizers(lc *Lifecycle, in Input) []Finding {
 	f.Evidence = append(f.Evidence, gapEvidence(lc, req.Time)...)
 	f.Evidence = append(f.Evidence, silence(lc))
 
-	for _, fin := range last.Finalizers {
-		f.Next = append(f.Next, fmt.Sprintf("%q is removed by %s", fin, finalizerOwnerOf(fin)))
+	for i, fin := range last.Finalizers {
+		if _, owned := finalizerOwners[fin]; owned {
+			f.Next = append(f.Next, fmt.Sprintf("%q is removed by %s", fin, finalizerOwnerOf(fin)))
+		} else {
+			f.Next = append(f.Next, unownedFinalizer(lc, fin, i))
+		}
 	}
 	if len(blocking) > 0 {
 		f.Next = append(f.Next, "find out why the dependents still present are not being deleted (their own finalizers?)")
