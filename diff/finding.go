@@ -579,7 +579,10 @@ func lostNode(lc *Lifecycle, in Input) []Finding {
 	return []Finding{f}
 }
 
-// unschedulable finds a pod that was never bound to a node.
+// unschedulable finds a pod that was never bound to a node, and says, for
+// each node recorded when the scheduler last failed, which of the
+// scheduler's filters it fails (fitNode). The scheduler's own message is
+// kept whole in the evidence.
 func unschedulable(lc *Lifecycle, in Input) []Finding {
 	if lc.Node != "" {
 		return nil
@@ -591,28 +594,70 @@ func unschedulable(lc *Lifecycle, in Input) []Finding {
 		}
 	}
 	last := lc.pods[len(lc.pods)-1]
+	gated := false
 	for _, c := range last.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
 			evidence = append(evidence, Evidence{Time: c.LastTransitionTime.Time, Text: fmt.Sprintf("condition PodScheduled=False %s: %s", c.Reason, c.Message)})
+			gated = c.Reason == corev1.PodReasonSchedulingGated
 		}
 	}
 	if len(evidence) == 0 {
 		return nil
 	}
-	return []Finding{{
-		ID: "unschedulable", Severity: Warning,
-		Headline: "never scheduled: " + lastLine(evidence),
-		Evidence: evidence,
-		Next:     []string{"compare the pod's requests, nodeSelector, affinity and tolerations with the nodes' allocatable resources, labels and taints"},
-	}}
-}
-
-func lastLine(ev []Evidence) string {
-	s := ev[len(ev)-1].Text
-	if len(s) > 160 {
-		s = s[:160] + "..."
+	// The scheduler's word, shortened at a sentence's end at most.
+	said := shorten(evidence[len(evidence)-1].Text, 160)
+	f := Finding{ID: "unschedulable", Severity: Warning, Headline: "never scheduled: " + said, Evidence: evidence,
+		Next: []string{"compare the pod's requests, nodeSelector, affinity and tolerations with the nodes' allocatable resources, labels and taints"}}
+	if gated || len(last.Spec.SchedulingGates) > 0 {
+		// The scheduler does not try a gated pod: no node is at fault.
+		f.Next = []string{"the pod waits for its scheduling gates to be removed (spec.schedulingGates), by whoever added them"}
+		return []Finding{f}
 	}
-	return s
+	t := scheduleTime(lc)
+	fits := fitNodes(lc, in, t)
+	if fits == nil {
+		f.Evidence = append(f.Evidence, Evidence{Text: fmt.Sprintf("the trace holds no node recorded as of %s: the scheduler's message is all there is", t.UTC().Format(time.RFC3339))})
+		return []Finding{f}
+	}
+	groups := groupFits(fits)
+	var passing []string
+	for _, nf := range fits {
+		what := "passes every check podtrace makes (cordon, nodeSelector, required node affinity, taints, resources as far as recorded)"
+		if len(nf.misfits) > 0 {
+			what = fitGroup{nodes: []string{nf.name}, misfits: nf.misfits}.text()
+			what = strings.TrimPrefix(what, nf.name+" ")
+		} else {
+			passing = append(passing, nf.name)
+		}
+		if nf.notReady != "" && len(nf.misfits) == 0 {
+			what += "; it is not Ready (" + nf.notReady + ") but has no taint that keeps the pod off"
+		}
+		f.Evidence = append(f.Evidence, Evidence{Seq: nf.rec.Seq, Time: nf.rec.Observed, Text: fmt.Sprintf("node %s, as recorded when the scheduler last failed: %s", nf.name, what)})
+	}
+	f.Next = nil
+	for _, g := range groups {
+		seen := map[string]bool{}
+		for _, m := range g.misfits {
+			if n := m.next(g.nodes); !seen[n] {
+				seen[n] = true
+				f.Next = append(f.Next, n)
+			}
+		}
+	}
+	var clauses []string
+	for _, g := range groups {
+		clauses = append(clauses, g.text())
+	}
+	if len(passing) == 0 {
+		f.Headline = "never scheduled: no node fits: " + strings.Join(clauses, "; ")
+		return []Finding{f}
+	}
+	// Some node passes what podtrace checks: what else the scheduler
+	// checks (pod affinity, topology spread, volumes, ports) is the cause,
+	// and only its message says which.
+	f.Next = append(f.Next, fmt.Sprintf("%s %s every check podtrace makes: the scheduler's message says what else rules %s out (pod affinity or anti-affinity, topology spread, volumes, ports)",
+		strings.Join(passing, ", "), map[bool]string{true: "passes", false: "pass"}[len(passing) == 1], map[bool]string{true: "it", false: "them"}[len(passing) == 1]))
+	return []Finding{f}
 }
 
 // containerTrouble finds image pulls that fail, crash loops and OOM kills,
