@@ -624,8 +624,15 @@ func unschedulable(lc *Lifecycle, in Input) []Finding {
 	for _, nf := range fits {
 		what := "passes every check podtrace makes (cordon, nodeSelector, required node affinity, taints, resources as far as recorded)"
 		if len(nf.misfits) > 0 {
-			what = fitGroup{nodes: []string{nf.name}, misfits: nf.misfits}.text()
-			what = strings.TrimPrefix(what, nf.name+" ")
+			var parts []string
+			for _, m := range nf.misfits {
+				part := m.verb + " " + m.rest
+				if m.detail != "" {
+					part += " (" + m.detail + ")"
+				}
+				parts = append(parts, part)
+			}
+			what = strings.Join(parts, ", ")
 		} else {
 			passing = append(passing, nf.name)
 		}
@@ -634,16 +641,7 @@ func unschedulable(lc *Lifecycle, in Input) []Finding {
 		}
 		f.Evidence = append(f.Evidence, Evidence{Seq: nf.rec.Seq, Time: nf.rec.Observed, Text: fmt.Sprintf("node %s, as recorded when the scheduler last failed: %s", nf.name, what)})
 	}
-	f.Next = nil
-	for _, g := range groups {
-		seen := map[string]bool{}
-		for _, m := range g.misfits {
-			if n := m.next(g.nodes); !seen[n] {
-				seen[n] = true
-				f.Next = append(f.Next, n)
-			}
-		}
-	}
+	f.Next = remedies(groups)
 	var clauses []string
 	for _, g := range groups {
 		clauses = append(clauses, g.text())

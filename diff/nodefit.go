@@ -35,8 +35,12 @@ type misfit struct {
 	// verb and rest make the reason ("lacks", "label disk=ssd"); verb is
 	// in the singular, for one node.
 	verb, rest string
-	// next is the remedy; node names the first node it applies to.
-	next func(nodes []string) string
+	// detail adds what the node has, for its evidence line only.
+	detail string
+	// remedy identifies the remedy, the same for every node it applies
+	// to; next says it for those nodes.
+	remedy string
+	next   func(nodes []string) string
 }
 
 func (m misfit) key() string { return m.verb + " " + m.rest }
@@ -187,7 +191,7 @@ func fitNode(pod *corev1.Pod, node *corev1.Node, used corev1.ResourceList, bound
 	}
 	cordoned := node.Spec.Unschedulable && !tolerates(&corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
 	if cordoned {
-		out = append(out, misfit{verb: "is", rest: "cordoned (spec.unschedulable)", next: func(nodes []string) string {
+		out = append(out, misfit{verb: "is", rest: "cordoned (spec.unschedulable)", remedy: "uncordon", next: func(nodes []string) string {
 			return fmt.Sprintf("uncordon the node if it should take pods again: kubectl uncordon %s", strings.Join(nodes, " "))
 		}})
 	}
@@ -204,12 +208,12 @@ func fitNode(pod *corev1.Pod, node *corev1.Node, used corev1.ResourceList, bound
 		}
 		taint := taintText(t)
 		if notReadyTaints[t.Key] {
-			out = append(out, misfit{verb: "is", rest: "NotReady (taint " + taint + ")", next: func(nodes []string) string {
+			out = append(out, misfit{verb: "is", rest: "NotReady (taint " + taint + ")", remedy: "not ready", next: func(nodes []string) string {
 				return fmt.Sprintf("%s not Ready: its kubelet stopped reporting; bring it back, or delete the Node if the machine is gone", strings.Join(nodes, ", "))
 			}})
 			continue
 		}
-		out = append(out, misfit{verb: "has", rest: "untolerated taint " + taint, next: func(nodes []string) string {
+		out = append(out, misfit{verb: "has", rest: "untolerated taint " + taint, remedy: "taint " + taint, next: func(nodes []string) string {
 			return fmt.Sprintf("add a toleration to the pod, %s, if it may run there; or remove the taint: kubectl taint node %s %s-",
 				tolerationText(t), nodes[0], taint)
 		}})
@@ -246,9 +250,9 @@ func affinityMisfits(pod *corev1.Pod, node *corev1.Node, err error) []misfit {
 		have, ok := node.Labels[k]
 		switch {
 		case !ok:
-			out = append(out, misfit{verb: "lacks", rest: "label " + want, next: labelNext(want)})
+			out = append(out, misfit{verb: "lacks", rest: "label " + want, remedy: "label " + want, next: labelNext(k, want)})
 		case have != pod.Spec.NodeSelector[k]:
-			out = append(out, misfit{verb: "has", rest: fmt.Sprintf("label %s=%s, not %s", k, have, want), next: labelNext(want)})
+			out = append(out, misfit{verb: "lacks", rest: "label " + want, detail: "it has " + k + "=" + have, remedy: "label " + want, next: labelNext(k, want)})
 		}
 	}
 	var terms []string
@@ -261,7 +265,7 @@ func affinityMisfits(pod *corev1.Pod, node *corev1.Node, err error) []misfit {
 		}
 	}
 	if len(terms) > 0 {
-		out = append(out, misfit{verb: "matches", rest: "no required node affinity term (" + strings.Join(terms, "; ") + ")", next: func(nodes []string) string {
+		out = append(out, misfit{verb: "matches", rest: "no required node affinity term (" + strings.Join(terms, "; ") + ")", remedy: "affinity", next: func(nodes []string) string {
 			return "change the pod's required node affinity, or label a node so that it matches a term (kubectl label node " + nodes[0] + " KEY=VALUE)"
 		}})
 	}
@@ -272,15 +276,28 @@ func affinityMisfits(pod *corev1.Pod, node *corev1.Node, err error) []misfit {
 		if err != nil {
 			why = err.Error()
 		}
-		out = append(out, misfit{verb: "matches", rest: "not the pod's node selector or affinity (" + why + ")", next: func([]string) string {
+		out = append(out, misfit{verb: "matches", rest: "not the pod's node selector or affinity (" + why + ")", remedy: "affinity", next: func([]string) string {
 			return "check the pod's nodeSelector and required node affinity against the nodes' labels"
 		}})
 	}
 	return out
 }
 
-func labelNext(want string) func([]string) string {
+// systemLabels are the node labels the kubelet or the cloud provider
+// sets (k8s.io/api/core/v1 well_known_labels.go), which no one labels by
+// hand.
+var systemLabels = map[string]bool{
+	corev1.LabelHostname: true, corev1.LabelOSStable: true, corev1.LabelArchStable: true,
+	corev1.LabelTopologyZone: true, corev1.LabelTopologyRegion: true, corev1.LabelInstanceTypeStable: true,
+	corev1.LabelFailureDomainBetaZone: true, corev1.LabelFailureDomainBetaRegion: true, corev1.LabelInstanceType: true,
+	corev1.LabelWindowsBuild: true,
+}
+
+func labelNext(key, want string) func([]string) string {
 	return func(nodes []string) string {
+		if systemLabels[key] {
+			return fmt.Sprintf("%s is set by the kubelet or the cloud provider, not by hand: change the pod's spec.nodeSelector %s if it may run on %s", key, want, strings.Join(nodes, ", "))
+		}
 		return fmt.Sprintf("label a node that should run it: kubectl label node %s %s; or change the pod's spec.nodeSelector", nodes[0], want)
 	}
 }
@@ -329,7 +346,7 @@ func resourceMisfits(pod *corev1.Pod, node *corev1.Node, used corev1.ResourceLis
 	}
 	var out []misfit
 	if max, ok := alloc[corev1.ResourcePods]; ok && int64(bound+1) > max.Value() {
-		out = append(out, misfit{verb: "is", rest: fmt.Sprintf("full: %d pods of %d allowed, %s", bound, max.Value(), recorded), next: func(nodes []string) string {
+		out = append(out, misfit{verb: "is", rest: fmt.Sprintf("full: %d pods of %d allowed, %s", bound, max.Value(), recorded), remedy: "pods", next: func(nodes []string) string {
 			return "make room on " + strings.Join(nodes, ", ") + " or add a node"
 		}})
 	}
@@ -355,7 +372,7 @@ func resourceMisfits(pod *corev1.Pod, node *corev1.Node, used corev1.ResourceLis
 		if _, ok := alloc[name]; !ok {
 			rest = fmt.Sprintf("no %s: the pod requests %s", n, want.String())
 		}
-		out = append(out, misfit{verb: "has", rest: rest, next: func(nodes []string) string {
+		out = append(out, misfit{verb: "has", rest: rest, remedy: "request " + n, next: func(nodes []string) string {
 			return fmt.Sprintf("lower the pod's %s request (%s), or make room on %s, or add a node", n, want.String(), strings.Join(nodes, ", "))
 		}})
 	}
@@ -472,4 +489,31 @@ func shorten(s string, n int) string {
 		}
 	}
 	return strings.TrimSuffix(s[:cut], ";") + " ..."
+}
+
+// remedies says each remedy once, for all the nodes it applies to, in the
+// order the groups first need it.
+func remedies(groups []fitGroup) []string {
+	type remedy struct {
+		m     misfit
+		nodes []string
+	}
+	var order []string
+	byKey := map[string]*remedy{}
+	for _, g := range groups {
+		for _, m := range g.misfits {
+			r := byKey[m.remedy]
+			if r == nil {
+				r = &remedy{m: m}
+				byKey[m.remedy] = r
+				order = append(order, m.remedy)
+			}
+			r.nodes = append(r.nodes, g.nodes...)
+		}
+	}
+	var out []string
+	for _, k := range order {
+		out = append(out, byKey[k].m.next(byKey[k].nodes))
+	}
+	return out
 }

@@ -125,7 +125,18 @@ func TestUnschedulableNodeFit(t *testing.T) {
 		in: func(t *testing.T) Input {
 			return input(t, fitPending(ssd), []*corev1.Node{fitNodeObj("kwok-node-0", nil), fitNodeObj("kwok-node-1", map[string]string{"disk": "hdd"})})
 		},
-		headline: "never scheduled: no node fits: kwok-node-0 lacks label disk=ssd; kwok-node-1 has label disk=hdd, not disk=ssd",
+		headline: "never scheduled: no node fits: kwok-node-0 and kwok-node-1 lack label disk=ssd",
+		next:     []string{"label a node that should run it: kubectl label node kwok-node-0 disk=ssd; or change the pod's spec.nodeSelector"},
+		evidence: []string{"node kwok-node-1, as recorded when the scheduler last failed: lacks label disk=ssd (it has disk=hdd)"},
+	}, {
+		name: "a label the kubelet sets: no advice to label by hand",
+		in: func(t *testing.T) Input {
+			pods := fitPending(func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "gone"} })
+			return input(t, pods, []*corev1.Node{fitNodeObj("kwok-node-0", nil), fitNodeObj("kwok-node-1", nil, gpu), fitNodeObj("kwok-node-2", nil), fitNodeObj("kwok-node-3", nil), fitNodeObj("kwok-node-4", nil)})
+		},
+		headline: "never scheduled: no node fits: kwok-node-0, kwok-node-2 and 2 more lack label kubernetes.io/hostname=gone; kwok-node-1 lacks label kubernetes.io/hostname=gone, has untolerated taint dedicated=gpu:NoSchedule",
+		next:     []string{"kubernetes.io/hostname is set by the kubelet or the cloud provider, not by hand"},
+		notNext:  []string{"kubectl label"},
 	}, {
 		name: "the taint tolerated: the node passes, the scheduler's message stands",
 		in: func(t *testing.T) Input {
