@@ -61,6 +61,10 @@ type DeniedRequests struct {
 	Last             time.Time `json:"last"`
 	// Webhook is the admission webhook the message names, if any.
 	Webhook string `json:"webhook,omitempty"`
+	// By says what refused them (refusedBy): "authorization", "admission
+	// webhook", "admission webhook call", "admission policy", "admission",
+	// or "authorization or admission".
+	By string `json:"by,omitempty"`
 }
 
 // WebhookPatch is one mutating webhook's patch of one request.
@@ -133,6 +137,70 @@ const patchAnnotation = "patch.webhook.admission.k8s.io/round_"
 // webhookInMessage finds the webhook an admission denial names.
 var webhookInMessage = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
 
+// The messages and audit annotations with which the API server says which
+// stage refused a request (k8s.io/apiserver): a webhook's refusal
+// (webhook/errors.ToStatusErr), a failed call to a webhook whose
+// failurePolicy is Fail (util/webhook.ErrCallingWebhook, answered 500), a
+// ValidatingAdmissionPolicy's (policy/validating, which also annotates the
+// event) and the authorizer's decision (endpoints/filters).
+var (
+	webhookCallInMessage = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
+	policyInMessage      = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)'( with binding '[^']+')? denied request`)
+)
+
+const (
+	authorizationDecision = "authorization.k8s.io/decision"
+	policyFailure         = "validation.policy.admission.k8s.io/validation_failure"
+)
+
+// refusedBy says whether a request that failed (responseStatus.code 400 or
+// more) was refused, and by what: authorization or admission, the two
+// stages of the API server that decide whether a request may be made. What
+// they refuse stays refused until someone changes a policy, a webhook or a
+// role; that is what blocks a controller for good.
+//
+// Other failures are not refusals and are left out: 404 NotFound (a DELETE
+// or UPDATE of an object already gone, as a controller's repeated DELETE
+// is), 409 Conflict (a write with a stale resourceVersion, which the client
+// retries on a fresh read, or a CREATE of a name that exists), 410 Gone
+// (an expired watch), 429 TooManyRequests (API priority and fairness: try
+// again), 422 Invalid and 400 BadRequest from the API server's own
+// validation, and 5xx that no admission stage claims (storage, timeouts).
+//
+//   - authorization.k8s.io/decision "forbid": the authorizer (RBAC, node,
+//     webhook authorizer) refused it, with 403.
+//   - the message of a webhook's refusal, whatever the code the webhook
+//     chose (the API server makes it 400 at least).
+//   - the message of a failed webhook call: a webhook with failurePolicy
+//     Fail that could not be reached, timed out or answered nonsense.
+//   - a ValidatingAdmissionPolicy's message, or its validation_failure
+//     annotation on a 4xx (the annotation alone is also written for the
+//     Warn and Audit actions, which refuse nothing).
+//   - any other 403: Forbidden after the authorizer allowed it (decision
+//     "allow") is a built-in admission plugin's (PodSecurity,
+//     NamespaceLifecycle, ResourceQuota...); without the annotation (an
+//     audit policy that leaves it out) it is one of the two.
+func refusedBy(ev *auditEvent) (string, bool) {
+	code, msg := ev.ResponseStatus.Code, ev.ResponseStatus.Message
+	switch {
+	case code < 400:
+		return "", false
+	case ev.Annotations[authorizationDecision] == "forbid":
+		return "authorization", true
+	case webhookInMessage.MatchString(msg):
+		return "admission webhook", true
+	case webhookCallInMessage.MatchString(msg):
+		return "admission webhook call", true
+	case policyInMessage.MatchString(msg), code < 500 && ev.Annotations[policyFailure] != "":
+		return "admission policy", true
+	case code == 403 && ev.Annotations[authorizationDecision] == "allow":
+		return "admission", true
+	case code == 403:
+		return "authorization or admission", true
+	}
+	return "", false
+}
+
 // applyAudit reads the pod's audit records, when the trace holds any: it
 // sets lc.Audit, compares the CREATE as sent with the pod as stored, and
 // adds the denied requests to the findings about a finalizer that was never
@@ -168,12 +236,18 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			}
 		}
 		if ev.ResponseStatus.Code >= 400 {
+			by, ok := refusedBy(&ev)
+			if !ok {
+				continue // failed without being refused: see refusedBy
+			}
 			key := strings.Join([]string{ev.User.Username, ev.impersonated(), ev.Verb, ev.ObjectRef.Subresource, strconv.Itoa(ev.ResponseStatus.Code), ev.ResponseStatus.Message}, "\x00")
 			d := denied[key]
 			if d == nil {
 				d = &DeniedRequests{User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
-					Code: ev.ResponseStatus.Code, Message: ev.ResponseStatus.Message, First: ev.StageTimestamp}
+					Code: ev.ResponseStatus.Code, Message: ev.ResponseStatus.Message, First: ev.StageTimestamp, By: by}
 				if m := webhookInMessage.FindStringSubmatch(d.Message); m != nil {
+					d.Webhook = m[1]
+				} else if m := webhookCallInMessage.FindStringSubmatch(d.Message); m != nil {
 					d.Webhook = m[1]
 				}
 				denied[key] = d
@@ -480,8 +554,13 @@ func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string
 			w = Webhook{Kind: "MutatingWebhookConfiguration", Name: d.Webhook, Configuration: configs[d.Webhook], Rules: "(configuration not recorded)"}
 		}
 		f.Suspects = append([]Webhook{w}, f.Suspects...)
-		f.Next = append([]string{fmt.Sprintf("confirmed by the audit log: webhook %q denied %d %s attempts by %s (%d): fix the webhook so that it allows this request, or take it off the namespace",
-			d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)}, f.Next...)
+		next := fmt.Sprintf("confirmed by the audit log: webhook %q denied %d %s attempts by %s (%d): fix the webhook so that it allows this request, or take it off the namespace",
+			d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)
+		if d.By == "admission webhook call" {
+			next = fmt.Sprintf("confirmed by the audit log: the API server could not call webhook %q for %d %s attempts by %s (%d), and its failurePolicy refuses the request then: make the webhook reachable and answer in time, or take it off the namespace",
+				d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)
+		}
+		f.Next = append([]string{next}, f.Next...)
 	}
 }
 

@@ -106,3 +106,73 @@ func TestAuditImpersonation(t *testing.T) {
 		t.Errorf("actors of the revision = %+v, want flush-controller impersonated by admin, per the audit log", a)
 	}
 }
+
+// TestRefusedBy: which failed requests the API server refused (the
+// authorizer or an admission stage) and which failed without a refusal.
+func TestRefusedBy(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		code        int
+		msg         string
+		annotations map[string]string
+		want        string // "" for not refused
+	}{
+		{"success", 200, "", nil, ""},
+		{"repeated DELETE of a pod already gone", 404, `pods "p" not found`, map[string]string{authorizationDecision: "allow"}, ""},
+		{"write on a stale resourceVersion", 409, `Operation cannot be fulfilled on pods "p": the object has been modified; please apply your changes to the latest version and try again`, nil, ""},
+		{"expired watch", 410, "too old resource version: 1 (2)", nil, ""},
+		{"throttled", 429, "Too many requests, please try again later.", nil, ""},
+		{"invalid update", 422, `Pod "p" is invalid: spec: Forbidden: pod updates may not change fields other than ...`, map[string]string{authorizationDecision: "allow"}, ""},
+		{"storage timeout", 504, "Timeout: request did not complete within the allotted timeout", nil, ""},
+		{"RBAC", 403, `pods "p" is forbidden: User "u" cannot patch resource "pods"`, map[string]string{authorizationDecision: "forbid"}, "authorization"},
+		{"webhook denial, its own code", 500, `admission webhook "digester.podtrace.dev" denied the request: no`, nil, "admission webhook"},
+		{"webhook denial without a code", 400, `admission webhook "w.example.com" denied the request without explanation`, nil, "admission webhook"},
+		{"webhook unreachable, failurePolicy Fail", 500, `Internal error occurred: failed calling webhook "w.example.com": failed to call webhook: Post "https://w.default.svc:443/?timeout=10s": dial tcp: connection refused`, nil, "admission webhook call"},
+		{"ValidatingAdmissionPolicy", 422, `pods "p" is forbidden: ValidatingAdmissionPolicy 'no-finalizers' with binding 'b' denied request: nope`, nil, "admission policy"},
+		{"ValidatingAdmissionPolicy by annotation", 403, "denied", map[string]string{policyFailure: `[{"message":"x","policy":"p","binding":"b","expressionIndex":0,"validationActions":["Deny"]}]`}, "admission policy"},
+		{"ValidatingAdmissionPolicy warning on a failure of storage", 500, "etcdserver: request timed out", map[string]string{policyFailure: `[{"validationActions":["Warn"]}]`}, ""},
+		{"built-in admission plugin", 403, `pods "p" is forbidden: unable to create new content in namespace ci because it is being terminated`, map[string]string{authorizationDecision: "allow"}, "admission"},
+		{"403 without the authorizer's annotation", 403, "forbidden", nil, "authorization or admission"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := auditEvent{Annotations: tc.annotations}
+			ev.ResponseStatus.Code, ev.ResponseStatus.Message = tc.code, tc.msg
+			got, ok := refusedBy(&ev)
+			if ok != (tc.want != "") || got != tc.want {
+				t.Errorf("refusedBy = %q, %v; want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestAuditNotFoundIsNoDenial: a controller's DELETE repeated after the
+// pod was gone is answered 404; it is neither a denied attempt nor a
+// request that produced a revision.
+func TestAuditNotFoundIsNoDenial(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 3, 50, 27, 0, time.UTC)
+	ev := func(id string, at time.Time, code int, msg string, rv string) store.Record {
+		e := map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": id, "verb": "delete",
+			"objectRef":      map[string]any{"resource": "pods", "namespace": "ci", "name": "p"},
+			"user":           map[string]any{"username": "system:serviceaccount:kube-system:job-controller"},
+			"responseStatus": map[string]any{"code": code, "message": msg},
+			"annotations":    map[string]any{authorizationDecision: "allow"},
+			"stageTimestamp": at,
+		}
+		b, _ := json.Marshal(e)
+		return store.Record{Kind: "Event", APIVersion: "audit.k8s.io/v1", UID: id, Observed: at, ResourceVersion: rv, Object: b}
+	}
+	lc := &Lifecycle{Steps: []Step{{Seq: 7, ResourceVersion: "301"}}, Findings: []Finding{{ID: "stuck-finalizer"}}}
+	applyAudit(lc, Input{Audit: []store.Record{
+		ev("a", t0, 200, "", "301"),
+		ev("b", t0.Add(time.Second), 404, `pods "p" not found`, ""),
+		ev("c", t0.Add(2*time.Second), 404, `pods "p" not found`, ""),
+		ev("d", t0.Add(3*time.Second), 409, `Operation cannot be fulfilled on pods "p"`, ""),
+	}}, AdmissionOptions{})
+	if len(lc.Audit.Denied) != 0 {
+		t.Errorf("denied %+v, want none: 404 and 409 are no refusal", lc.Audit.Denied)
+	}
+	if len(lc.Audit.Requests) != 1 || lc.Audit.Requests[0].AuditID != "a" {
+		t.Errorf("requests %+v, want the one that succeeded", lc.Audit.Requests)
+	}
+}

@@ -62,7 +62,9 @@ type Finding struct {
 	Actor *Actor `json:"actor,omitempty"`
 }
 
-// Evidence points at what in the recording supports a finding.
+// Evidence points at what in the recording supports a finding. A
+// finding's evidence is in time order (sortEvidence), evidence without a
+// time last.
 type Evidence struct {
 	Seq  uint64    `json:"seq,omitempty"`
 	Time time.Time `json:"time,omitempty"`
@@ -90,6 +92,23 @@ func diagnose(lc *Lifecycle, in Input) []Finding {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity > out[j].Severity })
 	return out
+}
+
+// sortEvidence puts the evidence of each finding in time order, stably.
+// Evidence without a time goes last, in the order the rule gave it: it is
+// about the recording as a whole or as it ended (the dependents still
+// present, no webhook intercepting, no audit log imported), which comes
+// after everything that happened.
+func sortEvidence(fs []Finding) {
+	for i := range fs {
+		sort.SliceStable(fs[i].Evidence, func(a, b int) bool {
+			ta, tb := fs[i].Evidence[a].Time, fs[i].Evidence[b].Time
+			if ta.IsZero() || tb.IsZero() {
+				return !ta.IsZero() && tb.IsZero()
+			}
+			return ta.Before(tb)
+		})
+	}
 }
 
 // finalizerOwner says who removes a well-known finalizer, and when.
@@ -123,6 +142,124 @@ func finalizerOwnerOf(name string) string {
 	return "the controller that added it (no built-in controller owns it)"
 }
 
+// origin is where a finalizer came from: the revision where it appeared
+// and who wrote it.
+type origin struct {
+	step Step
+	// actors wrote the finalizer: the manager whose managedFields entry
+	// owns it, else the revision's actors.
+	actors []Actor
+	// created: the pod was created with it during the recording; present:
+	// it was there when the recording began, added by no one recorded.
+	created, present bool
+	// admission is the admission change that added it at creation, if the
+	// admission comparison finds the pod as asked for without it.
+	admission *AdmissionChange
+	known     bool
+}
+
+// finalizerOrigin finds where a finalizer came from.
+func (lc *Lifecycle) finalizerOrigin(name string) origin {
+	seq, _, ok := lc.finalizerAdded(name)
+	if !ok {
+		return origin{}
+	}
+	for i, s := range lc.Steps {
+		if s.Seq != seq {
+			continue
+		}
+		o := origin{step: s, known: true, actors: actorsFor(s, "metadata.finalizers["+name+"]")}
+		if i == 0 {
+			o.present = s.Type == store.Initial
+			o.created = !o.present
+		}
+		if o.created && lc.Admission != nil {
+			for j := range lc.Admission.Changes {
+				if c := &lc.Admission.Changes[j]; c.Op == OpAdd && (c.Path == "metadata.finalizers["+name+"]" || c.Path == "metadata.finalizers") {
+					o.admission = c
+				}
+			}
+		}
+		return o
+	}
+	return origin{}
+}
+
+// knownActors reports whether any actor is known, not "unknown".
+func knownActors(actors []Actor) bool {
+	for _, a := range actors {
+		if a.Basis != BasisUnknown {
+			return true
+		}
+	}
+	return false
+}
+
+// unownedFinalizer says what removes a finalizer that no built-in
+// controller owns, from who added it; i is its index in the pod's
+// metadata.finalizers as last recorded. Only a pod created with it by its
+// own creator (no admission change added it) is said to have no
+// controller behind it: anything else names who added it, or says it is
+// not known.
+func unownedFinalizer(lc *Lifecycle, name string, i int) string {
+	o := lc.finalizerOrigin(name)
+	head := fmt.Sprintf("%q: no built-in controller owns it", name)
+	patch := fmt.Sprintf(`kubectl patch pod %s -n %s --type=json -p '[{"op":"test","path":"/metadata/finalizers/%d","value":%q},{"op":"remove","path":"/metadata/finalizers/%d"}]'`,
+		lc.Name, lc.Namespace, i, name, i)
+	switch {
+	case !o.known:
+		return head + "; the recording does not show when it was added: find the controller that handles it before removing it"
+	case o.present:
+		return head + "; it was on the pod when the recording began, so who added it is not recorded: find the controller that handles it (the pod's creator, its owner's pod template, a mutating webhook) before removing it"
+	case o.created && o.admission != nil:
+		return fmt.Sprintf("%s; the pod was created with it, added at admission by %s (%s), not in the pod as asked for: check the controller behind that, which should remove it", head, o.admission.By, o.admission.Certainty)
+	case o.created && !knownActors(o.actors):
+		return fmt.Sprintf("%s; the pod was created with it, by a client the recording does not name (%s): if it came in a manifest, nothing will remove it; once you are sure nothing needs it, remove it: %s", head, whoOf(o.actors), patch)
+	case o.created && createdByKubectl(o.actors):
+		return fmt.Sprintf("%s; the pod was created with it by %s: it was in the manifest, no controller recorded here added it, and none may ever remove it. Once you are sure nothing needs it, remove it: %s", head, whoOf(o.actors), patch)
+	case o.created && createdByBuiltin(o.actors) && controllerOf(lc) != "":
+		return fmt.Sprintf("%s; the pod was created with it by %s, from the pod template of its owner %s: that controller copies the template and does not remove it. Take it out of the template; once you are sure nothing needs it here, remove it: %s", head, whoOf(o.actors), controllerOf(lc), patch)
+	case o.created:
+		return fmt.Sprintf("%s; the pod was created with it by %s: if that is a controller, it is the one to remove it, check it; if it applied a manifest (a person, CI), nothing will: once you are sure nothing needs it, remove it: %s", head, whoOf(o.actors), patch)
+	case knownActors(o.actors):
+		return fmt.Sprintf("%s; it was added at #%d by %s: check that controller, which should remove it (is it running, what does it wait for?)", head, o.step.Seq, whoOf(o.actors))
+	}
+	return fmt.Sprintf("%s; it was added at #%d by a writer the recording does not name (%s): find the controller that handles it before removing it", head, o.step.Seq, whoOf(o.actors))
+}
+
+// createdByKubectl reports whether every known creator is kubectl, which
+// sends the manifest it is given.
+func createdByKubectl(actors []Actor) bool {
+	ok := false
+	for _, a := range actors {
+		if a.Basis == BasisUnknown {
+			continue
+		}
+		if !strings.HasPrefix(a.Manager, "kubectl") {
+			return false
+		}
+		ok = true
+	}
+	return ok
+}
+
+// createdByBuiltin reports whether the creator is kube-controller-manager,
+// which creates pods from their owner's template.
+func createdByBuiltin(actors []Actor) bool {
+	return len(actors) == 1 && actors[0].Manager == "kube-controller-manager"
+}
+
+// controllerOf names the pod's controller owner ("ReplicaSet web-7d9"), or
+// "".
+func controllerOf(lc *Lifecycle) string {
+	for _, o := range lc.pods[0].OwnerReferences {
+		if o.Controller != nil && *o.Controller {
+			return o.Kind + " " + o.Name
+		}
+	}
+	return ""
+}
+
 // FinalizerRemovalGrace is how long a finished pod may keep a finalizer
 // that its controller removes from finished pods before finalizer-not-removed
 // reports it. Such a controller removes it within seconds of seeing the pod
@@ -151,7 +288,13 @@ func stuckFinalizers(lc *Lifecycle, in Input) []Finding {
 	f.Evidence = append(f.Evidence, Evidence{Seq: req.Seq, Time: req.Time, Text: "deletion requested: " + req.Detail})
 	for _, fin := range last.Finalizers {
 		if seq, t, ok := lc.finalizerAdded(fin); ok {
-			f.Evidence = append(f.Evidence, Evidence{Seq: seq, Time: t, Text: fmt.Sprintf("finalizer %q appeared", fin)})
+			text := fmt.Sprintf("finalizer %q appeared", fin)
+			if _, owned := finalizerOwners[fin]; !owned {
+				if o := lc.finalizerOrigin(fin); o.known {
+					text += ", added by " + whoOf(o.actors)
+				}
+			}
+			f.Evidence = append(f.Evidence, Evidence{Seq: seq, Time: t, Text: text})
 		}
 	}
 	if stopped, detail := containersStopped(last); stopped {
@@ -175,8 +318,12 @@ func stuckFinalizers(lc *Lifecycle, in Input) []Finding {
 	f.Evidence = append(f.Evidence, gapEvidence(lc, req.Time)...)
 	f.Evidence = append(f.Evidence, silence(lc))
 
-	for _, fin := range last.Finalizers {
-		f.Next = append(f.Next, fmt.Sprintf("%q is removed by %s", fin, finalizerOwnerOf(fin)))
+	for i, fin := range last.Finalizers {
+		if _, owned := finalizerOwners[fin]; owned {
+			f.Next = append(f.Next, fmt.Sprintf("%q is removed by %s", fin, finalizerOwnerOf(fin)))
+		} else {
+			f.Next = append(f.Next, unownedFinalizer(lc, fin, i))
+		}
 	}
 	if len(blocking) > 0 {
 		f.Next = append(f.Next, "find out why the dependents still present are not being deleted (their own finalizers?)")
@@ -426,7 +573,7 @@ func lostNode(lc *Lifecycle, in Input) []Finding {
 		f.Headline = fmt.Sprintf("terminating for %s on node %s, which stopped reporting (Ready %s since %s)", lc.Terminating, lc.Node, ready.Status, ready.LastTransitionTime.UTC().Format(time.RFC3339))
 		f.Evidence = append(f.Evidence, Evidence{Seq: last.Seq, Time: last.Observed, Text: fmt.Sprintf("node %s Ready=%s: %s %s", lc.Node, ready.Status, ready.Reason, ready.Message)})
 		for _, t := range node.Spec.Taints {
-			f.Evidence = append(f.Evidence, Evidence{Text: fmt.Sprintf("node taint %s:%s", t.Key, t.Effect)})
+			f.Evidence = append(f.Evidence, Evidence{Seq: last.Seq, Time: last.Observed, Text: fmt.Sprintf("node taint %s:%s", t.Key, t.Effect)})
 		}
 	}
 	req, _ := lc.phase(PhaseDeletionRequested)
@@ -438,7 +585,10 @@ func lostNode(lc *Lifecycle, in Input) []Finding {
 	return []Finding{f}
 }
 
-// unschedulable finds a pod that was never bound to a node.
+// unschedulable finds a pod that was never bound to a node, and says, for
+// each node recorded when the scheduler last failed, which of the
+// scheduler's filters it fails (fitNode). The scheduler's own message is
+// kept whole in the evidence.
 func unschedulable(lc *Lifecycle, in Input) []Finding {
 	if lc.Node != "" {
 		return nil
@@ -450,28 +600,68 @@ func unschedulable(lc *Lifecycle, in Input) []Finding {
 		}
 	}
 	last := lc.pods[len(lc.pods)-1]
+	gated := false
 	for _, c := range last.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
 			evidence = append(evidence, Evidence{Time: c.LastTransitionTime.Time, Text: fmt.Sprintf("condition PodScheduled=False %s: %s", c.Reason, c.Message)})
+			gated = c.Reason == corev1.PodReasonSchedulingGated
 		}
 	}
 	if len(evidence) == 0 {
 		return nil
 	}
-	return []Finding{{
-		ID: "unschedulable", Severity: Warning,
-		Headline: "never scheduled: " + lastLine(evidence),
-		Evidence: evidence,
-		Next:     []string{"compare the pod's requests, nodeSelector, affinity and tolerations with the nodes' allocatable resources, labels and taints"},
-	}}
-}
-
-func lastLine(ev []Evidence) string {
-	s := ev[len(ev)-1].Text
-	if len(s) > 160 {
-		s = s[:160] + "..."
+	// The scheduler's word, shortened at a sentence's end at most.
+	said := shorten(evidence[len(evidence)-1].Text, 160)
+	f := Finding{ID: "unschedulable", Severity: Warning, Headline: "never scheduled: " + said, Evidence: evidence,
+		Next: []string{"compare the pod's requests, nodeSelector, affinity and tolerations with the nodes' allocatable resources, labels and taints"}}
+	if gated || len(last.Spec.SchedulingGates) > 0 {
+		// The scheduler does not try a gated pod: no node is at fault.
+		f.Next = []string{"the pod waits for its scheduling gates to be removed (spec.schedulingGates), by whoever added them"}
+		return []Finding{f}
 	}
-	return s
+	t := scheduleTime(lc)
+	fits := fitNodes(lc, in, t)
+	if fits == nil {
+		f.Evidence = append(f.Evidence, Evidence{Text: fmt.Sprintf("the trace holds no node recorded as of %s: the scheduler's message is all there is", t.UTC().Format(time.RFC3339))})
+		return []Finding{f}
+	}
+	groups := groupFits(fits)
+	var passing []string
+	for _, nf := range fits {
+		what := "passes every check podtrace makes (cordon, nodeSelector, required node affinity, taints, resources as far as recorded)"
+		if len(nf.misfits) > 0 {
+			var parts []string
+			for _, m := range nf.misfits {
+				part := m.verb + " " + m.rest
+				if m.detail != "" {
+					part += " (" + m.detail + ")"
+				}
+				parts = append(parts, part)
+			}
+			what = strings.Join(parts, ", ")
+		} else {
+			passing = append(passing, nf.name)
+		}
+		if nf.notReady != "" && len(nf.misfits) == 0 {
+			what += "; it is not Ready (" + nf.notReady + ") but has no taint that keeps the pod off"
+		}
+		f.Evidence = append(f.Evidence, Evidence{Seq: nf.rec.Seq, Time: nf.rec.Observed, Text: fmt.Sprintf("node %s, as recorded when the scheduler last failed: %s", nf.name, what)})
+	}
+	f.Next = remedies(groups)
+	var clauses []string
+	for _, g := range groups {
+		clauses = append(clauses, g.text())
+	}
+	if len(passing) == 0 {
+		f.Headline = "never scheduled: no node fits: " + strings.Join(clauses, "; ")
+		return []Finding{f}
+	}
+	// Some node passes what podtrace checks: what else the scheduler
+	// checks (pod affinity, topology spread, volumes, ports) is the cause,
+	// and only its message says which.
+	f.Next = append(f.Next, fmt.Sprintf("%s %s every check podtrace makes: the scheduler's message says what else rules %s out (pod affinity or anti-affinity, topology spread, volumes, ports)",
+		strings.Join(passing, ", "), map[bool]string{true: "passes", false: "pass"}[len(passing) == 1], map[bool]string{true: "it", false: "them"}[len(passing) == 1]))
+	return []Finding{f}
 }
 
 // containerTrouble finds image pulls that fail, crash loops and OOM kills,

@@ -236,8 +236,10 @@ func TestFinalizerFindings(t *testing.T) {
 			if !evidenceHas(f, "uncountedTerminatedPods.succeeded") || !evidenceHas(f, "conditions SuccessCriteriaMet") {
 				t.Errorf("evidence lacks the Job's accounting: %+v", f.Evidence)
 			}
-			if f.Evidence[0].Seq != 13 || !strings.Contains(f.Evidence[0].Text, PhaseSucceeded) {
-				t.Errorf("first evidence %+v, want the revision that finished the pod (#13)", f.Evidence[0])
+			// In time order: the finalizer at creation (#10), then the
+			// revision that finished the pod (#13).
+			if f.Evidence[0].Seq != 10 || f.Evidence[1].Seq != 13 || !strings.Contains(f.Evidence[1].Text, PhaseSucceeded) {
+				t.Errorf("evidence %+v, want the finalizer's revision (#10), then the one that finished the pod (#13)", f.Evidence[:2])
 			}
 		},
 	}, {
@@ -302,8 +304,11 @@ func TestFinalizerFindings(t *testing.T) {
 		want: []string{"stuck-finalizer", "ended"},
 		check: func(t *testing.T, fs []Finding) {
 			f := finFind(fs, "stuck-finalizer")
-			if !hasText(f.Next, `"example.com/hold" is removed by the controller that added it (no built-in controller owns it)`) {
-				t.Errorf("next %q does not say no built-in controller owns the finalizer", f.Next)
+			// No managedFields: the creator is not named, and nothing is
+			// claimed of it.
+			if !hasText(f.Next, `"example.com/hold": no built-in controller owns it; the pod was created with it, by a client the recording does not name`) ||
+				!hasText(f.Next, `kubectl patch pod build-x7k2p -n ci --type=json -p '[{"op":"test","path":"/metadata/finalizers/0","value":"example.com/hold"},{"op":"remove","path":"/metadata/finalizers/0"}]'`) {
+				t.Errorf("next %q does not say that no built-in controller owns the finalizer, nor how to remove it", f.Next)
 			}
 			if len(f.Suspects) != 0 {
 				t.Errorf("suspects %+v, want none", f.Suspects)
@@ -362,6 +367,167 @@ func TestFinalizerFindings(t *testing.T) {
 			}
 			if tc.check != nil {
 				tc.check(t, lc.Findings)
+			}
+		})
+	}
+}
+
+// TestSortEvidence: evidence in time order, stable, and evidence without a
+// time last, in the order it was given.
+func TestSortEvidence(t *testing.T) {
+	at := func(s int) time.Time { return finStart.Add(time.Duration(s) * time.Second) }
+	for _, tc := range []struct {
+		name string
+		in   []Evidence
+		want []string
+	}{{
+		name: "out of order",
+		in:   []Evidence{{Time: at(3), Text: "c"}, {Time: at(1), Text: "a"}, {Time: at(2), Text: "b"}},
+		want: []string{"a", "b", "c"},
+	}, {
+		name: "same time: stable",
+		in:   []Evidence{{Time: at(2), Text: "x"}, {Time: at(1), Text: "a"}, {Time: at(2), Text: "y"}},
+		want: []string{"a", "x", "y"},
+	}, {
+		name: "untimed last, in their order",
+		in:   []Evidence{{Text: "note 1"}, {Time: at(2), Text: "b"}, {Text: "note 2"}, {Time: at(1), Text: "a"}},
+		want: []string{"a", "b", "note 1", "note 2"},
+	}, {
+		name: "the stuck-finalizer order: dependents deleted after the pod's last revision come after its silence",
+		in: []Evidence{
+			{Time: at(4), Text: "deletion requested"}, {Time: at(0), Text: "finalizer appeared"},
+			{Time: at(9), Text: "containers stopped"}, {Time: at(10), Text: "dependent deleted"},
+			{Text: "dependents still present"}, {Time: at(9), Text: "silence"}, {Text: "no webhook intercepts"},
+		},
+		want: []string{"finalizer appeared", "deletion requested", "containers stopped", "silence", "dependent deleted", "dependents still present", "no webhook intercepts"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := []Finding{{Evidence: tc.in}}
+			sortEvidence(fs)
+			var got []string
+			for _, e := range fs[0].Evidence {
+				got = append(got, e.Text)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("order %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnownedFinalizer: for a finalizer no built-in controller owns, the
+// next step says who added it, as the recording shows, and what follows.
+func TestUnownedFinalizer(t *testing.T) {
+	const fin = "example.com/hold"
+	finFields := `{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/hold\"":{}}}}`
+	specFields := `{"f:spec":{"f:containers":{"k:{\"name\":\"work\"}":{".":{},"f:image":{},"f:name":{}}}}}`
+	base := func() *corev1.Pod {
+		p := finJobPod()
+		p.Finalizers = nil
+		return p
+	}
+	withFin := func(p *corev1.Pod, fins ...string) *corev1.Pod {
+		p = p.DeepCopy()
+		p.Finalizers = fins
+		return p
+	}
+	managed := func(p *corev1.Pod, es ...metav1.ManagedFieldsEntry) *corev1.Pod {
+		p = p.DeepCopy()
+		p.ManagedFields = es
+		return p
+	}
+	// history: created at 0, running at 2s, deleted at 4s with a grace
+	// period of 2s; the end at 10s.
+	history := func(t *testing.T, created, running *corev1.Pod, typ store.EventType) Input {
+		recs := []store.Record{
+			finRecord(t, 10, 0, typ, "Pod", created),
+			finRecord(t, 11, 2*time.Second, store.Updated, "Pod", running),
+			finRecord(t, 12, 4*time.Second, store.Updated, "Pod", finDeleted(running, "102", 4*time.Second, 2)),
+		}
+		return finInput(t, recs, nil, false, 10*time.Second)
+	}
+	noOwner := func(p *corev1.Pod) *corev1.Pod { p = p.DeepCopy(); p.OwnerReferences = nil; return p }
+	kubectl := entry("kubectl-create", "", 0, `{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/hold\"":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"work\"}":{".":{},"f:image":{},"f:name":{}}}}}`)
+	for _, tc := range []struct {
+		name     string
+		in       func(t *testing.T) Input
+		want     []string // in the next step about fin
+		wantNot  []string
+		evidence string
+	}{{
+		name: "created with it by kubectl: the manifest, nothing removes it",
+		in: func(t *testing.T) Input {
+			p := managed(withFin(noOwner(base()), "other.example.com/keep", fin), kubectl)
+			return history(t, p, finRunning(p, "101"), store.Added)
+		},
+		want: []string{`"example.com/hold": no built-in controller owns it; the pod was created with it by kubectl create (managedFields): it was in the manifest`,
+			// The index in the last revision: second of two.
+			`{"op":"test","path":"/metadata/finalizers/1","value":"example.com/hold"},{"op":"remove","path":"/metadata/finalizers/1"}`},
+		evidence: `finalizer "example.com/hold" appeared, added by kubectl create (managedFields)`,
+	}, {
+		name: "created with it from a Job's template by kube-controller-manager",
+		in: func(t *testing.T) Input {
+			p := managed(withFin(base(), fin), entry("kube-controller-manager", "", 0, finFields))
+			return history(t, p, finRunning(p, "101"), store.Added)
+		},
+		want:    []string{"from the pod template of its owner Job build: that controller copies the template and does not remove it"},
+		wantNot: []string{"in the manifest"},
+	}, {
+		name: "created with it by an operator: the operator is named, not dismissed",
+		in: func(t *testing.T) Input {
+			p := managed(withFin(noOwner(base()), fin), entry("hold-operator", "", 0, finFields))
+			return history(t, p, finRunning(p, "101"), store.Added)
+		},
+		want:    []string{"created with it by hold-operator (managedFields): if that is a controller, it is the one to remove it"},
+		wantNot: []string{"none may ever remove it"},
+	}, {
+		name: "added later by a controller: named, no patch advised",
+		in: func(t *testing.T) Input {
+			created := managed(noOwner(base()), entry("kubectl-create", "", 0, specFields))
+			running := finRunning(created, "101")
+			running = managed(withFin(running, fin), entry("kubectl-create", "", 0, specFields), entry("hold-operator", "", 2, finFields))
+			return history(t, created, running, store.Added)
+		},
+		want:     []string{`"example.com/hold": no built-in controller owns it; it was added at #11 by hold-operator (managedFields): check that controller`},
+		wantNot:  []string{"kubectl patch"},
+		evidence: `finalizer "example.com/hold" appeared, added by hold-operator (managedFields)`,
+	}, {
+		name: "present when the recording began: who added it is not recorded",
+		in: func(t *testing.T) Input {
+			p := managed(withFin(noOwner(base()), fin), kubectl)
+			return history(t, p, finRunning(p, "101"), store.Initial)
+		},
+		want:    []string{"it was on the pod when the recording began, so who added it is not recorded"},
+		wantNot: []string{"kubectl patch", "kubectl create"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			lc, err := Replay(tc.in(t), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := finFind(lc.Findings, "stuck-finalizer")
+			if f == nil {
+				t.Fatalf("no stuck-finalizer: %+v", lc.Findings)
+			}
+			var next string
+			for _, n := range f.Next {
+				if strings.HasPrefix(n, `"`+fin+`"`) {
+					next = n
+				}
+			}
+			t.Logf("next: %s", next)
+			for _, w := range tc.want {
+				if !strings.Contains(next, w) {
+					t.Errorf("next %q lacks %q", next, w)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(next, w) {
+					t.Errorf("next %q says %q", next, w)
+				}
+			}
+			if tc.evidence != "" && !evidenceHas(f, tc.evidence) {
+				t.Errorf("evidence lacks %q: %+v", tc.evidence, f.Evidence)
 			}
 		})
 	}

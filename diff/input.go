@@ -24,6 +24,14 @@ type Input struct {
 	// Deployment's ScalingReplicaSet), keyed by the owner's UID, in Seq
 	// order.
 	OwnerEvents map[string][]store.Record
+	// Nodes holds the revisions of every node recorded in the trace, keyed
+	// by UID, for a pod never bound to one: which of them could have taken
+	// it. NodePods holds, for such a pod, revisions of the other pods
+	// recorded bound to a node, keyed by UID: at least every revision where
+	// a pod's node, requests or phase changed, and its deletion
+	// (OccupancyRevisions), to tell what each node had left.
+	Nodes    map[string][]store.Record
+	NodePods map[string][]store.Record
 	// Webhooks holds the revisions of Mutating- and
 	// ValidatingWebhookConfigurations recorded in the trace.
 	Webhooks map[string][]store.Record
@@ -117,4 +125,47 @@ func memberOf(raw []byte, key string) ([]byte, bool) {
 		}
 	}
 	return value, found && i < len(raw)
+}
+
+// OccupancyRevisions returns the revisions of a pod (recs, in order) that
+// tell what it held on a node: each revision bound to a node whose node,
+// phase or resources differ from the one kept before it, and its deletion
+// once it was bound. A pod never bound returns none.
+func OccupancyRevisions(recs []store.Record) []store.Record {
+	type occupancy struct {
+		Spec struct {
+			NodeName       string            `json:"nodeName"`
+			Containers     []json.RawMessage `json:"containers"`
+			InitContainers []json.RawMessage `json:"initContainers"`
+			Overhead       json.RawMessage   `json:"overhead"`
+			Resources      json.RawMessage   `json:"resources"`
+		} `json:"spec"`
+		Status struct {
+			Phase     string          `json:"phase"`
+			Resources json.RawMessage `json:"resources"`
+		} `json:"status"`
+	}
+	var out []store.Record
+	var last []byte
+	for _, r := range recs {
+		deleted := r.Type == store.Deleted || r.Type == store.DeletedUnknown
+		if deleted && len(out) > 0 {
+			out = append(out, r)
+			continue
+		}
+		if nodeNameOf(r.Object) == "" {
+			continue
+		}
+		var o occupancy
+		if json.Unmarshal(r.Object, &o) != nil {
+			continue
+		}
+		key, _ := json.Marshal(o)
+		if bytes.Equal(key, last) {
+			continue
+		}
+		last = key
+		out = append(out, r)
+	}
+	return out
 }

@@ -185,6 +185,7 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	lc.Admission = replayAdmission(lc, in, opts.Admission)
 	lc.Findings = diagnose(lc, in)
 	applyAudit(lc, in, opts.Admission)
+	sortEvidence(lc.Findings)
 	return lc, nil
 }
 

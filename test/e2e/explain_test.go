@@ -84,6 +84,7 @@ func TestExplain(t *testing.T) {
 		sidecarCase(client),
 		imagePullCase(client),
 		rolloutCase(client),
+		unschedulableCase(client),
 	}
 	t.Run("run", func(t *testing.T) {
 		for _, tc := range cases {
@@ -435,6 +436,68 @@ func imagePullCase(client kubernetes.Interface) *explainCase {
 			}
 			if text := explainText(t, db, ns, name); !strings.Contains(text, "image-pull") || !strings.Contains(text, container) {
 				t.Errorf("explain does not name the image-pull finding and container %s:\n%s", container, text)
+			}
+		},
+	}
+}
+
+// unschedulableCase: two pods no node takes, one for a label no node has,
+// one pinned to the node whose taint it does not tolerate; explain names
+// each node's cause.
+func unschedulableCase(client kubernetes.Interface) *explainCase {
+	const ns, ssd, pinned = "explain-unschedulable", "wants-ssd", "wants-lost"
+	unscheduled := func(p *corev1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return true
+			}
+		}
+		return false
+	}
+	return &explainCase{
+		name: "unschedulable",
+		run: func(t *testing.T) {
+			createNamespace(t, client, ns, nil)
+			a := simplePod(ns, ssd)
+			a.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+			createPod(t, client, a)
+			b := simplePod(ns, pinned)
+			b.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": lostNodeName}
+			createPod(t, client, b)
+			waitPod(t, client, ns, ssd, "marked unschedulable", unscheduled)
+			waitPod(t, client, ns, pinned, "marked unschedulable", unscheduled)
+		},
+		check: func(t *testing.T, db string) {
+			f := findFinding(t, explain(t, db, ns, ssd), "unschedulable")
+			for _, want := range []string{"no node fits:", "kwok-node-0", "kwok-node-1", "lack label disk=ssd"} {
+				if !strings.Contains(f.Headline, want) {
+					t.Errorf("%s: headline %q lacks %q", ssd, f.Headline, want)
+				}
+			}
+			if !slices.ContainsFunc(f.Next, func(s string) bool {
+				return strings.Contains(s, "kubectl label node") && strings.Contains(s, "disk=ssd")
+			}) {
+				t.Errorf("%s: next %q does not say how to label a node", ssd, f.Next)
+			}
+			if !slices.ContainsFunc(f.Evidence, func(e diff.Evidence) bool { return strings.Contains(e.Text, "FailedScheduling") }) {
+				t.Errorf("%s: the scheduler's message is not in the evidence: %+v", ssd, f.Evidence)
+			}
+
+			f = findFinding(t, explain(t, db, ns, pinned), "unschedulable")
+			taint := lostNodeName + " has untolerated taint " + lostTaint + "=true:NoSchedule"
+			for _, want := range []string{"no node fits:", "kwok-node-0 and kwok-node-1 lack label kubernetes.io/hostname=" + lostNodeName, taint} {
+				if !strings.Contains(f.Headline, want) {
+					t.Errorf("%s: headline %q lacks %q", pinned, f.Headline, want)
+				}
+			}
+			if slices.ContainsFunc(f.Next, func(s string) bool { return strings.Contains(s, "kubectl label node") }) {
+				t.Errorf("%s: next %q advises labelling a node with kubernetes.io/hostname, which the kubelet sets", pinned, f.Next)
+			}
+			if !slices.ContainsFunc(f.Next, func(s string) bool { return strings.Contains(s, "add a toleration") && strings.Contains(s, lostTaint) }) {
+				t.Errorf("%s: next %q does not say to tolerate %s", pinned, f.Next, lostTaint)
+			}
+			if text := explainText(t, db, ns, pinned); !strings.Contains(text, taint) {
+				t.Errorf("explain does not name the taint:\n%s", text)
 			}
 		},
 	}

@@ -136,6 +136,11 @@ func (o *exportOptions) Run() (err error) {
 				histories[e.UID] = append(histories[e.UID], e)
 			}
 		}
+		// The nodes an unscheduled pod could have gone to; not the other
+		// pods on them (in.NodePods), which are no part of this pod's story.
+		for uid, recs := range in.Nodes {
+			histories[uid] = recs
+		}
 	}
 	var recs []store.Record
 	for _, h := range histories {

@@ -136,6 +136,16 @@ type traceContext struct {
 	mu     sync.Mutex                // guards byName and about
 	byName map[string][]store.Record // "Namespace/name", "Node/name" -> history
 	about  map[string][]store.Record // owner UID -> the Events about it
+
+	nodes []store.Object // every node recorded
+
+	// For the pods never bound to a node, loaded on first use: every
+	// node's history, and the revisions of the pods bound to one that tell
+	// what they held (diff.OccupancyRevisions).
+	fitOnce  sync.Once
+	fitErr   error
+	allNodes map[string][]store.Record
+	nodePods map[string][]store.Record
 }
 
 // contextFilters select the objects of a trace that any pod's replay may
@@ -187,6 +197,7 @@ func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
 			}
 		}
 	}
+	tc.nodes = objs[len(contextFilters)-1]
 	for _, list := range objs[len(webhookKinds):] {
 		for _, o := range list {
 			key := o.Kind + "/" + o.Name
@@ -249,6 +260,37 @@ func (tc *traceContext) eventsAbout(db *store.DB, uid string) ([]store.Record, e
 	}
 	tc.about[uid] = recs
 	return recs, nil
+
+}
+
+// fitContext loads, once, what the node fit of a pod never bound needs:
+// every recorded node's history and, of every pod recorded bound to a
+// node, the revisions that tell what it held there. It reads every pod's
+// history once per trace, and only for a trace with such a pod.
+func (tc *traceContext) fitContext(db *store.DB) (nodes, pods map[string][]store.Record, err error) {
+	tc.fitOnce.Do(func() {
+		tc.allNodes, tc.nodePods = map[string][]store.Record{}, map[string][]store.Record{}
+		for _, o := range tc.nodes {
+			if tc.allNodes[o.UID], tc.fitErr = db.History(o.UID); tc.fitErr != nil {
+				return
+			}
+		}
+		var all []store.Object
+		if all, tc.fitErr = db.Objects(store.ObjectFilter{Kind: "Pod"}); tc.fitErr != nil {
+			return
+		}
+		for _, o := range all {
+			recs, err := db.History(o.UID)
+			if err != nil {
+				tc.fitErr = err
+				return
+			}
+			if kept := diff.OccupancyRevisions(recs); len(kept) > 0 {
+				tc.nodePods[o.UID] = kept
+			}
+		}
+	})
+	return tc.allNodes, tc.nodePods, tc.fitErr
 }
 
 // loadInput loads everything recorded about one pod incarnation.
@@ -333,6 +375,8 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 		} else if len(recs) > 0 {
 			in.Related[recs[0].UID] = recs
 		}
+	} else if in.Nodes, in.NodePods, err = tc.fitContext(db); err != nil {
+		return in, err
 	}
 	return in, nil
 }
