@@ -99,7 +99,7 @@ func (t *textWriter) mdPod(p *diff.Lifecycle) {
 			}
 		}
 		if len(f.Suspects) > 0 {
-			t.printf("\nSuspects, admission webhooks that intercept this request:\n\n")
+			t.printf("\nSuspects, admission webhooks and policies that intercept this request:\n\n")
 			for _, w := range f.Suspects {
 				t.printf("- %s\n", mdWebhook(w))
 			}
@@ -202,6 +202,13 @@ func request(verb, subresource string) string {
 func mdWebhook(w diff.Webhook) string {
 	s := fmt.Sprintf("%s %s (configuration %s): failurePolicy %s, rules %s", strings.TrimSuffix(w.Kind, "Configuration"),
 		mdText(w.Name), mdText(w.Configuration), mdText(w.FailurePolicy), mdText(w.Rules))
+	if w.IsPolicy() {
+		s = fmt.Sprintf("%s %s (binding %s): ", w.Kind, mdText(w.Name), mdText(w.Configuration))
+		if len(w.ValidationActions) > 0 {
+			s += "validationActions " + mdText(strings.Join(w.ValidationActions, ", ")) + ", "
+		}
+		s += fmt.Sprintf("failurePolicy %s, rules %s", mdText(w.FailurePolicy), mdText(w.Rules))
+	}
 	if w.NamespaceSelector != "" {
 		s += ", namespaceSelector " + mdText(w.NamespaceSelector)
 	}
@@ -210,6 +217,12 @@ func mdWebhook(w diff.Webhook) string {
 	}
 	for _, c := range w.MatchConditions {
 		s += "; matchCondition (not evaluated) " + mdText(c)
+	}
+	for _, v := range w.Validations {
+		s += "; validation (not evaluated) " + mdText(v)
+	}
+	if w.Params != "" {
+		s += "; params: " + mdText(w.Params)
 	}
 	if w.Uncertain != "" {
 		s += "; uncertain: " + mdText(w.Uncertain)

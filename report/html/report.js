@@ -488,17 +488,20 @@
             h('ul', { class: 'evidence' }, f.evidence.map(function (e) {
               return h('li', null, h('span', { class: 'when' }, clock(e[1])), h('span', { class: 'seq' }, seqLink(pd, e[0])), h('span', { class: 'text' }, e[2]));
             })),
-            f.suspects.length ? [h('h4', null, 'Suspects: admission webhooks that intercept this request'), h('ul', { class: 'suspects' }, f.suspects.map(webhook))] : null,
+            f.suspects.length ? [h('h4', null, 'Suspects: admission webhooks and policies that intercept this request'), h('ul', { class: 'suspects' }, f.suspects.map(webhook))] : null,
             f.next.length ? [h('h4', null, 'Next steps'), h('ul', { class: 'next' }, f.next.map(function (n) { return h('li', null, n); }))] : null)));
     })));
   }
   function webhook(i) {
-    var w = D.webhooks[i];
-    return h('li', null, h('b', null, w.name), ' ', h('span', { class: 'muted' }, w.kind + ' ' + w.configuration), h('br'),
+    var w = D.webhooks[i], policy = /AdmissionPolicy$/.test(w.kind);
+    return h('li', null, h('b', null, w.name), ' ', h('span', { class: 'muted' }, w.kind + (policy ? ', binding ' : ' ') + w.configuration), h('br'),
+      w.validationActions ? ['validationActions ', h('b', null, w.validationActions.join(', ')), ', '] : null,
       'failurePolicy ', h('b', null, w.failurePolicy), ', rules ', h('code', null, w.rules),
       w.namespaceSelector ? [', namespaceSelector ', h('code', null, w.namespaceSelector)] : null,
       w.objectSelector ? [', objectSelector ', h('code', null, w.objectSelector)] : null,
       (w.matchConditions || []).map(function (c) { return [h('br'), 'matchCondition (not evaluated) ', h('code', null, c)]; }),
+      (w.validations || []).map(function (v) { return [h('br'), 'validation (not evaluated) ', h('code', null, v)]; }),
+      w.params ? [h('br'), 'params: ', w.params] : null,
       w.uncertain ? [h('br'), h('span', { class: 'muted' }, 'uncertain: ' + w.uncertain)] : null);
   }
 
