@@ -270,3 +270,68 @@ func TestUnrecordedPolicies(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestApplyAuditPolicyDenied: requests that a ValidatingAdmissionPolicy
+// denied are read from their validation_failure annotation (and their
+// message, when the binding does not audit), and confirm the policy as the
+// first suspect; failures that only audit are evidence.
+func TestApplyAuditPolicyDenied(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 3, 50, 27, 0, time.UTC)
+	ev := func(id string, at time.Time, verb string, code int, msg string, annotations map[string]string) store.Record {
+		e := map[string]any{
+			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": id, "verb": verb,
+			"objectRef":      map[string]any{"resource": "pods", "namespace": "ci", "name": "p"},
+			"user":           map[string]any{"username": "system:serviceaccount:kube-system:generic-garbage-collector"},
+			"responseStatus": map[string]any{"code": code, "message": msg},
+			"stageTimestamp": at,
+			"annotations":    annotations,
+		}
+		b, _ := json.Marshal(e)
+		return store.Record{Kind: "Event", APIVersion: "audit.k8s.io/v1", UID: id, Observed: at, Object: b}
+	}
+	denied := `pods "p" is forbidden: ValidatingAdmissionPolicy 'keep-finalizers' with binding 'keep-finalizers-ci' denied request: finalizers stay`
+	failure := func(binding string, actions ...string) map[string]string {
+		b, _ := json.Marshal([]map[string]any{{"message": "finalizers stay", "policy": "keep-finalizers", "binding": binding, "expressionIndex": 0, "validationActions": actions}})
+		return map[string]string{validationFailureAnnotation: string(b)}
+	}
+	tests := []struct {
+		name string
+		recs []store.Record
+	}{
+		{"annotation and message", []store.Record{
+			ev("a", t0, "patch", 403, denied, failure("keep-finalizers-ci", "Deny", "Audit")),
+			ev("b", t0.Add(time.Second), "patch", 403, denied, failure("keep-finalizers-ci", "Deny", "Audit")),
+		}},
+		{"message only (no Audit action)", []store.Record{
+			ev("a", t0, "patch", 403, denied, nil),
+			ev("b", t0.Add(time.Second), "patch", 403, denied, nil),
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			other := Webhook{Kind: "ValidatingWebhookConfiguration", Name: "other.example.com"}
+			recorded := Webhook{Kind: KindValidatingPolicy, Name: "keep-finalizers", Configuration: "keep-finalizers-ci", FailurePolicy: "Fail", Rules: "[UPDATE] [pods]"}
+			lc := &Lifecycle{Findings: []Finding{{ID: "stuck-finalizer", Suspects: []Webhook{other, recorded}}}}
+			in := Input{Audit: append(tc.recs, ev("c", t0.Add(time.Minute), "update", 200, "", failure("audit-only", "Audit")))}
+			applyAudit(lc, in, AdmissionOptions{})
+			f := lc.Findings[0]
+			if len(lc.Audit.Denied) != 1 || lc.Audit.Denied[0].Policy != "keep-finalizers" || lc.Audit.Denied[0].Binding != "keep-finalizers-ci" || lc.Audit.Denied[0].Count != 2 {
+				t.Fatalf("denied = %+v, want 2 patches by keep-finalizers through keep-finalizers-ci", lc.Audit.Denied)
+			}
+			if len(f.Suspects) != 2 || f.Suspects[0].Name != "keep-finalizers" || f.Suspects[0].Rules != "[UPDATE] [pods]" {
+				t.Errorf("suspects = %+v, want the recorded policy first", f.Suspects)
+			}
+			want := "confirmed by the audit log: ValidatingAdmissionPolicy keep-finalizers (binding keep-finalizers-ci) denied 2 patch attempts by system:serviceaccount:kube-system:generic-garbage-collector (403)"
+			if len(f.Next) == 0 || !strings.HasPrefix(f.Next[0], want) {
+				t.Errorf("next = %q, want it to begin %q", f.Next, want)
+			}
+			if !evidenceHas(&f, "audit log: ValidatingAdmissionPolicy keep-finalizers (binding audit-only, validationActions Audit) failed on 1 update requests") {
+				t.Errorf("evidence lacks the audit-only failure: %+v", f.Evidence)
+			}
+		})
+	}
+	// A webhook's message that quotes a policy's does not name the policy.
+	if p, b := denyingPolicy(`admission webhook "w" denied the request: pods "p" is forbidden: ValidatingAdmissionPolicy 'x' with binding 'y' denied request`, nil); p != "" || b != "" {
+		t.Errorf("denyingPolicy of a webhook's message = %q, %q; want none", p, b)
+	}
+}

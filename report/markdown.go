@@ -153,6 +153,12 @@ func (t *textWriter) mdAudit(a *diff.Audit) {
 		if d.Webhook != "" {
 			t.printf(", by webhook %s", mdText(d.Webhook))
 		}
+		if d.Policy != "" {
+			t.printf(", by ValidatingAdmissionPolicy %s", mdText(d.Policy))
+			if d.Binding != "" {
+				t.printf(" (binding %s)", mdText(d.Binding))
+			}
+		}
 		t.printf(", first %s, last %s: %s\n", mdCode(t.clock(d.First)), mdCode(t.clock(d.Last)), mdText(d.Message))
 	}
 	if len(a.Requests) > 0 {

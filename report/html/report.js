@@ -298,7 +298,7 @@
           return { t: a[0], verb: str(a[1]), sub: str(a[2]), user: str(a[3]), agent: str(a[4]), code: a[5], rv: a[6], seq: a[7] };
         }),
         denied: p.audit.denied.map(function (a) {
-          return { user: str(a[0]), agent: str(a[1]), verb: str(a[2]), sub: str(a[3]), code: a[4], message: str(a[5]), count: a[6], first: a[7], last: a[8], webhook: str(a[9]) };
+          return { user: str(a[0]), agent: str(a[1]), verb: str(a[2]), sub: str(a[3]), code: a[4], message: str(a[5]), count: a[6], first: a[7], last: a[8], webhook: str(a[9]), policy: str(a[10]), binding: str(a[11]) };
         }),
         patches: p.audit.patches.map(function (a) {
           return { t: a[0], verb: str(a[1]), webhook: str(a[2]), configuration: str(a[3]), round: a[4], index: a[5],
@@ -534,6 +534,7 @@
           h('b', { class: 'count' }, x.count + ' ' + what(x.verb, x.sub) + ' attempt' + (x.count === 1 ? '' : 's') + ' denied'),
           ' (' + x.code + ') by ', h('span', { class: 'user' }, x.user), x.agent ? [' ', h('span', { class: 'muted' }, '(' + x.agent + ')')] : null,
           x.webhook ? [', by webhook ', h('b', { class: 'webhook' }, x.webhook)] : null,
+          x.policy ? [', by ValidatingAdmissionPolicy ', h('b', { class: 'webhook' }, x.policy), x.binding ? ' (binding ' + x.binding + ')' : null] : null,
           h('br'), h('span', { class: 'message' }, x.message),
           h('br'), h('span', { class: 'muted' }, 'first ' + clock(x.first) + ', last ' + clock(x.last)));
       })) : h('p', { class: 'muted' }, 'No request about the pod was denied.'),
