@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podtrace/podtrace/store"
@@ -333,5 +334,70 @@ func TestApplyAuditPolicyDenied(t *testing.T) {
 	// A webhook's message that quotes a policy's does not name the policy.
 	if p, b := denyingPolicy(`admission webhook "w" denied the request: pods "p" is forbidden: ValidatingAdmissionPolicy 'x' with binding 'y' denied request`, nil); p != "" || b != "" {
 		t.Errorf("denyingPolicy of a webhook's message = %q, %q; want none", p, b)
+	}
+}
+
+// TestBlockedRemovalPolicies: a finished Job pod held by job-tracking in a
+// namespace where a ValidatingAdmissionPolicy binding with Deny covers pod
+// UPDATE names the policy as a suspect beside the webhooks; when a session
+// could not record policies, the finding says so.
+func TestBlockedRemovalPolicies(t *testing.T) {
+	deny := []admissionv1.ValidationAction{admissionv1.Deny}
+	for _, tc := range []struct {
+		name       string
+		policies   []any
+		unrecorded []string
+		suspect    bool
+		evidence   string
+	}{
+		{"policy with a Deny binding", []any{vap("keep", nil), vapb("keep-all", "keep", deny, nil)}, nil, true, ""},
+		{"no policy, none recorded", nil, []string{KindMutatingPolicy, KindMutatingBinding, KindValidatingPolicy, KindValidatingBinding}, false,
+			"MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding were not recorded"},
+		{"no policy matches", []any{vap("keep", func(s *admissionv1.ValidatingAdmissionPolicySpec) {
+			s.MatchConstraints.ResourceRules = podRules(admissionv1.Create)
+		}), vapb("keep-all", "keep", deny, nil)}, nil, false, "no recorded admission webhook or admission policy intercepts pod UPDATE in this namespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			created := finJobPod()
+			running := finRunning(created, "101")
+			failed := finFinished(running, "102", corev1.PodFailed)
+			pods := []store.Record{
+				finRecord(t, 10, 0, store.Added, "Pod", created),
+				finRecord(t, 11, 2*time.Second, store.Updated, "Pod", running),
+				finRecord(t, 13, 5*time.Second, store.Updated, "Pod", failed),
+			}
+			in := finInput(t, pods, nil, false, 5*time.Second+FinalizerRemovalGrace+time.Second)
+			in.Policies = policyRecs(t, tc.policies...)
+			for uid, recs := range in.Policies {
+				for i := range recs {
+					recs[i].Observed, recs[i].Type = finStart.Add(-time.Minute), store.Initial
+				}
+				in.Policies[uid] = recs
+			}
+			in.Sessions = []store.Session{{Started: finStart.Add(-time.Minute), Unrecorded: tc.unrecorded}}
+			lc, err := Replay(in, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := finFind(lc.Findings, "finalizer-not-removed")
+			if f == nil {
+				t.Fatalf("no finalizer-not-removed finding: %+v", lc.Findings)
+			}
+			got := false
+			for _, w := range f.Suspects {
+				if w.Kind == KindValidatingPolicy && w.Name == "keep" && w.Configuration == "keep-all" {
+					got = true
+				}
+			}
+			if got != tc.suspect {
+				t.Errorf("policy suspect = %v, want %v: %+v", got, tc.suspect, f.Suspects)
+			}
+			if tc.suspect && !hasText(f.Next, "ValidatingAdmissionPolicy keep (binding keep-all) intercepts pod UPDATE here") {
+				t.Errorf("next does not name the policy: %q", f.Next)
+			}
+			if tc.evidence != "" && !evidenceHas(f, tc.evidence) {
+				t.Errorf("evidence lacks %q: %+v", tc.evidence, f.Evidence)
+			}
+		})
 	}
 }
