@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +25,8 @@ type Audit struct {
 	// Patches are the mutating webhooks' JSONPatches, as the API server
 	// recorded them in patch.webhook.admission.k8s.io annotations.
 	Patches []WebhookPatch `json:"patches,omitempty"`
+	// PolicyFailures are the admission policies' failed validations.
+	PolicyFailures []PolicyFailures `json:"policyFailures,omitempty"`
 }
 
 // AuditRequest is one successful request about the pod.
@@ -65,6 +68,29 @@ type DeniedRequests struct {
 	// webhook", "admission webhook call", "admission policy", "admission",
 	// or "authorization or admission".
 	By string `json:"by,omitempty"`
+	// Policy and Binding are the ValidatingAdmissionPolicy that denied
+	// the requests and the binding through which it did, from the
+	// requests' validation_failure annotation or their message.
+	Policy  string `json:"policy,omitempty"`
+	Binding string `json:"binding,omitempty"`
+}
+
+// PolicyFailures are failed validations of one ValidatingAdmissionPolicy,
+// through one binding, on requests of one kind, from the requests'
+// validation.policy.admission.k8s.io/validation_failure annotations
+// (which the API server writes for bindings with the Audit action).
+type PolicyFailures struct {
+	Policy            string    `json:"policy"`
+	Binding           string    `json:"binding"`
+	ValidationActions []string  `json:"validationActions"`
+	Message           string    `json:"message"`
+	User              string    `json:"user"`
+	Verb              string    `json:"verb"`
+	Subresource       string    `json:"subresource,omitempty"`
+	Denied            bool      `json:"denied"` // the requests were refused
+	Count             int       `json:"count"`
+	First             time.Time `json:"first"`
+	Last              time.Time `json:"last"`
 }
 
 // WebhookPatch is one mutating webhook's patch of one request.
@@ -143,15 +169,9 @@ var webhookInMessage = regexp.MustCompile(`admission webhook "([^"]+)" denied th
 // failurePolicy is Fail (util/webhook.ErrCallingWebhook, answered 500), a
 // ValidatingAdmissionPolicy's (policy/validating, which also annotates the
 // event) and the authorizer's decision (endpoints/filters).
-var (
-	webhookCallInMessage = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
-	policyInMessage      = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)'( with binding '[^']+')? denied request`)
-)
+var webhookCallInMessage = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
 
-const (
-	authorizationDecision = "authorization.k8s.io/decision"
-	policyFailure         = "validation.policy.admission.k8s.io/validation_failure"
-)
+const authorizationDecision = "authorization.k8s.io/decision"
 
 // refusedBy says whether a request that failed (responseStatus.code 400 or
 // more) was refused, and by what: authorization or admission, the two
@@ -191,7 +211,7 @@ func refusedBy(ev *auditEvent) (string, bool) {
 		return "admission webhook", true
 	case webhookCallInMessage.MatchString(msg):
 		return "admission webhook call", true
-	case policyInMessage.MatchString(msg), code < 500 && ev.Annotations[policyFailure] != "":
+	case policyInMessage.MatchString(msg), code < 500 && ev.Annotations[validationFailureAnnotation] != "":
 		return "admission policy", true
 	case code == 403 && ev.Annotations[authorizationDecision] == "allow":
 		return "admission", true
@@ -199,6 +219,38 @@ func refusedBy(ev *auditEvent) (string, bool) {
 		return "authorization or admission", true
 	}
 	return "", false
+}
+
+// policyInMessage finds the ValidatingAdmissionPolicy, and its binding, a
+// denial names: the API server's Forbidden error, `pods "x" is forbidden:
+// ValidatingAdmissionPolicy 'P' with binding 'B' denied request: ...`
+// (k8s.io/apiserver/pkg/admission/plugin/policy/validating/dispatcher.go).
+var policyInMessage = regexp.MustCompile(`^[^:]* is forbidden: ValidatingAdmissionPolicy '([^']+)'(?: with binding '([^']+)')? denied request`)
+
+// validationFailureAnnotation holds, as a JSON list, the failed
+// validations of ValidatingAdmissionPolicies whose binding has the Audit
+// action (validating/dispatcher.go, ValidationFailureValue).
+const validationFailureAnnotation = "validation.policy.admission.k8s.io/validation_failure"
+
+type validationFailure struct {
+	Message           string   `json:"message"`
+	Policy            string   `json:"policy"`
+	Binding           string   `json:"binding"`
+	ExpressionIndex   int      `json:"expressionIndex"`
+	ValidationActions []string `json:"validationActions"`
+}
+
+// validationFailures decodes a request's validation_failure annotation.
+func validationFailures(ev auditEvent) []validationFailure {
+	v, ok := ev.Annotations[validationFailureAnnotation]
+	if !ok {
+		return nil
+	}
+	var out []validationFailure
+	if json.Unmarshal([]byte(v), &out) != nil {
+		return nil
+	}
+	return out
 }
 
 // applyAudit reads the pod's audit records, when the trace holds any: it
@@ -222,10 +274,24 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 	denied := map[string]*DeniedRequests{}
 	configs := map[string]string{} // webhook -> configuration, from the annotations
 	var create *auditEvent
+	failures := map[string]*PolicyFailures{}
 	for _, rec := range in.Audit {
 		var ev auditEvent
 		if json.Unmarshal(rec.Object, &ev) != nil {
 			continue
+		}
+		vfs := validationFailures(ev)
+		for _, vf := range vfs {
+			denied := ev.ResponseStatus.Code >= 400
+			key := strings.Join([]string{vf.Policy, vf.Binding, vf.Message, ev.User.Username, ev.Verb, ev.ObjectRef.Subresource, strconv.FormatBool(denied)}, "\x00")
+			pf := failures[key]
+			if pf == nil {
+				pf = &PolicyFailures{Policy: vf.Policy, Binding: vf.Binding, ValidationActions: vf.ValidationActions, Message: vf.Message,
+					User: ev.User.Username, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource, Denied: denied, First: ev.StageTimestamp}
+				failures[key] = pf
+			}
+			pf.Count++
+			pf.Last = ev.StageTimestamp
 		}
 		for k, v := range ev.Annotations {
 			if strings.HasPrefix(k, "mutation.webhook.admission.k8s.io/") || strings.HasPrefix(k, patchAnnotation) {
@@ -250,6 +316,7 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 				} else if m := webhookCallInMessage.FindStringSubmatch(d.Message); m != nil {
 					d.Webhook = m[1]
 				}
+				d.Policy, d.Binding = denyingPolicy(d.Message, vfs)
 				denied[key] = d
 			}
 			d.Count++
@@ -279,6 +346,16 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 		a.Denied = append(a.Denied, *d)
 	}
 	sort.Slice(a.Denied, func(i, j int) bool { return a.Denied[i].First.Before(a.Denied[j].First) })
+	for _, pf := range failures {
+		a.PolicyFailures = append(a.PolicyFailures, *pf)
+	}
+	sort.Slice(a.PolicyFailures, func(i, j int) bool {
+		x, y := a.PolicyFailures[i], a.PolicyFailures[j]
+		if !x.First.Equal(y.First) {
+			return x.First.Before(y.First)
+		}
+		return x.Policy+"\x00"+x.Binding < y.Policy+"\x00"+y.Binding
+	})
 	for i := range a.Patches {
 		a.Patches[i].Configuration = configs[a.Patches[i].Webhook]
 	}
@@ -521,10 +598,28 @@ func pointerToPath(pointer string, value json.RawMessage, sent *corev1.Pod) stri
 	return strings.TrimPrefix(b.String(), ".")
 }
 
+// denyingPolicy names the ValidatingAdmissionPolicy and binding that
+// denied a request: the first failure of its validation_failure annotation
+// with the Deny action, which the message names too (the API server names
+// the first denial); else the one the message names.
+func denyingPolicy(message string, vfs []validationFailure) (policy, binding string) {
+	m := policyInMessage.FindStringSubmatch(message)
+	for _, vf := range vfs {
+		if slices.Contains(vf.ValidationActions, "Deny") && (m == nil || m[1] == vf.Policy && m[2] == vf.Binding) {
+			return vf.Policy, vf.Binding
+		}
+	}
+	if m != nil {
+		return m[1], m[2]
+	}
+	return "", ""
+}
+
 // auditFinding adds the denied requests to a finding about a finalizer that
 // was never removed, and names the webhook that denied them as the first
 // suspect, confirmed.
 func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string) {
+	policyFailureEvidence(f, a)
 	var writes []DeniedRequests
 	for _, d := range a.Denied {
 		if d.Verb == "update" || d.Verb == "patch" {
@@ -537,6 +632,10 @@ func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string
 	}
 	for _, d := range writes {
 		f.Evidence = append(f.Evidence, Evidence{Time: d.First, Text: "audit log: " + d.Summary()})
+		if d.Policy != "" {
+			confirmPolicy(f, d)
+			continue
+		}
 		if d.Webhook == "" {
 			continue
 		}
@@ -561,6 +660,44 @@ func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string
 				d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)
 		}
 		f.Next = append([]string{next}, f.Next...)
+	}
+}
+
+// confirmPolicy makes the ValidatingAdmissionPolicy that denied d the
+// first suspect, confirmed.
+func confirmPolicy(f *Finding, d DeniedRequests) {
+	idx := -1
+	for i, w := range f.Suspects {
+		if w.Kind == KindValidatingPolicy && w.Name == d.Policy && (d.Binding == "" || w.Configuration == d.Binding) {
+			idx = i
+		}
+	}
+	var w Webhook
+	if idx >= 0 {
+		w = f.Suspects[idx]
+		f.Suspects = append(f.Suspects[:idx], f.Suspects[idx+1:]...)
+	} else {
+		w = Webhook{Kind: KindValidatingPolicy, Name: d.Policy, Configuration: d.Binding, Rules: "(policy not recorded)"}
+	}
+	f.Suspects = append([]Webhook{w}, f.Suspects...)
+	through := ""
+	if d.Binding != "" {
+		through = " (binding " + d.Binding + ")"
+	}
+	f.Next = append([]string{fmt.Sprintf("confirmed by the audit log: ValidatingAdmissionPolicy %s%s denied %d %s attempts by %s (%d): change the policy's validations so that they allow this request, or its binding's matchResources so that it does not cover it",
+		d.Policy, through, d.Count, d.Verb, d.Identity(), d.Code)}, f.Next...)
+}
+
+// policyFailureEvidence says which policies' validations failed on the
+// pod's updates without denying them (Audit or Warn only), from the audit
+// annotations.
+func policyFailureEvidence(f *Finding, a *Audit) {
+	for _, pf := range a.PolicyFailures {
+		if pf.Denied || pf.Verb != "update" && pf.Verb != "patch" {
+			continue
+		}
+		f.Evidence = append(f.Evidence, Evidence{Time: pf.First, Text: fmt.Sprintf("audit log: ValidatingAdmissionPolicy %s (binding %s, validationActions %s) failed on %d %s requests by %s that went through: %s",
+			pf.Policy, pf.Binding, strings.Join(pf.ValidationActions, ", "), pf.Count, pf.Verb, pf.User, pf.Message)})
 	}
 }
 

@@ -129,8 +129,8 @@ func TestRefusedBy(t *testing.T) {
 		{"webhook denial without a code", 400, `admission webhook "w.example.com" denied the request without explanation`, nil, "admission webhook"},
 		{"webhook unreachable, failurePolicy Fail", 500, `Internal error occurred: failed calling webhook "w.example.com": failed to call webhook: Post "https://w.default.svc:443/?timeout=10s": dial tcp: connection refused`, nil, "admission webhook call"},
 		{"ValidatingAdmissionPolicy", 422, `pods "p" is forbidden: ValidatingAdmissionPolicy 'no-finalizers' with binding 'b' denied request: nope`, nil, "admission policy"},
-		{"ValidatingAdmissionPolicy by annotation", 403, "denied", map[string]string{policyFailure: `[{"message":"x","policy":"p","binding":"b","expressionIndex":0,"validationActions":["Deny"]}]`}, "admission policy"},
-		{"ValidatingAdmissionPolicy warning on a failure of storage", 500, "etcdserver: request timed out", map[string]string{policyFailure: `[{"validationActions":["Warn"]}]`}, ""},
+		{"ValidatingAdmissionPolicy by annotation", 403, "denied", map[string]string{validationFailureAnnotation: `[{"message":"x","policy":"p","binding":"b","expressionIndex":0,"validationActions":["Deny"]}]`}, "admission policy"},
+		{"ValidatingAdmissionPolicy warning on a failure of storage", 500, "etcdserver: request timed out", map[string]string{validationFailureAnnotation: `[{"validationActions":["Warn"]}]`}, ""},
 		{"built-in admission plugin", 403, `pods "p" is forbidden: unable to create new content in namespace ci because it is being terminated`, map[string]string{authorizationDecision: "allow"}, "admission"},
 		{"403 without the authorizer's annotation", 403, "forbidden", nil, "authorization or admission"},
 	} {

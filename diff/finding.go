@@ -402,9 +402,10 @@ func gapEvidence(lc *Lifecycle, from time.Time) []Evidence {
 	return out
 }
 
-// blockedRemoval names, as suspects, the webhooks that intercept pod UPDATE
-// in the pod's namespace: whoever removes a finalizer does it with an UPDATE
-// of the pod, and each of them can deny it.
+// blockedRemoval names, as suspects, the webhooks and admission policies
+// that intercept pod UPDATE in the pod's namespace: whoever removes a
+// finalizer does it with an UPDATE of the pod, and each of them can deny
+// it.
 func blockedRemoval(f *Finding, lc *Lifecycle, in Input) {
 	last := lc.pods[len(lc.pods)-1]
 	var prev *corev1.Pod
@@ -412,12 +413,17 @@ func blockedRemoval(f *Finding, lc *Lifecycle, in Input) {
 		prev = lc.pods[n-2]
 	}
 	nsRecs := namespaceRecords(in, lc.Namespace)
-	f.Suspects = MatchWebhooks(in.Webhooks, lc.RecordingEnd, PodRequest(admissionv1.Update, "", prev, last, nsRecs, lc.RecordingEnd))
+	req := PodRequest(admissionv1.Update, "", prev, last, nsRecs, lc.RecordingEnd)
+	f.Suspects = MatchWebhooks(in.Webhooks, lc.RecordingEnd, req)
 	for _, w := range f.Suspects {
 		f.Next = append(f.Next, fmt.Sprintf("%s %s intercepts pod UPDATE here (failurePolicy %s): an error or denial from it blocks the finalizer removal; check its logs, and the API server's audit log for denied pod UPDATEs (responseStatus code 4xx/5xx)", strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.FailurePolicy))
 	}
-	if len(f.Suspects) == 0 && len(in.Webhooks) > 0 {
-		f.Evidence = append(f.Evidence, Evidence{Text: "no recorded admission webhook intercepts pod UPDATE in this namespace"})
+	policySuspects(f, in, lc.RecordingEnd, req)
+	if len(f.Suspects) == 0 && (len(in.Webhooks) > 0 || len(in.Policies) > 0) {
+		f.Evidence = append(f.Evidence, Evidence{Text: "no recorded admission webhook or admission policy intercepts pod UPDATE in this namespace"})
+	}
+	if missing := unrecordedPolicies(in.Sessions); len(missing) > 0 {
+		f.Evidence = append(f.Evidence, Evidence{Text: fmt.Sprintf("%s were not recorded (the recorder was not permitted to watch them, or the API server does not serve them): one may intercept pod UPDATE unseen", strings.Join(missing, ", "))})
 	}
 }
 

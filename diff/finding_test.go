@@ -253,7 +253,7 @@ func TestFinalizerFindings(t *testing.T) {
 			if len(f.Suspects) != 0 {
 				t.Errorf("suspects %+v, want none: the namespace is not frozen", f.Suspects)
 			}
-			if !evidenceHas(f, "no recorded admission webhook intercepts pod UPDATE") {
+			if !evidenceHas(f, "no recorded admission webhook or admission policy intercepts pod UPDATE") {
 				t.Errorf("evidence does not say no webhook intercepts: %+v", f.Evidence)
 			}
 		},

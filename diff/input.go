@@ -35,6 +35,9 @@ type Input struct {
 	// Webhooks holds the revisions of Mutating- and
 	// ValidatingWebhookConfigurations recorded in the trace.
 	Webhooks map[string][]store.Record
+	// Policies holds the revisions of the admission policies and their
+	// bindings (PolicyKinds) recorded in the trace, keyed by UID.
+	Policies map[string][]store.Record
 	// Audit holds the audit.k8s.io/v1 Events about the pod imported from the
 	// API server's audit log (podtrace import --audit-log), oldest first.
 	Audit []store.Record

@@ -18,7 +18,10 @@ import (
 // Webhook is one admission webhook that intercepts a request, as its
 // configuration stood at the time asked about.
 type Webhook struct {
-	// Configuration is the Mutating- or ValidatingWebhookConfiguration.
+	// Kind is the Mutating- or ValidatingWebhookConfiguration, or for an
+	// admission policy (IsPolicy) the Validating- or
+	// MutatingAdmissionPolicy; Configuration is then the binding through
+	// which it matched and Name the policy.
 	Kind          string `json:"kind"`
 	Configuration string `json:"configuration"`
 	Name          string `json:"name"`
@@ -33,6 +36,12 @@ type Webhook struct {
 	ObjectSelector    string `json:"objectSelector,omitempty"`
 	// MatchConditions are shown, not evaluated: they may narrow the match.
 	MatchConditions []string `json:"matchConditions,omitempty"`
+	// ValidationActions are a ValidatingAdmissionPolicy binding's (Deny,
+	// Warn, Audit); Validations the policy's CEL expressions, not
+	// evaluated; Params says what a paramed policy takes.
+	ValidationActions []string `json:"validationActions,omitempty"`
+	Validations       []string `json:"validations,omitempty"`
+	Params            string   `json:"params,omitempty"`
 	// Uncertain says why the match could not be decided for sure (a
 	// namespace that was not recorded), empty when it is certain.
 	Uncertain string `json:"uncertain,omitempty"`
@@ -47,6 +56,8 @@ type Request struct {
 	// Subresource, e.g. status; "" for the main resource.
 	Subresource string
 	Namespace   string // "" for a cluster-scoped object
+	// Name is the object's (for resourceNames in policies' rules).
+	Name string
 	// NamespaceLabels are the labels of the request's namespace; nil when
 	// the namespace is not known.
 	NamespaceLabels map[string]string
@@ -205,26 +216,32 @@ func match(rules []admissionv1.RuleWithOperations, nsSel, objSel *metav1.LabelSe
 		return w, false
 	}
 	w.Rules = rule
+	return w, matchSelectors(&w, nsSel, objSel, req)
+}
+
+// matchSelectors decides whether a namespaceSelector and an objectSelector
+// select req, noting them (and what could not be checked) in w.
+func matchSelectors(w *Webhook, nsSel, objSel *metav1.LabelSelector, req Request) bool {
 	// namespaceSelector applies to namespaced objects (and to Namespace
 	// objects themselves, by their own labels).
 	if req.Namespace != "" && nsSel != nil {
 		sel, err := metav1.LabelSelectorAsSelector(nsSel)
 		if err != nil {
-			return w, false // the API server rejects such a configuration
+			return false // the API server rejects such a configuration
 		}
 		if !sel.Empty() {
 			w.NamespaceSelector = sel.String()
 			if req.NamespaceLabels == nil {
 				w.Uncertain = fmt.Sprintf("namespace %s was not recorded, so namespaceSelector %s could not be checked", req.Namespace, sel)
 			} else if !sel.Matches(labels.Set(req.NamespaceLabels)) {
-				return w, false
+				return false
 			}
 		}
 	}
 	if objSel != nil {
 		sel, err := metav1.LabelSelectorAsSelector(objSel)
 		if err != nil {
-			return w, false
+			return false
 		}
 		if !sel.Empty() {
 			w.ObjectSelector = sel.String()
@@ -233,11 +250,11 @@ func match(rules []admissionv1.RuleWithOperations, nsSel, objSel *metav1.LabelSe
 				matched = true
 			}
 			if !matched {
-				return w, false
+				return false
 			}
 		}
 	}
-	return w, true
+	return true
 }
 
 // matchRules returns the first rule that covers req, as text.
@@ -328,7 +345,7 @@ func cutSlash(s string) (string, string, bool) {
 // PodRequest builds the admission request for an operation on a pod, with the
 // namespace labels as recorded at time t.
 func PodRequest(op admissionv1.OperationType, sub string, old, pod *corev1.Pod, namespaces []store.Record, t time.Time) Request {
-	req := Request{Operation: op, Version: "v1", Resource: "pods", Subresource: sub, Namespace: pod.Namespace, ObjectLabels: pod.Labels}
+	req := Request{Operation: op, Version: "v1", Resource: "pods", Subresource: sub, Namespace: pod.Namespace, Name: pod.Name, ObjectLabels: pod.Labels}
 	if old != nil {
 		req.OldObjectLabels = old.Labels
 	}

@@ -47,7 +47,7 @@ import (
 //	                  "defaultsHidden", "webhooks": [webhook...], "notes": [...]},  // when known
 //	    "audit": {                                                        // with an audit log
 //	      "requests": [[time t, verb s, subresource s, user s, userAgent s, code, resourceVersion, seq], ...],
-//	      "denied": [[user s, userAgent s, verb s, subresource s, code, message s, count, first t, last t, webhook s], ...],
+//	      "denied": [[user s, userAgent s, verb s, subresource s, code, message s, count, first t, last t, webhook s, policy s, binding s], ...],
 //	      "patches": [[time t, verb s, webhook s, configuration s, round, index, [[op s, path s, from s, value s], ...]], ...]
 //	    }
 //	  }]
@@ -1087,6 +1087,10 @@ func (e *podEncoder) audit(a *diff.Audit) {
 		e.time(d.Last)
 		e.raw(",")
 		e.str(d.Webhook)
+		e.raw(",")
+		e.str(d.Policy)
+		e.raw(",")
+		e.str(d.Binding)
 		e.raw("]")
 	}
 	e.raw(`],"patches":[`)

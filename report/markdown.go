@@ -102,7 +102,7 @@ func (t *textWriter) mdPod(p *diff.Lifecycle) {
 			}
 		}
 		if len(f.Suspects) > 0 {
-			t.printf("\nSuspects, admission webhooks that intercept this request:\n\n")
+			t.printf("\nSuspects, admission webhooks and policies that intercept this request:\n\n")
 			for _, w := range f.Suspects {
 				t.printf("- %s\n", mdWebhook(w))
 			}
@@ -156,6 +156,12 @@ func (t *textWriter) mdAudit(a *diff.Audit) {
 		if d.Webhook != "" {
 			t.printf(", by webhook %s", mdText(d.Webhook))
 		}
+		if d.Policy != "" {
+			t.printf(", by ValidatingAdmissionPolicy %s", mdText(d.Policy))
+			if d.Binding != "" {
+				t.printf(" (binding %s)", mdText(d.Binding))
+			}
+		}
 		t.printf(", first %s, last %s: %s\n", mdCode(t.clock(d.First)), mdCode(t.clock(d.Last)), mdText(d.Message))
 	}
 	if len(a.Requests) > 0 {
@@ -205,6 +211,13 @@ func request(verb, subresource string) string {
 func mdWebhook(w diff.Webhook) string {
 	s := fmt.Sprintf("%s %s (configuration %s): failurePolicy %s, rules %s", strings.TrimSuffix(w.Kind, "Configuration"),
 		mdText(w.Name), mdText(w.Configuration), mdText(w.FailurePolicy), mdText(w.Rules))
+	if w.IsPolicy() {
+		s = fmt.Sprintf("%s %s (binding %s): ", w.Kind, mdText(w.Name), mdText(w.Configuration))
+		if len(w.ValidationActions) > 0 {
+			s += "validationActions " + mdText(strings.Join(w.ValidationActions, ", ")) + ", "
+		}
+		s += fmt.Sprintf("failurePolicy %s, rules %s", mdText(w.FailurePolicy), mdText(w.Rules))
+	}
 	if w.NamespaceSelector != "" {
 		s += ", namespaceSelector " + mdText(w.NamespaceSelector)
 	}
@@ -213,6 +226,12 @@ func mdWebhook(w diff.Webhook) string {
 	}
 	for _, c := range w.MatchConditions {
 		s += "; matchCondition (not evaluated) " + mdText(c)
+	}
+	for _, v := range w.Validations {
+		s += "; validation (not evaluated) " + mdText(v)
+	}
+	if w.Params != "" {
+		s += "; params: " + mdText(w.Params)
 	}
 	if w.Uncertain != "" {
 		s += "; uncertain: " + mdText(w.Uncertain)

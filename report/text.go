@@ -178,8 +178,16 @@ func (t *textWriter) findings(fs []diff.Finding) {
 			t.printf("    %s %-7s %s\n", t.paint(cDim, t.clock(e.Time)), t.paint(cDim, seq), e.Text)
 		}
 		for _, w := range f.Suspects {
-			t.printf("    %s %s %q (configuration %s): failurePolicy %s, %s", t.paint(cYellow, "suspect"),
-				strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.Configuration, w.FailurePolicy, w.Rules)
+			if w.IsPolicy() {
+				t.printf("    %s %s %q (binding %s): ", t.paint(cYellow, "suspect"), w.Kind, w.Name, w.Configuration)
+				if len(w.ValidationActions) > 0 {
+					t.printf("validationActions %s, ", strings.Join(w.ValidationActions, ", "))
+				}
+				t.printf("failurePolicy %s, %s", w.FailurePolicy, w.Rules)
+			} else {
+				t.printf("    %s %s %q (configuration %s): failurePolicy %s, %s", t.paint(cYellow, "suspect"),
+					strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.Configuration, w.FailurePolicy, w.Rules)
+			}
 			if w.NamespaceSelector != "" {
 				t.printf(", namespaceSelector %s", w.NamespaceSelector)
 			}
@@ -189,6 +197,12 @@ func (t *textWriter) findings(fs []diff.Finding) {
 			t.printf("\n")
 			for _, c := range w.MatchConditions {
 				t.printf("      matchCondition (not evaluated) %s\n", c)
+			}
+			for _, v := range w.Validations {
+				t.printf("      validation (not evaluated) %s\n", v)
+			}
+			if w.Params != "" {
+				t.printf("      params: %s\n", w.Params)
 			}
 			if w.Uncertain != "" {
 				t.printf("      uncertain: %s\n", w.Uncertain)

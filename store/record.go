@@ -76,6 +76,10 @@ type Session struct {
 	// AliveEvery while idle). A session that never stopped ends there.
 	Alive   time.Time `json:"alive,omitzero"`
 	Version string    `json:"podtraceVersion"`
+	// Unrecorded are the kinds the recorder could not watch (not permitted,
+	// or not served by the API server), e.g. ValidatingAdmissionPolicy:
+	// the trace cannot tell whether any existed.
+	Unrecorded []string `json:"unrecorded,omitempty"`
 }
 
 // End is when the session's recording ended as far as the trace tells:

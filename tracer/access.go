@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -28,6 +30,10 @@ func (e *forbiddenError) Is(target error) bool { return target == ErrForbidden }
 // kubectl command to check them; for any other kind it is a warning and the
 // kind is not watched. Run calls Preflight if the caller did not.
 func (t *Tracer) Preflight(ctx context.Context) error {
+	served, err := t.discover(ctx)
+	if err != nil {
+		return err
+	}
 	type result struct {
 		denied []string
 		err    error
@@ -35,6 +41,9 @@ func (t *Tracer) Preflight(ctx context.Context) error {
 	results := make([]result, len(t.kinds))
 	var wg sync.WaitGroup
 	for i, k := range t.kinds {
+		if t.skip[k] {
+			continue // not served
+		}
 		wg.Go(func() {
 			for _, verb := range []string{"list", "watch"} {
 				ok, err := t.allowed(ctx, k, verb)
@@ -54,6 +63,9 @@ func (t *Tracer) Preflight(ctx context.Context) error {
 	var warnings []string
 	for i, k := range t.kinds {
 		r := results[i]
+		if t.skip[k] {
+			continue
+		}
 		if r.err != nil {
 			// The API server cannot be asked: no point going on.
 			return fmt.Errorf("check access to %s: %w", k.resource(), r.err)
@@ -71,6 +83,7 @@ func (t *Tracer) Preflight(ctx context.Context) error {
 		t.skip[k] = true
 		warnings = append(warnings, fmt.Sprintf("%s: not recording %s (%s)", msg, k.what, check))
 	}
+	warnings = append(served, warnings...)
 	if len(errs) > 0 {
 		// The missing required permissions are what to fix first.
 		if hint := t.namespaceHint(ctx); hint != "" {
@@ -83,6 +96,84 @@ func (t *Tracer) Preflight(ctx context.Context) error {
 	}
 	t.checked = true
 	return nil
+}
+
+// discover asks the API server which of the ifServed kinds it serves and
+// marks the others skipped: of the versions of one Kind, all but the first
+// served. It returns a warning for each Kind served in no version.
+func (t *Tracer) discover(ctx context.Context) ([]string, error) {
+	served := map[string]map[string]bool{} // groupVersion -> resources
+	watched := map[string]bool{}           // Kinds with a version served
+	var tried []*kind
+	for _, k := range t.kinds {
+		if !k.ifServed {
+			continue
+		}
+		gv := k.gvk.GroupVersion().String()
+		if served[gv] == nil {
+			list, err := t.client.Discovery().ServerResourcesForGroupVersion(gv)
+			switch {
+			case apierrors.IsNotFound(err):
+				served[gv] = map[string]bool{}
+			case err != nil:
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, fmt.Errorf("discover the resources of %s: %w", gv, err)
+			default:
+				served[gv] = map[string]bool{}
+				for _, r := range list.APIResources {
+					served[gv][r.Name] = true
+				}
+			}
+		}
+		if watched[k.gvk.Kind] || !served[gv][k.gvr.Resource] {
+			t.skip[k] = true
+		} else {
+			watched[k.gvk.Kind] = true
+		}
+		tried = append(tried, k)
+	}
+	var warnings []string
+	versions := map[string][]string{}
+	var order []*kind
+	for _, k := range tried {
+		if watched[k.gvk.Kind] {
+			continue
+		}
+		if versions[k.gvk.Kind] == nil {
+			order = append(order, k)
+		}
+		versions[k.gvk.Kind] = append(versions[k.gvk.Kind], k.gvk.Version)
+	}
+	for _, k := range order {
+		warnings = append(warnings, fmt.Sprintf("the API server does not serve %s in %s %s: not recording %s",
+			k.gvr.Resource, k.gvk.Group, strings.Join(versions[k.gvk.Kind], ", "), k.what))
+	}
+	return warnings, nil
+}
+
+// Unrecorded returns the Kinds that Preflight found the tracer may not
+// watch, or that the API server does not serve in any version the tracer
+// knows, sorted; for the session, so that readers know what the trace
+// cannot tell.
+func (t *Tracer) Unrecorded() []string {
+	watched := map[string]bool{}
+	for _, k := range t.kinds {
+		if !t.skip[k] {
+			watched[k.gvk.Kind] = true
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, k := range t.kinds {
+		if !watched[k.gvk.Kind] && !seen[k.gvk.Kind] {
+			seen[k.gvk.Kind] = true
+			out = append(out, k.gvk.Kind)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // scope describes where kind k is watched, in words and as kubectl flags.

@@ -13,6 +13,10 @@
 //   - the pod owners: ReplicaSets, Deployments, StatefulSets, DaemonSets,
 //     Jobs and CronJobs;
 //   - mutating and validating webhook configurations (cluster-scoped);
+//   - ValidatingAdmissionPolicies and their bindings (v1), and
+//     MutatingAdmissionPolicies and their bindings in the first version the
+//     API server serves (v1, v1beta1, v1alpha1), cluster-scoped, whole
+//     (their matchConstraints are in the spec);
 //   - the pods' dependents: Secrets, ConfigMaps, PersistentVolumeClaims and
 //     Services that have an ownerReference to a recorded Pod, or had one in a
 //     revision already recorded (so their deletion is recorded too).
@@ -24,7 +28,9 @@
 // Pods and events are required: Preflight fails when the user may not list
 // and watch them, naming the verb and the kubectl command to check it. Every
 // other kind is optional: a missing permission is a warning and its informer
-// is not started.
+// is not started. So is a kind the API server does not serve (Preflight asks
+// the discovery client about the admission policies). The session lists the
+// kinds not recorded (store.Session.Unrecorded).
 //
 // # Records
 //
@@ -65,8 +71,8 @@
 //
 // # Order of work
 //
-// Informers start in two waves: pods, owners, namespaces, nodes and webhook
-// configurations first; events and dependents once the first wave has
+// Informers start in two waves: pods, owners, namespaces, nodes, webhook
+// configurations and admission policies first; events and dependents once the first wave has
 // delivered its initial lists, so that the filters know the recorded objects.
 // When a pod selector is given, an event or dependent that names a pod not
 // seen yet is held for a few seconds (the pod's own watch may lag), then

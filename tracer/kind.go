@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
+	admissionv1alpha1informers "k8s.io/client-go/informers/admissionregistration/v1alpha1"
+	admissionv1beta1informers "k8s.io/client-go/informers/admissionregistration/v1beta1"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	batchinformers "k8s.io/client-go/informers/batch/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -28,7 +30,8 @@ const (
 	// classDependent: objects owned by a recorded Pod, or owned by one in a
 	// revision already recorded.
 	classDependent
-	// classAll: every revision (namespaces, nodes, owners, webhooks).
+	// classAll: every revision (namespaces, nodes, owners, webhooks,
+	// admission policies).
 	classAll
 )
 
@@ -45,6 +48,11 @@ type kind struct {
 	// data is never requested (Secrets, ConfigMaps, PVCs).
 	metadataOnly bool
 	what         string // what is not recorded without it, for warnings
+	// ifServed kinds are watched only where the API server serves them,
+	// which Preflight asks the discovery client. Of several ifServed kinds
+	// of the same Kind (versions of one resource, in order of preference)
+	// the first served is watched.
+	ifServed bool
 	// informer builds the kind's informer.
 	informer func(t *Tracer, ns string) cache.SharedIndexInformer
 }
@@ -151,7 +159,7 @@ func kinds() []*kind {
 		})
 	validating.cluster = true
 
-	return []*kind{
+	return append([]*kind{
 		pods,
 		namespaces,
 		nodes,
@@ -189,6 +197,52 @@ func kinds() []*kind {
 		metadataKind("secrets", "Secret", "pod-owned Secrets"),
 		metadataKind("configmaps", "ConfigMap", "pod-owned ConfigMaps"),
 		metadataKind("persistentvolumeclaims", "PersistentVolumeClaim", "pod-owned PersistentVolumeClaims"),
+	}, policyKinds()...)
+}
+
+// policyKinds are the admission policies and their bindings: CEL rules the
+// API server runs on requests, which deny pod UPDATEs (a finalizer's
+// removal) like webhooks do. ValidatingAdmissionPolicy is GA since 1.30;
+// MutatingAdmissionPolicy was alpha (v1alpha1) in 1.32, beta (v1beta1, off
+// by default) in 1.34 and GA (v1) in 1.36. Their matchConstraints are in
+// the spec: typed informers, whole objects.
+func policyKinds() []*kind {
+	const group = "admissionregistration.k8s.io"
+	k := func(version, res, kindName, what string, informer func(t *Tracer) cache.SharedIndexInformer) *kind {
+		k := newKind(group, version, res, kindName, classAll, 0, what,
+			func(t *Tracer, _ string) cache.SharedIndexInformer { return informer(t) })
+		k.cluster, k.ifServed = true, true
+		return k
+	}
+	const (
+		validating, validatingb = "validating admission policies", "validating admission policy bindings"
+		mutating, mutatingb     = "mutating admission policies", "mutating admission policy bindings"
+	)
+	return []*kind{
+		k("v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", validating, func(t *Tracer) cache.SharedIndexInformer {
+			return admissioninformers.NewFilteredValidatingAdmissionPolicyInformer(t.client, 0, noIndex, nil)
+		}),
+		k("v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", validatingb, func(t *Tracer) cache.SharedIndexInformer {
+			return admissioninformers.NewFilteredValidatingAdmissionPolicyBindingInformer(t.client, 0, noIndex, nil)
+		}),
+		k("v1", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", mutating, func(t *Tracer) cache.SharedIndexInformer {
+			return admissioninformers.NewFilteredMutatingAdmissionPolicyInformer(t.client, 0, noIndex, nil)
+		}),
+		k("v1beta1", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", mutating, func(t *Tracer) cache.SharedIndexInformer {
+			return admissionv1beta1informers.NewFilteredMutatingAdmissionPolicyInformer(t.client, 0, noIndex, nil)
+		}),
+		k("v1alpha1", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", mutating, func(t *Tracer) cache.SharedIndexInformer {
+			return admissionv1alpha1informers.NewFilteredMutatingAdmissionPolicyInformer(t.client, 0, noIndex, nil)
+		}),
+		k("v1", "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", mutatingb, func(t *Tracer) cache.SharedIndexInformer {
+			return admissioninformers.NewFilteredMutatingAdmissionPolicyBindingInformer(t.client, 0, noIndex, nil)
+		}),
+		k("v1beta1", "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", mutatingb, func(t *Tracer) cache.SharedIndexInformer {
+			return admissionv1beta1informers.NewFilteredMutatingAdmissionPolicyBindingInformer(t.client, 0, noIndex, nil)
+		}),
+		k("v1alpha1", "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", mutatingb, func(t *Tracer) cache.SharedIndexInformer {
+			return admissionv1alpha1informers.NewFilteredMutatingAdmissionPolicyBindingInformer(t.client, 0, noIndex, nil)
+		}),
 	}
 }
 

@@ -88,6 +88,7 @@ func clients(t *testing.T, allow func(*authorizationv1.ResourceAttributes) bool,
 		}
 	}
 	c := fake.NewClientset(typed...)
+	c.Resources = servedPolicies("v1", "v1")
 	c.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		review := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
 		review.Status.Allowed = allow == nil || allow(review.Spec.ResourceAttributes)

@@ -298,7 +298,7 @@
           return { t: a[0], verb: str(a[1]), sub: str(a[2]), user: str(a[3]), agent: str(a[4]), code: a[5], rv: a[6], seq: a[7] };
         }),
         denied: p.audit.denied.map(function (a) {
-          return { user: str(a[0]), agent: str(a[1]), verb: str(a[2]), sub: str(a[3]), code: a[4], message: str(a[5]), count: a[6], first: a[7], last: a[8], webhook: str(a[9]) };
+          return { user: str(a[0]), agent: str(a[1]), verb: str(a[2]), sub: str(a[3]), code: a[4], message: str(a[5]), count: a[6], first: a[7], last: a[8], webhook: str(a[9]), policy: str(a[10]), binding: str(a[11]) };
         }),
         patches: p.audit.patches.map(function (a) {
           return { t: a[0], verb: str(a[1]), webhook: str(a[2]), configuration: str(a[3]), round: a[4], index: a[5],
@@ -488,17 +488,20 @@
             h('ul', { class: 'evidence' }, f.evidence.map(function (e) {
               return h('li', null, h('span', { class: 'when' }, clock(e[1])), h('span', { class: 'seq' }, seqLink(pd, e[0])), h('span', { class: 'text' }, e[2]));
             })),
-            f.suspects.length ? [h('h4', null, 'Suspects: admission webhooks that intercept this request'), h('ul', { class: 'suspects' }, f.suspects.map(webhook))] : null,
+            f.suspects.length ? [h('h4', null, 'Suspects: admission webhooks and policies that intercept this request'), h('ul', { class: 'suspects' }, f.suspects.map(webhook))] : null,
             f.next.length ? [h('h4', null, 'Next steps'), h('ul', { class: 'next' }, f.next.map(function (n) { return h('li', null, n); }))] : null)));
     })));
   }
   function webhook(i) {
-    var w = D.webhooks[i];
-    return h('li', null, h('b', null, w.name), ' ', h('span', { class: 'muted' }, w.kind + ' ' + w.configuration), h('br'),
+    var w = D.webhooks[i], policy = /AdmissionPolicy$/.test(w.kind);
+    return h('li', null, h('b', null, w.name), ' ', h('span', { class: 'muted' }, w.kind + (policy ? ', binding ' : ' ') + w.configuration), h('br'),
+      w.validationActions ? ['validationActions ', h('b', null, w.validationActions.join(', ')), ', '] : null,
       'failurePolicy ', h('b', null, w.failurePolicy), ', rules ', h('code', null, w.rules),
       w.namespaceSelector ? [', namespaceSelector ', h('code', null, w.namespaceSelector)] : null,
       w.objectSelector ? [', objectSelector ', h('code', null, w.objectSelector)] : null,
       (w.matchConditions || []).map(function (c) { return [h('br'), 'matchCondition (not evaluated) ', h('code', null, c)]; }),
+      (w.validations || []).map(function (v) { return [h('br'), 'validation (not evaluated) ', h('code', null, v)]; }),
+      w.params ? [h('br'), 'params: ', w.params] : null,
       w.uncertain ? [h('br'), h('span', { class: 'muted' }, 'uncertain: ' + w.uncertain)] : null);
   }
 
@@ -531,6 +534,7 @@
           h('b', { class: 'count' }, x.count + ' ' + what(x.verb, x.sub) + ' attempt' + (x.count === 1 ? '' : 's') + ' denied'),
           ' (' + x.code + ') by ', h('span', { class: 'user' }, x.user), x.agent ? [' ', h('span', { class: 'muted' }, '(' + x.agent + ')')] : null,
           x.webhook ? [', by webhook ', h('b', { class: 'webhook' }, x.webhook)] : null,
+          x.policy ? [', by ValidatingAdmissionPolicy ', h('b', { class: 'webhook' }, x.policy), x.binding ? ' (binding ' + x.binding + ')' : null] : null,
           h('br'), h('span', { class: 'message' }, x.message),
           h('br'), h('span', { class: 'muted' }, 'first ' + clock(x.first) + ', last ' + clock(x.last)));
       })) : h('p', { class: 'muted' }, 'No request about the pod was denied.'),

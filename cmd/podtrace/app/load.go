@@ -24,8 +24,10 @@ func openTrace(path string) (*store.DB, error) {
 	return db, nil
 }
 
-// webhookKinds are the kinds whose every revision may matter to any pod.
-var webhookKinds = []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+// webhookKinds are the kinds whose every revision may matter to any pod:
+// the webhook configurations, then the admission policies and their
+// bindings (diff.PolicyKinds).
+var webhookKinds = append([]string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}, diff.PolicyKinds...)
 
 // podFilter selects the pods named name (in namespace ns, when given), the
 // incarnations choosePod chooses from.
@@ -128,6 +130,7 @@ type traceContext struct {
 	sessions []store.Session
 	gaps     []store.Gap
 	webhooks map[string][]store.Record
+	policies map[string][]store.Record // admission policies and bindings
 
 	// latest is the latest object of each "Namespace/name" and
 	// "Node/name": nodes and namespaces are sometimes re-created.
@@ -179,7 +182,7 @@ func loadContext(db *store.DB) (*traceContext, error) {
 
 // newContext loads the trace context from the objects scanTrace listed.
 func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
-	tc := &traceContext{webhooks: map[string][]store.Record{}, latest: map[string]store.Object{}, byName: map[string][]store.Record{}}
+	tc := &traceContext{webhooks: map[string][]store.Record{}, policies: map[string][]store.Record{}, latest: map[string]store.Object{}, byName: map[string][]store.Record{}}
 	var err error
 	if tc.sessions, err = db.Sessions(); err != nil {
 		return nil, err
@@ -190,9 +193,13 @@ func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
 	if tc.gaps, err = db.Gaps(); err != nil {
 		return nil, err
 	}
-	for i := range webhookKinds {
+	for i, kind := range webhookKinds {
+		into := tc.webhooks
+		if slices.Contains(diff.PolicyKinds, kind) {
+			into = tc.policies
+		}
 		for _, o := range objs[i] {
-			if tc.webhooks[o.UID], err = db.History(o.UID); err != nil {
+			if into[o.UID], err = db.History(o.UID); err != nil {
 				return nil, err
 			}
 		}
@@ -295,7 +302,7 @@ func (tc *traceContext) fitContext(db *store.DB) (nodes, pods map[string][]store
 
 // loadInput loads everything recorded about one pod incarnation.
 func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, error) {
-	in := diff.Input{Related: map[string][]store.Record{}, Webhooks: tc.webhooks, Sessions: tc.sessions, Gaps: tc.gaps}
+	in := diff.Input{Related: map[string][]store.Record{}, Webhooks: tc.webhooks, Policies: tc.policies, Sessions: tc.sessions, Gaps: tc.gaps}
 	var err error
 	if in.Pod, err = db.History(pod.UID); err != nil {
 		return in, err

@@ -192,6 +192,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		Args:          o.args,
 		Started:       started,
 		Version:       Version,
+		Unrecorded:    tr.Unrecorded(),
 	})
 	if err != nil {
 		return fmt.Errorf("record into %s: %w", o.Out, err)
