@@ -1,0 +1,172 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/podtrace/podtrace/compare"
+	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/report"
+)
+
+// compareOptions are the options of podtrace compare.
+type compareOptions struct {
+	streams   Streams
+	db        string
+	against   string
+	namespace string
+	uids      cli.StringSlice
+	output    string
+	color     string
+	redact    redactFlags
+
+	pods [2]podRef // the arguments
+}
+
+// podRef names a pod: NAMESPACE/NAME or NAME, and the incarnation's UID.
+type podRef struct {
+	namespace, name, uid string
+}
+
+func newCompareOptions(streams Streams) *compareOptions {
+	return &compareOptions{streams: streams, db: "podtrace.db", output: "text", color: "auto"}
+}
+
+func (o *compareOptions) flags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read A (and B, without --against) from", TakesFile: true},
+		&cli.StringFlag{Name: "against", Destination: &o.against, Usage: "trace file to read B from (default: --db)", TakesFile: true},
+		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "namespace of a pod given as NAME (default: the namespace it was recorded in, if only one)"},
+		&cli.StringSliceFlag{Name: "uid", Destination: &o.uids, Usage: "pick an incarnation (a UID or its prefix): the first --uid is A's, the second B's"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text, markdown or json"},
+		&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto (on a terminal), always or never"},
+	}, o.redact.flags()...)
+}
+
+// Complete reads the two pods from the arguments.
+func (o *compareOptions) Complete(c *cli.Context) error {
+	if c.NArg() != 2 {
+		return usagef("compare takes two pods (got %d arguments): podtrace compare [NAMESPACE/]A [NAMESPACE/]B [--db TRACE] [--against TRACE]", c.NArg())
+	}
+	uids := o.uids.Value()
+	for i := range o.pods {
+		arg := c.Args().Get(i)
+		ref := podRef{namespace: o.namespace, name: arg}
+		if ns, name, ok := strings.Cut(arg, "/"); ok {
+			ref.namespace, ref.name = ns, name
+		}
+		if i < len(uids) {
+			ref.uid = uids[i]
+		}
+		o.pods[i] = ref
+	}
+	if o.against == "" {
+		o.against = o.db
+	}
+	return nil
+}
+
+// Validate checks the flags, naming the one that is wrong.
+func (o *compareOptions) Validate() error {
+	switch o.output {
+	case "text", "markdown", "json":
+	default:
+		return usagef("--output must be text, markdown or json, not %q", o.output)
+	}
+	switch o.color {
+	case "auto", "always", "never":
+	default:
+		return usagef("--color must be auto, always or never, not %q", o.color)
+	}
+	if o.db == "" {
+		return usagef("--db must name a trace file")
+	}
+	if len(o.uids.Value()) > 2 {
+		return usagef("--uid is given once for A and once for B, not %d times", len(o.uids.Value()))
+	}
+	for _, p := range o.pods {
+		if p.name == "" {
+			return usagef("a pod to compare has no name: give NAMESPACE/NAME or NAME")
+		}
+	}
+	return o.redact.Complete()
+}
+
+// Run loads and replays both pods and writes their comparison.
+func (o *compareOptions) Run() error {
+	var sides [2]compare.Side
+	for i, path := range []string{o.db, o.against} {
+		s, err := o.side(path, o.pods[i])
+		if err != nil {
+			return err
+		}
+		sides[i] = s
+	}
+	r := compare.Compare(sides[0], sides[1])
+	switch o.output {
+	case "json":
+		return writeJSON(o.streams, r)
+	case "markdown":
+		return buffered(o.streams, func(w io.Writer) error { return report.CompareMarkdown(w, r, report.TextOptions{}) })
+	}
+	color := o.color == "always" || (o.color == "auto" && isTerminal(o.streams.Out))
+	return buffered(o.streams, func(w io.Writer) error { return report.Compare(w, r, report.TextOptions{Color: color}) })
+}
+
+// side loads one pod from the trace at path, with the webhooks and the
+// namespace compare needs beside its lifecycle.
+func (o *compareOptions) side(path string, ref podRef) (compare.Side, error) {
+	db, err := openTrace(path)
+	if err != nil {
+		return compare.Side{}, err
+	}
+	defer db.Close()
+	ctx, found, err := scanTrace(db, podFilter(ref.namespace, ref.name))
+	if err != nil {
+		return compare.Side{}, err
+	}
+	pod, err := choosePod(db, found[0], ref.namespace, ref.name, ref.uid, o.streams.ErrOut)
+	if err != nil {
+		return compare.Side{}, err
+	}
+	tc, err := newContext(db, ctx)
+	if err != nil {
+		return compare.Side{}, err
+	}
+	in, err := loadInput(db, tc, pod)
+	if err != nil {
+		return compare.Side{}, err
+	}
+	lc, err := diff.Replay(in, diff.Options{})
+	if err != nil {
+		return compare.Side{}, fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	o.redact.apply(lc, o.streams)
+	ns, err := tc.named(db, "Namespace", pod.Namespace)
+	if err != nil {
+		return compare.Side{}, err
+	}
+	return compare.Side{Lifecycle: lc, Webhooks: in.Webhooks, Namespace: ns}, nil
+}
+
+func compareCommand(streams Streams) *cli.Command {
+	o := newCompareOptions(streams)
+	return &cli.Command{
+		Name:      "compare",
+		Usage:     "put the life of a pod that worked beside one that did not, and name what differs",
+		ArgsUsage: "[NAMESPACE/]A [NAMESPACE/]B",
+		Flags:     o.flags(),
+		Action: func(c *cli.Context) error {
+			if err := o.Complete(c); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+}
