@@ -214,7 +214,7 @@ func timingDiffs(phases []AlignedPhase) []Difference {
 			lo, hi := min(da, db), max(da, db)
 			if hi-lo >= 10*time.Second && hi >= 3*lo {
 				out = append(out, Difference{Kind: "timing", Rank: rankTiming, Subject: "time from " + prev.Name + " to " + p.Name,
-					A: diff.Duration(da).String(), B: diff.Duration(db).String()})
+					A: fine(da), B: fine(db)})
 			}
 		}
 		if p.A != nil && p.B != nil {
@@ -228,7 +228,7 @@ func reachedText(p *PhaseAt) string {
 	if p == nil {
 		return "never reached it"
 	}
-	s := "reached it after " + p.After.String()
+	s := "reached it after " + fine(time.Duration(p.After))
 	if p.Detail != "" {
 		s += " (" + p.Detail + ")"
 	}
@@ -321,4 +321,13 @@ func (p *profile) hookRelation(name string, other *profile) string {
 		return fmt.Sprintf("which does not intercept %s's pod UPDATE", p.label)
 	}
 	return fmt.Sprintf("which may not intercept %s's (its webhooks were not recorded)", p.label)
+}
+
+// fine formats a duration to the tenth of a second under a minute (most
+// of a job's life is within seconds), to the second above.
+func fine(d time.Duration) string {
+	if d < time.Minute && d > -time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return diff.Duration(d).String()
 }

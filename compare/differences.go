@@ -29,7 +29,11 @@ func deletionDiffs(a, b *profile) []Difference {
 		out = append(out, Difference{Kind: "deletion", Rank: rankGrace, Subject: "deletion grace period", A: graceText(da.grace), B: graceText(db.grace)})
 	}
 	if wa, wb := a.norm.norm(da.who), b.norm.norm(db.who); wa != wb {
-		out = append(out, Difference{Kind: "deletion", Rank: rankWhoDeleted, Subject: "who asked for the deletion", A: da.who, B: db.who})
+		d := Difference{Kind: "deletion", Rank: rankWhoDeleted, Subject: "who asked for the deletion", A: da.who, B: db.who}
+		if !da.whoKnown || !db.whoKnown {
+			d.Rank, d.Why = rankEvent, "the client of one deletion is not known"
+		}
+		out = append(out, d)
 	}
 	return out
 }
@@ -105,6 +109,11 @@ func deniedDiffs(a, b *profile) []Difference {
 			continue // a count is not a difference in kind
 		}
 		d := Difference{Kind: "denied", Rank: rankDenied, Subject: "denied requests: " + k, A: deniedText(da, inA, a), B: deniedText(db, inB, b)}
+		if code := max(da.Code, db.Code); code == 404 || code == 409 {
+			// Not found: the object was already gone; conflict: a stale
+			// resourceVersion, retried. Neither refuses anything.
+			d.Rank, d.Why = rankEvent, "a 404 or 409 is a race with another writer, not a refusal"
+		}
 		if !a.hasAudit() || !b.hasAudit() {
 			d.Why = "only one trace holds the audit log"
 		}
@@ -122,7 +131,11 @@ func deniedText(d diff.DeniedRequests, ok bool, p *profile) string {
 		}
 		return none
 	}
-	return fmt.Sprintf("%d times, first %s after creation: %s", d.Count, diff.Duration(d.First.Sub(p.created)), p.norm.norm(d.Message))
+	times := "times"
+	if d.Count == 1 {
+		times = "time"
+	}
+	return fmt.Sprintf("%d %s, first %s after creation: %s", d.Count, times, fine(d.First.Sub(p.created)), d.Message)
 }
 
 // webhookDiffs compares the webhooks that intercept each pod's UPDATE, the
@@ -517,6 +530,9 @@ func fieldDiffs(a, b *profile, r *Result) []Difference {
 				out[seg] = map[string]*entry{}
 			}
 			for _, c := range s.Changes {
+				if strings.HasPrefix(c.Path, "metadata.finalizers") {
+					continue // finalizerDiffs tells their story
+				}
 				k := string(c.Op) + " " + p.norm.norm(c.Path)
 				e := out[seg][k]
 				if e == nil {
@@ -549,6 +565,12 @@ func fieldDiffs(a, b *profile, r *Result) []Difference {
 				}
 				continue
 			}
+			if onlyTimes(va) && onlyTimes(vb) {
+				// A time that moved in one pod and not the other (a
+				// condition's lastTransitionTime) is no difference in kind.
+				r.IgnoredBy[noiseTime]++
+				continue
+			}
 			d := Difference{Kind: "field", Rank: rankField, Phase: seg, Subject: k, A: entryText(va), B: entryText(vb)}
 			out = append(out, d)
 		}
@@ -561,6 +583,20 @@ func fieldDiffs(a, b *profile, r *Result) []Difference {
 type entry struct {
 	path      string
 	norm, raw []string
+}
+
+// onlyTimes reports whether every value of e is a timestamp alone; true
+// for no entry.
+func onlyTimes(e *entry) bool {
+	if e == nil {
+		return true
+	}
+	for _, v := range e.norm {
+		if strings.Trim(v, `"`) != "<time>" {
+			return false
+		}
+	}
+	return true
 }
 
 func entryText(e *entry) string {

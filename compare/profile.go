@@ -44,6 +44,9 @@ type deletion struct {
 	propagation string // Foreground, Orphan or Background
 	grace       string
 	who         string
+	// whoKnown says that who is the client, from managedFields or the
+	// audit log, not a placeholder.
+	whoKnown bool
 }
 
 // finalizerLife is when a finalizer came and went, and who did it.
@@ -164,6 +167,19 @@ func (p *profile) replaySteps() {
 			p.readLabel(c)
 			p.readExit(c)
 		}
+		if deleted && len(present) > 0 {
+			// The API server removes a pod once its last finalizer is
+			// gone: the request that removed it left no revision of its
+			// own, and only the audit log names it.
+			by := p.lastWriter(s.Time)
+			for f := range present {
+				if fl := p.finalizers[f]; fl != nil && !fl.gone {
+					fl.gone, fl.removed, fl.removedBy = true, s.Time, by
+				}
+				delete(present, f)
+			}
+			who = by
+		}
 		if hadFinalizers && len(present) == 0 && p.deletion != nil && p.phases[phaseFinalizersRemoved] == nil {
 			p.phases[phaseFinalizersRemoved] = p.at(s.Time, s.Seq, "by "+who)
 			segment = phaseFinalizersRemoved
@@ -171,7 +187,7 @@ func (p *profile) replaySteps() {
 		if p.deletion == nil {
 			for _, c := range s.Changes {
 				if c.Path == "metadata.deletionTimestamp" && c.Op == diff.OpAdd {
-					p.deletion = &deletion{seq: s.Seq, time: s.Time, who: who, propagation: propagation(present)}
+					p.deletion = &deletion{seq: s.Seq, time: s.Time, who: who, propagation: propagation(present), whoKnown: clientKnown(s.Actors)}
 				}
 			}
 			if p.deletion != nil {
@@ -192,6 +208,20 @@ func (p *profile) replaySteps() {
 			p.finalizers[f].held = true
 		}
 	}
+}
+
+// lastWriter names the last successful update or patch of the pod, not of
+// a subresource, at or before t, from the audit log.
+func (p *profile) lastWriter(t time.Time) string {
+	if a := p.lc.Audit; a != nil {
+		for i := len(a.Requests) - 1; i >= 0; i-- {
+			r := a.Requests[i]
+			if (r.Verb == "update" || r.Verb == "patch") && r.Subresource == "" && r.Code < 400 && !r.Time.After(t.Add(time.Second)) {
+				return r.Identity() + " (" + string(diff.BasisAuditLog) + ")"
+			}
+		}
+	}
+	return "unknown (the pod went with the request that removed it; the audit log names it)"
 }
 
 // propagation is the policy a DELETE asked for, told by the finalizer the
@@ -443,6 +473,17 @@ func (p *profile) deniedWrites() []diff.DeniedRequests {
 		}
 	}
 	return out
+}
+
+// clientKnown reports whether the actors name a client: by its
+// managedFields entry or the audit log.
+func clientKnown(as []diff.Actor) bool {
+	for _, a := range as {
+		if a.Basis == diff.BasisManagedFields || a.Basis == diff.BasisAuditLog {
+			return true
+		}
+	}
+	return false
 }
 
 func actorsText(as []diff.Actor) string {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/podtrace/podtrace/compare"
 )
@@ -101,6 +102,11 @@ func outcomeOf(p compare.Pod) string {
 func phaseCell(p *compare.PhaseAt) string {
 	if p == nil {
 		return "-"
+	}
+	d := time.Duration(p.After)
+	if d < time.Minute {
+		// Most of a job's life is within seconds: a tenth tells them apart.
+		return "+" + d.Round(100*time.Millisecond).String()
 	}
 	return "+" + p.After.String()
 }
