@@ -115,7 +115,8 @@ func deniedDiffs(a, b *profile) []Difference {
 			d.Rank, d.Why = rankEvent, "a 404 or 409 is a race with another writer, not a refusal"
 		}
 		if !a.hasAudit() || !b.hasAudit() {
-			d.Why = "only one trace holds the audit log"
+			// A difference in the evidence, not in the lives.
+			d.Rank, d.Why = rankEvent, "only one trace holds the audit log"
 		}
 		out = append(out, d)
 	}
@@ -359,7 +360,14 @@ func admissionDiffs(a, b *profile, r *Result) []Difference {
 		if inB {
 			vb = rb[k]
 		}
-		out = append(out, Difference{Kind: "admission", Rank: rankAdmission, Subject: "changed at admission: " + k, A: va, B: vb})
+		d := Difference{Kind: "admission", Rank: rankAdmission, Subject: "changed at admission: " + k, A: va, B: vb}
+		switch {
+		case admissionSource(a) != admissionSource(b):
+			d.Rank, d.Why = rankEvent, fmt.Sprintf("A's admission is read from %s, B's from %s: they do not tell as much", admissionSource(a), admissionSource(b))
+		case !byWebhook(a, k) && !byWebhook(b, k):
+			d.Rank = rankField // a built-in plugin's or defaulting, as for every pod
+		}
+		out = append(out, d)
 	}
 	patches := func(p *profile) map[string]string {
 		m := map[string]string{}
@@ -387,6 +395,28 @@ func admissionDiffs(a, b *profile, r *Result) []Difference {
 		}
 	}
 	return out
+}
+
+// admissionSource is what a pod's admission was read from.
+func admissionSource(p *profile) string {
+	if p.lc.Admission == nil {
+		return "nothing"
+	}
+	return p.lc.Admission.Source
+}
+
+// byWebhook reports whether the change at the normalized path k was made,
+// or may have been, by a mutating webhook rather than a built-in plugin.
+func byWebhook(p *profile, k string) bool {
+	if p.lc.Admission == nil {
+		return false
+	}
+	for _, c := range p.lc.Admission.Changes {
+		if p.norm.norm(c.Path) == k {
+			return strings.Contains(c.By, "webhook")
+		}
+	}
+	return false
 }
 
 func orNone(v string, ok bool) string {
