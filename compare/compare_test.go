@@ -232,7 +232,7 @@ func TestGolden(t *testing.T) {
 	}
 	for name, c := range cases {
 		r := compare.Compare(c[0], c[1])
-		for _, format := range []string{"txt", "md", "json"} {
+		for _, format := range []string{"txt", "md", "json", "html"} {
 			t.Run(name+"."+format, func(t *testing.T) {
 				var b bytes.Buffer
 				var err error
@@ -241,6 +241,8 @@ func TestGolden(t *testing.T) {
 					err = report.Compare(&b, r, report.TextOptions{})
 				case "md":
 					err = report.CompareMarkdown(&b, r, report.TextOptions{})
+				case "html":
+					err = report.CompareHTML(&b, r)
 				case "json":
 					enc := json.NewEncoder(&b)
 					enc.SetIndent("", "  ")
@@ -268,5 +270,50 @@ func TestGolden(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestCohorts(t *testing.T) {
+	stuck2 := stuck
+	stuck2.name, stuck2.uid, stuck2.at = "runner-job-5", "5e6f7a8b-0000-4000-8000-000000000008", t0.Add(200*time.Second)
+	c := compare.Cohorts("podtrace.dev/job", []compare.Side{side(stuck, true), side(background, true), side(stuck2, true)})
+	var got []string
+	for _, g := range c.Groups {
+		got = append(got, fmt.Sprintf("%s: %d, typical %s", g.Ending, len(g.Members), g.Typical.Name))
+	}
+	want := []string{"Deleted: 1, typical runner-job-2", "Terminating, held by finalizer foregroundDeletion: 2, typical runner-job-1"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("groups (-want +got):\n%s", d)
+	}
+	if len(c.Comparisons) != 1 || c.Comparisons[0].Decisive[0].Subject != "deletion propagation" {
+		t.Fatalf("comparisons: %+v", c.Comparisons)
+	}
+	var b bytes.Buffer
+	if err := report.Cohort(&b, c, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Cohort podtrace.dev/job: 3 pods, 2 ways of ending") {
+		t.Errorf("cohort text:\n%s", b.String())
+	}
+}
+
+// TestCompareHTMLRunsNothing puts markup in what a pod's record carries
+// (a denial's message) and checks the page escapes it and allows no
+// script.
+func TestCompareHTMLRunsNothing(t *testing.T) {
+	a, b := side(background, true), side(stuck, true)
+	b.Lifecycle.Audit.Denied[0].Message = `<script>alert(1)</script><img src=x onerror=alert(2)>`
+	var out bytes.Buffer
+	if err := report.CompareHTML(&out, compare.Compare(a, b)); err != nil {
+		t.Fatal(err)
+	}
+	page := out.String()
+	for _, bad := range []string{"<script", "<img", "script-src", "http://", "https://"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the message is not shown escaped")
 	}
 }

@@ -72,6 +72,7 @@ func newProfile(label string, s Side) *profile {
 		p.created = lc.Steps[0].Time
 	}
 	p.replaySteps()
+	p.deleter()
 	p.readPhases()
 	p.readHooks(s)
 	return p
@@ -206,6 +207,24 @@ func (p *profile) replaySteps() {
 	if p.lc.Outcome == "Terminating" || p.lc.Outcome != "Deleted" && p.lc.Outcome != diff.OutcomeGone {
 		for f := range present {
 			p.finalizers[f].held = true
+		}
+	}
+}
+
+// deleter names who asked for the deletion from the audit log when the
+// revisions do not: a DELETE leaves no managedFields entry, and a pod with
+// no finalizer goes at once, in a revision the log cannot be tied to.
+func (p *profile) deleter() {
+	d, a := p.deletion, p.lc.Audit
+	if d == nil || d.whoKnown || a == nil {
+		return
+	}
+	for _, r := range a.Requests {
+		// The first DELETE is the one that asked; the kubelet's (grace
+		// period 0) comes after.
+		if r.Verb == "delete" && r.Subresource == "" && r.Code < 400 {
+			d.who, d.whoKnown = r.Identity()+" ("+string(diff.BasisAuditLog)+")", true
+			return
 		}
 	}
 }

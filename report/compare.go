@@ -132,3 +132,51 @@ func ignoredText(r *compare.Result) string {
 	}
 	return fmt.Sprintf("%d differences in what always differs (%s)", r.Ignored, strings.Join(parts, ", "))
 }
+
+// Cohort writes a cohort as text: its groups, then each comparison of a
+// typical member with one of the group that ended best.
+func Cohort(w io.Writer, c *compare.Cohort, opts TextOptions) error {
+	t := &textWriter{w: w, opts: opts}
+	n := 0
+	for _, g := range c.Groups {
+		n += len(g.Members)
+	}
+	t.printf("%s\n", t.paint(cBold, fmt.Sprintf("Cohort %s: %d pods, %d ways of ending", c.Selector, n, len(c.Groups))))
+	for i, g := range c.Groups {
+		t.printf("  %d. %s: %d pods, typical %s/%s\n", i+1, g.Ending, len(g.Members), g.Typical.Namespace, g.Typical.Name)
+		var names []string
+		for _, m := range g.Members {
+			names = append(names, m.Namespace+"/"+m.Name)
+		}
+		t.printf("     %s\n", strings.Join(names, ", "))
+	}
+	if t.err != nil {
+		return t.err
+	}
+	for _, r := range c.Comparisons {
+		t.printf("\n")
+		if err := Compare(w, r, opts); err != nil {
+			return err
+		}
+	}
+	return t.err
+}
+
+// CohortMarkdown writes a cohort as Markdown.
+func CohortMarkdown(w io.Writer, c *compare.Cohort, opts TextOptions) error {
+	t := &textWriter{w: w}
+	t.printf("## Cohort %s\n\n| group | ending | pods | typical |\n|---|---|---|---|\n", mdCode(c.Selector))
+	for i, g := range c.Groups {
+		t.printf("| %d | %s | %d | %s |\n", i+1, mdText(g.Ending), len(g.Members), mdCode(g.Typical.Namespace+"/"+g.Typical.Name))
+	}
+	if t.err != nil {
+		return t.err
+	}
+	for _, r := range c.Comparisons {
+		t.printf("\n")
+		if err := CompareMarkdown(w, r, opts); err != nil {
+			return err
+		}
+	}
+	return t.err
+}

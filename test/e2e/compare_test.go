@@ -39,10 +39,13 @@ func TestCompareDigesterCase(t *testing.T) {
 	runAndDelete(t, client, on, "runner-job-2", bg)  // Background: gone
 	runAndDelete(t, client, off, "runner-job-3", bg) // healthy
 	runAndDelete(t, client, off, "runner-job-4", bg) // healthy, the same
+	runAndDelete(t, client, on, "runner-job-5", fg)  // sticks, as runner-job-1
 	time.Sleep(20 * time.Second)                     // several of the garbage collector's retries
 	ctx := context.Background()
-	if p, err := client.CoreV1().Pods(on).Get(ctx, "runner-job-1", metav1.GetOptions{}); err != nil || len(p.Finalizers) == 0 {
-		t.Fatalf("ci/runner-job-1 is not stuck on its finalizer: the case did not reproduce (%v)", err)
+	for _, job := range []string{"runner-job-1", "runner-job-5"} {
+		if p, err := client.CoreV1().Pods(on).Get(ctx, job, metav1.GetOptions{}); err != nil || len(p.Finalizers) == 0 {
+			t.Fatalf("ci/%s is not stuck on its finalizer: the case did not reproduce (%v)", job, err)
+		}
 	}
 	for _, p := range [][2]string{{off, "runner-job-1"}, {on, "runner-job-2"}, {off, "runner-job-3"}, {off, "runner-job-4"}} {
 		waitFor(t, p[0]+"/"+p[1]+" gone", 30*time.Second, podGone(client, p[0], p[1]))
@@ -94,6 +97,30 @@ func TestCompareDigesterCase(t *testing.T) {
 			t.Errorf("verdict %q with %d decisive differences, want %q:\n%s", r.Verdict, len(r.Decisive), compare.NoDecisiveDifference, text)
 		}
 		checkIgnored(t, r, text)
+	})
+	t.Run("cohort", func(t *testing.T) {
+		sel := digester.JobLabel + " in (runner-job-1,runner-job-2,runner-job-5)"
+		var c compare.Cohort
+		out := podtrace(t, "compare", "--selector", sel, "-n", on, "--db", rec.db, "-o", "json")
+		if err := json.Unmarshal([]byte(out), &c); err != nil {
+			t.Fatalf("decode compare --selector -o json: %v\n%s", err, out)
+		}
+		t.Logf("podtrace compare --selector:\n%s", podtrace(t, "compare", "--selector", sel, "-n", on, "--db", rec.db, "--color", "never"))
+		var got []string
+		for _, g := range c.Groups {
+			var names []string
+			for _, m := range g.Members {
+				names = append(names, m.Name)
+			}
+			got = append(got, g.Ending+": "+strings.Join(names, ","))
+		}
+		want := []string{"Deleted: runner-job-2", "Terminating, held by finalizer foregroundDeletion: runner-job-1,runner-job-5"}
+		if strings.Join(got, "; ") != strings.Join(want, "; ") {
+			t.Errorf("groups %q, want %q", got, want)
+		}
+		if len(c.Comparisons) != 1 || c.Comparisons[0].Decisive[0].Subject != "deletion propagation" {
+			t.Errorf("the groups' comparison does not name the deletion propagation first: %+v", c.Comparisons)
+		}
 	})
 }
 

@@ -1,15 +1,19 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/podtrace/podtrace/compare"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/report"
+	"github.com/podtrace/podtrace/store"
 )
 
 // compareOptions are the options of podtrace compare.
@@ -21,7 +25,10 @@ type compareOptions struct {
 	uids      cli.StringSlice
 	output    string
 	color     string
+	selector  string
 	redact    redactFlags
+
+	sel labels.Selector
 
 	pods [2]podRef // the arguments
 }
@@ -41,13 +48,25 @@ func (o *compareOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "against", Destination: &o.against, Usage: "trace file to read B from (default: --db)", TakesFile: true},
 		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "namespace of a pod given as NAME (default: the namespace it was recorded in, if only one)"},
 		&cli.StringSliceFlag{Name: "uid", Destination: &o.uids, Usage: "pick an incarnation (a UID or its prefix): the first --uid is A's, the second B's"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text, markdown or json"},
+		&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Destination: &o.selector, Usage: "compare a cohort: the pods whose labels match, grouped by how they ended (no pod arguments)"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text, markdown, json, or html (one offline page, no script)"},
 		&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto (on a terminal), always or never"},
 	}, o.redact.flags()...)
 }
 
 // Complete reads the two pods from the arguments.
 func (o *compareOptions) Complete(c *cli.Context) error {
+	if o.selector != "" {
+		if c.NArg() != 0 {
+			return usagef("compare --selector takes no pod arguments (got %d): podtrace compare --selector KEY=VALUE [-n NAMESPACE] [--db TRACE]", c.NArg())
+		}
+		sel, err := labels.Parse(o.selector)
+		if err != nil {
+			return usagef("--selector %q: %v", o.selector, err)
+		}
+		o.sel = sel
+		return nil
+	}
 	if c.NArg() != 2 {
 		return usagef("compare takes two pods (got %d arguments): podtrace compare [NAMESPACE/]A [NAMESPACE/]B [--db TRACE] [--against TRACE]", c.NArg())
 	}
@@ -73,8 +92,12 @@ func (o *compareOptions) Complete(c *cli.Context) error {
 func (o *compareOptions) Validate() error {
 	switch o.output {
 	case "text", "markdown", "json":
+	case "html":
+		if o.selector != "" {
+			return usagef("--output html shows two pods: with --selector, use text, markdown or json")
+		}
 	default:
-		return usagef("--output must be text, markdown or json, not %q", o.output)
+		return usagef("--output must be text, markdown, json or html, not %q", o.output)
 	}
 	switch o.color {
 	case "auto", "always", "never":
@@ -88,7 +111,7 @@ func (o *compareOptions) Validate() error {
 		return usagef("--uid is given once for A and once for B, not %d times", len(o.uids.Value()))
 	}
 	for _, p := range o.pods {
-		if p.name == "" {
+		if o.sel == nil && p.name == "" {
 			return usagef("a pod to compare has no name: give NAMESPACE/NAME or NAME")
 		}
 	}
@@ -97,6 +120,9 @@ func (o *compareOptions) Validate() error {
 
 // Run loads and replays both pods and writes their comparison.
 func (o *compareOptions) Run() error {
+	if o.sel != nil {
+		return o.runCohort()
+	}
 	var sides [2]compare.Side
 	for i, path := range []string{o.db, o.against} {
 		s, err := o.side(path, o.pods[i])
@@ -111,6 +137,8 @@ func (o *compareOptions) Run() error {
 		return writeJSON(o.streams, r)
 	case "markdown":
 		return buffered(o.streams, func(w io.Writer) error { return report.CompareMarkdown(w, r, report.TextOptions{}) })
+	case "html":
+		return buffered(o.streams, func(w io.Writer) error { return report.CompareHTML(w, r) })
 	}
 	color := o.color == "always" || (o.color == "auto" && isTerminal(o.streams.Out))
 	return buffered(o.streams, func(w io.Writer) error { return report.Compare(w, r, report.TextOptions{Color: color}) })
@@ -152,12 +180,67 @@ func (o *compareOptions) side(path string, ref podRef) (compare.Side, error) {
 	return compare.Side{Lifecycle: lc, Webhooks: in.Webhooks, Namespace: ns}, nil
 }
 
+// runCohort replays the pods the selector matches and compares the ways
+// they ended.
+func (o *compareOptions) runCohort() error {
+	db, err := openTrace(o.db)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, found, err := scanTrace(db, store.ObjectFilter{Kind: "Pod", Namespace: o.namespace})
+	if err != nil {
+		return err
+	}
+	tc, err := newContext(db, ctx)
+	if err != nil {
+		return err
+	}
+	var sides []compare.Side
+	for _, pod := range found[0] {
+		in, err := loadInput(db, tc, pod)
+		if err != nil {
+			return err
+		}
+		var m metav1.PartialObjectMetadata
+		if len(in.Pod) == 0 || json.Unmarshal(in.Pod[0].Object, &m) != nil || !o.sel.Matches(labels.Set(m.Labels)) {
+			continue
+		}
+		lc, err := diff.Replay(in, diff.Options{})
+		if err != nil {
+			return fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		o.redact.apply(lc, o.streams)
+		ns, err := tc.named(db, "Namespace", pod.Namespace)
+		if err != nil {
+			return err
+		}
+		sides = append(sides, compare.Side{Lifecycle: lc, Webhooks: in.Webhooks, Namespace: ns})
+	}
+	if len(sides) == 0 {
+		where := "in the trace"
+		if o.namespace != "" {
+			where = "in namespace " + o.namespace
+		}
+		return fmt.Errorf("no recorded pod %s has labels matching %q: check --selector and -n", where, o.selector)
+	}
+	c := compare.Cohorts(o.selector, sides)
+	switch o.output {
+	case "json":
+		return writeJSON(o.streams, c)
+	case "markdown":
+		return buffered(o.streams, func(w io.Writer) error { return report.CohortMarkdown(w, c, report.TextOptions{}) })
+	}
+	color := o.color == "always" || (o.color == "auto" && isTerminal(o.streams.Out))
+	return buffered(o.streams, func(w io.Writer) error { return report.Cohort(w, c, report.TextOptions{Color: color}) })
+}
+
 func compareCommand(streams Streams) *cli.Command {
 	o := newCompareOptions(streams)
 	return &cli.Command{
 		Name:      "compare",
 		Usage:     "put the life of a pod that worked beside one that did not, and name what differs",
-		ArgsUsage: "[NAMESPACE/]A [NAMESPACE/]B",
+		ArgsUsage: "[NAMESPACE/]A [NAMESPACE/]B | --selector KEY=VALUE",
 		Flags:     o.flags(),
 		Action: func(c *cli.Context) error {
 			if err := o.Complete(c); err != nil {

@@ -57,9 +57,12 @@ func TestCompareUserErrors(t *testing.T) {
 		want string
 	}{
 		{"one pod", []string{"ci/runner-job-1", "--db", sampleTrace}, 2, "compare takes two pods"},
-		{"bad output", []string{"a", "b", "-o", "yaml", "--db", sampleTrace}, 2, "--output must be text, markdown or json"},
+		{"bad output", []string{"a", "b", "-o", "yaml", "--db", sampleTrace}, 2, "--output must be text, markdown, json or html"},
 		{"three uids", []string{"a", "b", "--uid", "1", "--uid", "2", "--uid", "3", "--db", sampleTrace}, 2, "--uid is given once for A and once for B"},
 		{"unknown pod", []string{"ci/runner-job-1", "ci/nosuch", "--db", sampleTrace}, 1, `no pod named "nosuch" in namespace ci`},
+		{"selector with pods", []string{"a", "--selector", "x=y", "--db", sampleTrace}, 2, "compare --selector takes no pod arguments"},
+		{"bad selector", []string{"--selector", "x==(", "--db", sampleTrace}, 2, `--selector "x==("`},
+		{"selector matches none", []string{"--selector", "app=none", "--db", sampleTrace}, 1, `no recorded pod in the trace has labels matching "app=none"`},
 		{"unknown uid", []string{"ci/runner-job-1", "ci/runner-job-1", "--uid", "78dc", "--uid", "ffff", "--db", sampleTrace}, 1, "has uid ffff"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
