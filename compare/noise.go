@@ -11,12 +11,23 @@ import (
 // placeholders, and says which kinds it rewrote.
 type normalizer struct {
 	rules []noiseRule
+	// done holds what apply returned for each string: a pod's revisions
+	// repeat the same values (a crash loop's statuses) many times.
+	done map[string]normalized
+}
+
+type normalized struct {
+	s     string
+	kinds []string
 }
 
 type noiseRule struct {
 	kind string
 	re   *regexp.Regexp
 	repl string
+	// may reports whether s can match at all, cheaply: most strings
+	// cannot match most rules.
+	may func(s string) bool
 }
 
 // Noise kinds, as counted in Result.IgnoredBy.
@@ -48,25 +59,27 @@ func newNormalizer(lc *diff.Lifecycle) *normalizer {
 		// runner-job-1-pull), not inside a longer word (ci in circle).
 		return regexp.MustCompile(`(^|[^a-z0-9.-])` + regexp.QuoteMeta(s) + `($|[^a-z0-9])`)
 	}
+	has := func(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
 	if lc.UID != "" {
-		n.rules = append(n.rules, noiseRule{noiseUID, regexp.MustCompile(regexp.QuoteMeta(lc.UID)), "<uid>"})
+		n.rules = append(n.rules, noiseRule{noiseUID, regexp.MustCompile(regexp.QuoteMeta(lc.UID)), "<uid>", has(lc.UID)})
 	}
 	if gen := generateName(lc); gen != "" && strings.HasPrefix(lc.Name, gen) && len(lc.Name) > len(gen) {
-		n.rules = append(n.rules, noiseRule{noiseSuffix, word(lc.Name), "${1}" + gen + "<suffix>${2}"})
+		n.rules = append(n.rules, noiseRule{noiseSuffix, word(lc.Name), "${1}" + gen + "<suffix>${2}", has(lc.Name)})
 	}
 	if lc.Name != "" {
-		n.rules = append(n.rules, noiseRule{noiseName, word(lc.Name), "${1}<name>${2}"})
+		n.rules = append(n.rules, noiseRule{noiseName, word(lc.Name), "${1}<name>${2}", has(lc.Name)})
 	}
 	if lc.Namespace != "" {
-		n.rules = append(n.rules, noiseRule{noiseName, word(lc.Namespace), "${1}<namespace>${2}"})
+		n.rules = append(n.rules, noiseRule{noiseName, word(lc.Namespace), "${1}<namespace>${2}", has(lc.Namespace)})
 	}
 	n.rules = append(n.rules,
-		noiseRule{noiseUID, uidRE, "<uid>"},
-		noiseRule{noiseTime, timeRE, "<time>"},
-		noiseRule{noiseContainerID, containerIDRE, "<container-id>"},
-		noiseRule{noiseIP, ipv4RE, "<ip>"},
-		noiseRule{noiseToken, tokenRE, "kube-api-access-<suffix>"},
+		noiseRule{noiseUID, uidRE, "<uid>", func(s string) bool { return strings.Count(s, "-") >= 4 }},
+		noiseRule{noiseTime, timeRE, "<time>", func(s string) bool { return strings.Contains(s, ":") && strings.Contains(s, "T") }},
+		noiseRule{noiseContainerID, containerIDRE, "<container-id>", has("://")},
+		noiseRule{noiseIP, ipv4RE, "<ip>", func(s string) bool { return strings.Count(s, ".") >= 3 }},
+		noiseRule{noiseToken, tokenRE, "kube-api-access-<suffix>", has("kube-api-access-")},
 	)
+	n.done = map[string]normalized{}
 	return n
 }
 
@@ -86,8 +99,15 @@ func generateName(lc *diff.Lifecycle) string {
 
 // apply rewrites s and returns the kinds of noise it rewrote.
 func (n *normalizer) apply(s string) (string, []string) {
+	if d, ok := n.done[s]; ok {
+		return d.s, d.kinds
+	}
+	in := s
 	var kinds []string
 	for _, r := range n.rules {
+		if !r.may(s) {
+			continue
+		}
 		// Twice: a match's boundary character can be the next one's.
 		for range 2 {
 			t := r.re.ReplaceAllString(s, r.repl)
@@ -99,8 +119,14 @@ func (n *normalizer) apply(s string) (string, []string) {
 			}
 		}
 	}
+	if len(n.done) < maxNormalized {
+		n.done[in] = normalized{s, kinds}
+	}
 	return s, kinds
 }
+
+// maxNormalized bounds what a normalizer keeps.
+const maxNormalized = 1 << 16
 
 // norm is apply without the kinds.
 func (n *normalizer) norm(s string) string {

@@ -124,12 +124,23 @@ func (o *compareOptions) Run() error {
 		return o.runCohort()
 	}
 	var sides [2]compare.Side
-	for i, path := range []string{o.db, o.against} {
-		s, err := o.side(path, o.pods[i])
-		if err != nil {
-			return err
+	var err error
+	if o.against == o.db {
+		// One trace: opened, scanned and its context loaded once.
+		sides, err = o.sides(o.db, o.pods[:])
+	} else {
+		for i, path := range []string{o.db, o.against} {
+			var s [2]compare.Side
+			if s, err = o.sides(path, o.pods[i:i+1]); err == nil {
+				sides[i] = s[0]
+			}
+			if err != nil {
+				break
+			}
 		}
-		sides[i] = s
+	}
+	if err != nil {
+		return err
 	}
 	r := compare.Compare(sides[0], sides[1])
 	switch o.output {
@@ -144,40 +155,48 @@ func (o *compareOptions) Run() error {
 	return buffered(o.streams, func(w io.Writer) error { return report.Compare(w, r, report.TextOptions{Color: color}) })
 }
 
-// side loads one pod from the trace at path, with the webhooks and the
-// namespace compare needs beside its lifecycle.
-func (o *compareOptions) side(path string, ref podRef) (compare.Side, error) {
+// sides loads the pods refs (one or two) from the trace at path, with the
+// webhooks and the namespace compare needs beside each lifecycle.
+func (o *compareOptions) sides(path string, refs []podRef) ([2]compare.Side, error) {
+	var out [2]compare.Side
 	db, err := openTrace(path)
 	if err != nil {
-		return compare.Side{}, err
+		return out, err
 	}
 	defer db.Close()
-	ctx, found, err := scanTrace(db, podFilter(ref.namespace, ref.name))
-	if err != nil {
-		return compare.Side{}, err
+	var filters []store.ObjectFilter
+	for _, ref := range refs {
+		filters = append(filters, podFilter(ref.namespace, ref.name))
 	}
-	pod, err := choosePod(db, found[0], ref.namespace, ref.name, ref.uid, o.streams.ErrOut)
+	ctx, found, err := scanTrace(db, filters...)
 	if err != nil {
-		return compare.Side{}, err
+		return out, err
 	}
 	tc, err := newContext(db, ctx)
 	if err != nil {
-		return compare.Side{}, err
+		return out, err
 	}
-	in, err := loadInput(db, tc, pod)
-	if err != nil {
-		return compare.Side{}, err
+	for i, ref := range refs {
+		pod, err := choosePod(db, found[i], ref.namespace, ref.name, ref.uid, o.streams.ErrOut)
+		if err != nil {
+			return out, err
+		}
+		in, err := loadInput(db, tc, pod)
+		if err != nil {
+			return out, err
+		}
+		lc, err := diff.Replay(in, diff.Options{})
+		if err != nil {
+			return out, fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		o.redact.apply(lc, o.streams)
+		ns, err := tc.named(db, "Namespace", pod.Namespace)
+		if err != nil {
+			return out, err
+		}
+		out[i] = compare.Side{Lifecycle: lc, Webhooks: in.Webhooks, Namespace: ns}
 	}
-	lc, err := diff.Replay(in, diff.Options{})
-	if err != nil {
-		return compare.Side{}, fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	o.redact.apply(lc, o.streams)
-	ns, err := tc.named(db, "Namespace", pod.Namespace)
-	if err != nil {
-		return compare.Side{}, err
-	}
-	return compare.Side{Lifecycle: lc, Webhooks: in.Webhooks, Namespace: ns}, nil
+	return out, nil
 }
 
 // runCohort replays the pods the selector matches and compares the ways
