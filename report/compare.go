@@ -1,0 +1,182 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/podtrace/podtrace/compare"
+)
+
+// Compare writes the comparison of two pods as text: who is compared, the
+// verdict, the phases aligned, the decisive differences in full, the rest
+// one line each, and what was ignored.
+func Compare(w io.Writer, r *compare.Result, opts TextOptions) error {
+	t := &textWriter{w: w, opts: opts}
+	t.printf("%s\n", t.paint(cBold, "Compare "+podLine(r.A)))
+	t.printf("%s\n", t.paint(cBold, "   with "+podLine(r.B)))
+	t.printf("\n%s %s\n", t.paint(cBold, "Verdict:"), r.Verdict)
+
+	t.printf("\n%s\n", t.paint(cBold, "Phases (time since created)"))
+	t.printf("  %-26s %-12s %s\n", "", "A", "B")
+	for _, p := range r.Phases {
+		t.printf("  %-26s %-12s %s\n", p.Name, phaseCell(p.A), phaseCell(p.B))
+	}
+
+	t.printf("\n%s\n", t.paint(cBold, fmt.Sprintf("Decisive differences (%d)", len(r.Decisive))))
+	if len(r.Decisive) == 0 {
+		t.printf("  none\n")
+	}
+	for i, d := range r.Decisive {
+		t.printf("  %d. %s\n", i+1, t.paint(cYellow, d.Subject))
+		t.printf("     A: %s\n", d.A)
+		t.printf("     B: %s\n", d.B)
+		if d.Why != "" {
+			t.printf("     %s\n", t.paint(cDim, "why: "+d.Why))
+		}
+	}
+	t.printf("\n%s\n", t.paint(cBold, fmt.Sprintf("Other differences (%d)", len(r.Other))))
+	for _, d := range r.Other {
+		where := ""
+		if d.Phase != "" {
+			where = "[" + d.Phase + "] "
+		}
+		t.printf("  %s%s: A %s; B %s\n", where, d.Subject, shorten(d.A), shorten(d.B))
+	}
+	t.printf("\nIgnored: %s\n", ignoredText(r))
+	return t.err
+}
+
+// CompareMarkdown writes the comparison as Markdown, the rest folded in a
+// details element.
+func CompareMarkdown(w io.Writer, r *compare.Result, opts TextOptions) error {
+	t := &textWriter{w: w, opts: TextOptions{Location: opts.Location}}
+	t.printf("## Compare %s with %s\n\n", mdCode(r.A.Namespace+"/"+r.A.Name), mdCode(r.B.Namespace+"/"+r.B.Name))
+	t.printf("| | pod | uid | outcome |\n|---|---|---|---|\n")
+	for _, p := range []compare.Pod{r.A, r.B} {
+		t.printf("| %s | %s | %s | %s |\n", p.Label, mdCode(p.Namespace+"/"+p.Name), mdCode(p.UID), mdText(outcomeOf(p)))
+	}
+	t.printf("\n**Verdict:** %s\n\n", mdText(r.Verdict))
+	t.printf("### Phases (time since created)\n\n| phase | A | B |\n|---|---|---|\n")
+	for _, p := range r.Phases {
+		t.printf("| %s | %s | %s |\n", mdText(p.Name), mdText(phaseCell(p.A)), mdText(phaseCell(p.B)))
+	}
+	t.printf("\n### Decisive differences (%d)\n\n", len(r.Decisive))
+	if len(r.Decisive) == 0 {
+		t.printf("None.\n")
+	}
+	for i, d := range r.Decisive {
+		t.printf("%d. **%s**\n   - A: %s\n   - B: %s\n", i+1, mdText(d.Subject), mdText(d.A), mdText(d.B))
+		if d.Why != "" {
+			t.printf("   - why: %s\n", mdText(d.Why))
+		}
+	}
+	t.printf("\n<details><summary>Other differences (%d)</summary>\n\n", len(r.Other))
+	if len(r.Other) > 0 {
+		t.printf("| phase | what | A | B |\n|---|---|---|---|\n")
+		for _, d := range r.Other {
+			t.printf("| %s | %s | %s | %s |\n", mdText(d.Phase), mdText(d.Subject), mdText(shorten(d.A)), mdText(shorten(d.B)))
+		}
+	}
+	t.printf("\n</details>\n\nIgnored: %s\n", mdText(ignoredText(r)))
+	return t.err
+}
+
+func podLine(p compare.Pod) string {
+	uid := p.UID
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	return fmt.Sprintf("%s %s/%s (uid %s): %s", p.Label, p.Namespace, p.Name, uid, outcomeOf(p))
+}
+
+func outcomeOf(p compare.Pod) string {
+	if p.Outcome == "Terminating" && p.Terminating > 0 {
+		return "Terminating for " + p.Terminating.String()
+	}
+	return p.Outcome
+}
+
+func phaseCell(p *compare.PhaseAt) string {
+	if p == nil {
+		return "-"
+	}
+	d := time.Duration(p.After)
+	if d < time.Minute {
+		// Most of a job's life is within seconds: a tenth tells them apart.
+		return "+" + d.Round(100*time.Millisecond).String()
+	}
+	return "+" + p.After.String()
+}
+
+// ignoredText says how many differences were ignored, and of what kinds.
+func ignoredText(r *compare.Result) string {
+	if r.Ignored == 0 {
+		return "0 differences in names, UIDs, IPs, timestamps and the like"
+	}
+	kinds := make([]string, 0, len(r.IgnoredBy))
+	for k := range r.IgnoredBy {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if r.IgnoredBy[kinds[i]] != r.IgnoredBy[kinds[j]] {
+			return r.IgnoredBy[kinds[i]] > r.IgnoredBy[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s %d", k, r.IgnoredBy[k]))
+	}
+	return fmt.Sprintf("%d differences in what always differs (%s)", r.Ignored, strings.Join(parts, ", "))
+}
+
+// Cohort writes a cohort as text: its groups, then each comparison of a
+// typical member with one of the group that ended best.
+func Cohort(w io.Writer, c *compare.Cohort, opts TextOptions) error {
+	t := &textWriter{w: w, opts: opts}
+	n := 0
+	for _, g := range c.Groups {
+		n += len(g.Members)
+	}
+	t.printf("%s\n", t.paint(cBold, fmt.Sprintf("Cohort %s: %d pods, %d ways of ending", c.Selector, n, len(c.Groups))))
+	for i, g := range c.Groups {
+		t.printf("  %d. %s: %d pods, typical %s/%s\n", i+1, g.Ending, len(g.Members), g.Typical.Namespace, g.Typical.Name)
+		var names []string
+		for _, m := range g.Members {
+			names = append(names, m.Namespace+"/"+m.Name)
+		}
+		t.printf("     %s\n", strings.Join(names, ", "))
+	}
+	if t.err != nil {
+		return t.err
+	}
+	for _, r := range c.Comparisons {
+		t.printf("\n")
+		if err := Compare(w, r, opts); err != nil {
+			return err
+		}
+	}
+	return t.err
+}
+
+// CohortMarkdown writes a cohort as Markdown.
+func CohortMarkdown(w io.Writer, c *compare.Cohort, opts TextOptions) error {
+	t := &textWriter{w: w}
+	t.printf("## Cohort %s\n\n| group | ending | pods | typical |\n|---|---|---|---|\n", mdCode(c.Selector))
+	for i, g := range c.Groups {
+		t.printf("| %d | %s | %d | %s |\n", i+1, mdText(g.Ending), len(g.Members), mdCode(g.Typical.Namespace+"/"+g.Typical.Name))
+	}
+	if t.err != nil {
+		return t.err
+	}
+	for _, r := range c.Comparisons {
+		t.printf("\n")
+		if err := CompareMarkdown(w, r, opts); err != nil {
+			return err
+		}
+	}
+	return t.err
+}
