@@ -47,7 +47,8 @@ type Lifecycle struct {
 	// Audit is what the API server's audit log says about the pod, when
 	// one was imported into the trace (podtrace import --audit-log).
 	Audit *Audit `json:"audit,omitempty"`
-	// Redacted counts the values a Redactor replaced, by rule.
+	// Redacted counts the values a redact.Redactor replaced, by rule: filled
+	// by the caller that redacts (diff itself never does).
 	Redacted map[string]int `json:"redacted,omitempty"`
 
 	// pods are the decoded revisions, parallel to Steps, for the rules.
