@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"github.com/podtrace/podtrace/admission"
+
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -645,14 +647,14 @@ func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string
 				idx = i
 			}
 		}
-		var w Webhook
+		var w admission.Webhook
 		if idx >= 0 {
 			w = f.Suspects[idx]
 			f.Suspects = append(f.Suspects[:idx], f.Suspects[idx+1:]...)
 		} else {
-			w = Webhook{Kind: "MutatingWebhookConfiguration", Name: d.Webhook, Configuration: configs[d.Webhook], Rules: "(configuration not recorded)"}
+			w = admission.Webhook{Kind: "MutatingWebhookConfiguration", Name: d.Webhook, Configuration: configs[d.Webhook], Rules: "(configuration not recorded)"}
 		}
-		f.Suspects = append([]Webhook{w}, f.Suspects...)
+		f.Suspects = append([]admission.Webhook{w}, f.Suspects...)
 		next := fmt.Sprintf("confirmed by the audit log: webhook %q denied %d %s attempts by %s (%d): fix the webhook so that it allows this request, or take it off the namespace",
 			d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)
 		if d.By == "admission webhook call" {
@@ -668,18 +670,18 @@ func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string
 func confirmPolicy(f *Finding, d DeniedRequests) {
 	idx := -1
 	for i, w := range f.Suspects {
-		if w.Kind == KindValidatingPolicy && w.Name == d.Policy && (d.Binding == "" || w.Configuration == d.Binding) {
+		if w.Kind == admission.KindValidatingPolicy && w.Name == d.Policy && (d.Binding == "" || w.Configuration == d.Binding) {
 			idx = i
 		}
 	}
-	var w Webhook
+	var w admission.Webhook
 	if idx >= 0 {
 		w = f.Suspects[idx]
 		f.Suspects = append(f.Suspects[:idx], f.Suspects[idx+1:]...)
 	} else {
-		w = Webhook{Kind: KindValidatingPolicy, Name: d.Policy, Configuration: d.Binding, Rules: "(policy not recorded)"}
+		w = admission.Webhook{Kind: admission.KindValidatingPolicy, Name: d.Policy, Configuration: d.Binding, Rules: "(policy not recorded)"}
 	}
-	f.Suspects = append([]Webhook{w}, f.Suspects...)
+	f.Suspects = append([]admission.Webhook{w}, f.Suspects...)
 	through := ""
 	if d.Binding != "" {
 		through = " (binding " + d.Binding + ")"

@@ -3,12 +3,12 @@ package diff
 import (
 	"testing"
 
-	"github.com/podtrace/podtrace/diff/difftest"
+	"github.com/podtrace/podtrace/internal/tracetest"
 	"github.com/podtrace/podtrace/store"
 )
 
-// history is difftest.History: n revisions of a crash-looping pod.
-func history(n int) []store.Record { return difftest.History(n) }
+// history is tracetest.History: n revisions of a crash-looping pod.
+func history(n int) []store.Record { return tracetest.History(n) }
 
 // BenchmarkReplay replays a pod with 1,000 revisions (the store's part of a
 // diff, reading them, is BenchmarkHistory in store).
@@ -22,8 +22,8 @@ func BenchmarkReplay(b *testing.B) {
 	}
 }
 
-// crashLoop is difftest.CrashLoop: a pod of the report benchmark.
-func crashLoop(revs int) (pod, events []store.Record) { return difftest.CrashLoop(revs) }
+// crashLoop is tracetest.CrashLoop: a pod of the report benchmark.
+func crashLoop(revs int) (pod, events []store.Record) { return tracetest.CrashLoop(revs) }
 
 // BenchmarkReplayCrashLoop replays one pod of the report benchmark: 100
 // crash-loop revisions and their events (the report replays 1,000 such).

@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podtrace/podtrace/diff/difftest"
+	"github.com/podtrace/podtrace/internal/tracetest"
 )
 
-func basePod() *corev1.Pod { return difftest.BasePod() }
+func basePod() *corev1.Pod { return tracetest.BasePod() }
 
 func TestComparePods(t *testing.T) {
 	tests := []struct {

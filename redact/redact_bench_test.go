@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	"github.com/podtrace/podtrace/diff"
-	"github.com/podtrace/podtrace/diff/difftest"
+	"github.com/podtrace/podtrace/internal/tracetest"
 )
 
 // redactBench is a replayed pod of 1,000 revisions (BenchmarkReplay's) and
 // a copy of its steps to redact afresh each time.
 func redactBench(b *testing.B) (*diff.Lifecycle, func()) {
-	lc, err := diff.Replay(diff.Input{Pod: difftest.History(1000)}, diff.Options{})
+	lc, err := diff.Replay(diff.Input{Pod: tracetest.History(1000)}, diff.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,12 +55,12 @@ func BenchmarkRedactReference(b *testing.B) {
 }
 
 // redactCrashLoopBench is one pod of the report benchmark replayed
-// (difftest.CrashLoop(100), BenchmarkReplayCrashLoop's: about 1,000 changes, most of
+// (tracetest.CrashLoop(100), BenchmarkReplayCrashLoop's: about 1,000 changes, most of
 // them the kubelet's status fields of a crash-looping pod) and what resets
 // its changes and events to the replayed ones, in memory kept from one reset
 // to the next: -benchmem counts the Redactor's allocations only.
 func redactCrashLoopBench(b *testing.B) (*diff.Lifecycle, func()) {
-	pod, events := difftest.CrashLoop(100)
+	pod, events := tracetest.CrashLoop(100)
 	lc, err := diff.Replay(diff.Input{Pod: pod, Events: events}, diff.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -130,11 +130,11 @@ func BenchmarkRedactTextReference(b *testing.B) {
 	}
 }
 
-// crashLoopValues are the values of the changes of difftest.CrashLoop(100), Old
+// crashLoopValues are the values of the changes of tracetest.CrashLoop(100), Old
 // and New, as Replay renders them: timestamps, booleans, container IDs,
 // counts and small JSON objects of container states.
 func crashLoopValues(b *testing.B) []string {
-	pod, events := difftest.CrashLoop(100)
+	pod, events := tracetest.CrashLoop(100)
 	lc, err := diff.Replay(diff.Input{Pod: pod, Events: events}, diff.Options{})
 	if err != nil {
 		b.Fatal(err)

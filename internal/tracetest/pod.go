@@ -1,7 +1,9 @@
-// Package difftest makes the recorded pods that the tests and benchmarks of
-// diff, explain and redact replay: fixtures, as httptest is for net/http.
-// It imports store and the Kubernetes types, never diff.
-package difftest
+// Package tracetest makes the recorded objects that the tests and benchmarks
+// of admission, diff, explain and redact replay: fixtures, as httptest is
+// for net/http.
+// It imports store and the Kubernetes types, never a podtrace package
+// above store.
+package tracetest
 
 import (
 	"encoding/json"
