@@ -256,17 +256,13 @@ func validationFailures(ev auditEvent) []validationFailure {
 }
 
 // applyAudit reads the pod's audit records, when the trace holds any: it
-// sets lc.Audit, compares the CREATE as sent with the pod as stored, and
-// adds the denied requests to the findings about a finalizer that was never
-// removed. Without audit records it says those findings are inferred.
-func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
+// sets lc.Audit, makes the requests the actors of the revisions they
+// produced and compares the CREATE as sent with the pod as stored. It
+// returns the webhooks' configurations, by webhook, that the audit
+// annotations name, for auditFindings.
+func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) map[string]string {
 	if len(in.Audit) == 0 {
-		for i := range lc.Findings {
-			if f := &lc.Findings[i]; f.ID == "stuck-finalizer" || f.ID == "finalizer-not-removed" {
-				f.Evidence = append(f.Evidence, Evidence{Text: "inferred without the API server's audit log, which would show the requests that failed: podtrace import --audit-log FILE --db TRACE adds it"})
-			}
-		}
-		return
+		return nil
 	}
 	a := &Audit{}
 	byRV := map[string]uint64{}
@@ -366,10 +362,24 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 	if create != nil {
 		auditAdmission(lc, *create, a.Patches, opts)
 	}
+	return configs
+}
+
+// auditFindings adds the denied requests of lc.Audit to the findings about
+// a finalizer that was never removed, configs naming the webhooks'
+// configurations (applyAudit's). Without audit records it says those
+// findings are inferred.
+func auditFindings(lc *Lifecycle, configs map[string]string) {
 	for i := range lc.Findings {
-		if f := &lc.Findings[i]; f.ID == "stuck-finalizer" || f.ID == "finalizer-not-removed" {
-			auditFinding(f, lc, a, configs)
+		f := &lc.Findings[i]
+		if f.ID != "stuck-finalizer" && f.ID != "finalizer-not-removed" {
+			continue
 		}
+		if lc.Audit == nil {
+			f.Evidence = append(f.Evidence, Evidence{Text: "inferred without the API server's audit log, which would show the requests that failed: podtrace import --audit-log FILE --db TRACE adds it"})
+			continue
+		}
+		auditFinding(f, lc, lc.Audit, configs)
 	}
 }
 

@@ -184,8 +184,9 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	lc.Dependents = replayDependents(lc.UID, in.Related)
 	lc.phases()
 	lc.Admission = replayAdmission(lc, in, opts.Admission)
+	configs := applyAudit(lc, in, opts.Admission)
 	lc.Findings = diagnose(lc, in)
-	applyAudit(lc, in, opts.Admission)
+	auditFindings(lc, configs)
 	sortEvidence(lc.Findings)
 	return lc, nil
 }

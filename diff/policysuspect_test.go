@@ -57,7 +57,7 @@ func TestApplyAuditPolicyDenied(t *testing.T) {
 			recorded := admission.Webhook{Kind: admission.KindValidatingPolicy, Name: "keep-finalizers", Configuration: "keep-finalizers-ci", FailurePolicy: "Fail", Rules: "[UPDATE] [pods]"}
 			lc := &Lifecycle{Findings: []Finding{{ID: "stuck-finalizer", Suspects: []admission.Webhook{other, recorded}}}}
 			in := Input{Audit: append(tc.recs, ev("c", t0.Add(time.Minute), "update", 200, "", failure("audit-only", "Audit")))}
-			applyAudit(lc, in, AdmissionOptions{})
+			auditFindings(lc, applyAudit(lc, in, AdmissionOptions{}))
 			f := lc.Findings[0]
 			if len(lc.Audit.Denied) != 1 || lc.Audit.Denied[0].Policy != "keep-finalizers" || lc.Audit.Denied[0].Binding != "keep-finalizers-ci" || lc.Audit.Denied[0].Count != 2 {
 				t.Fatalf("denied = %+v, want 2 patches by keep-finalizers through keep-finalizers-ci", lc.Audit.Denied)
