@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/compare"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/report"
@@ -97,7 +98,7 @@ func (j job) lifecycle() *diff.Lifecycle {
 		lc.Outcome, lc.Terminating = "Terminating", diff.Duration(27*time.Second)
 		lc.Phases = append(lc.Phases, diff.Phase{Name: diff.PhaseStillPresent, Time: at(30), Seq: 5})
 		lc.Findings = []diff.Finding{{ID: "stuck-finalizer", Severity: diff.Critical, Headline: `deletion blocked for 27s: finalizer "foregroundDeletion" never removed`,
-			Suspects: []diff.Webhook{{Kind: "MutatingWebhookConfiguration", Configuration: "digester.example.com", Name: hook, FailurePolicy: "Fail", NamespaceSelector: selector}}}}
+			Suspects: []admission.Webhook{{Kind: "MutatingWebhookConfiguration", Configuration: "digester.example.com", Name: hook, FailurePolicy: "Fail", NamespaceSelector: selector}}}}
 	} else {
 		last := diff.Step{Seq: 6, Time: at(3.2), Type: store.Deleted, Actors: []diff.Actor{{Who: "the API server", Basis: diff.BasisFieldSemantics}}, Phases: []string{diff.PhaseDeleted}}
 		if j.propagation == "Foreground" {
@@ -110,7 +111,7 @@ func (j job) lifecycle() *diff.Lifecycle {
 	}
 	lc.Admission = &diff.Admission{Source: "audit log"}
 	if j.pinned {
-		lc.Admission.Webhooks = []diff.Webhook{{Kind: "MutatingWebhookConfiguration", Configuration: "digester.example.com", Name: hook, FailurePolicy: "Fail", NamespaceSelector: selector}}
+		lc.Admission.Webhooks = []admission.Webhook{{Kind: "MutatingWebhookConfiguration", Configuration: "digester.example.com", Name: hook, FailurePolicy: "Fail", NamespaceSelector: selector}}
 		lc.Admission.Changes = []diff.AdmissionChange{{Change: diff.Change{Path: "spec.containers[build].image", Op: diff.OpChange, Old: "alpine:3.20", New: image}, By: "mutating webhook " + hook, Certainty: "certain"}}
 	}
 	if j.audit {

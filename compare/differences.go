@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 )
 
@@ -161,7 +162,7 @@ func webhookDiffs(a, b *profile) []Difference {
 	return out
 }
 
-func hookText(w diff.Webhook, ok bool, p *profile) string {
+func hookText(w admission.Webhook, ok bool, p *profile) string {
 	if !ok {
 		if !p.hooksKnown {
 			return "not among the suspects (webhooks not given)"
@@ -182,7 +183,7 @@ func namespaceDiffs(a, b *profile, r *Result) []Difference {
 		return nil
 	}
 	read := map[string]bool{}
-	for _, hooks := range []map[string]diff.Webhook{a.updateHooks, b.updateHooks} {
+	for _, hooks := range []map[string]admission.Webhook{a.updateHooks, b.updateHooks} {
 		for _, w := range hooks {
 			for _, k := range selectorKeys(w.NamespaceSelector) {
 				read[k] = true
@@ -309,8 +310,8 @@ func finalizerText(p *profile, f string) string {
 // intercepted, the fields changed, the webhooks' patches.
 func admissionDiffs(a, b *profile, r *Result) []Difference {
 	var out []Difference
-	hooks := func(p *profile) map[string]diff.Webhook {
-		m := map[string]diff.Webhook{}
+	hooks := func(p *profile) map[string]admission.Webhook {
+		m := map[string]admission.Webhook{}
 		if p.lc.Admission != nil {
 			for _, w := range p.lc.Admission.Webhooks {
 				m[w.Name] = w

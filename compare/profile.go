@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/store"
 )
@@ -32,7 +33,7 @@ type profile struct {
 
 	podLabels   map[string]string
 	nsLabels    map[string]string // nil: namespace not recorded
-	updateHooks map[string]diff.Webhook
+	updateHooks map[string]admission.Webhook
 	hooksKnown  bool // the trace's webhooks were given
 	exits       map[string]string
 }
@@ -60,7 +61,7 @@ type finalizerLife struct {
 func newProfile(label string, s Side) *profile {
 	lc := s.Lifecycle
 	p := &profile{label: label, lc: lc, norm: newNormalizer(lc), phases: map[string]*PhaseAt{},
-		finalizers: map[string]*finalizerLife{}, podLabels: map[string]string{}, updateHooks: map[string]diff.Webhook{},
+		finalizers: map[string]*finalizerLife{}, podLabels: map[string]string{}, updateHooks: map[string]admission.Webhook{},
 		exits: map[string]string{}}
 	for _, ph := range lc.Phases {
 		if ph.Name == diff.PhaseCreated || ph.Name == diff.PhaseAlreadyPresent {
@@ -409,9 +410,9 @@ func (p *profile) readHooks(s Side) {
 	}
 	if s.Webhooks != nil {
 		p.hooksKnown = true
-		req := diff.Request{Operation: admissionv1.Update, Version: "v1", Resource: "pods", Namespace: p.lc.Namespace,
+		req := admission.Request{Operation: admissionv1.Update, Version: "v1", Resource: "pods", Namespace: p.lc.Namespace,
 			NamespaceLabels: p.nsLabels, ObjectLabels: p.podLabels, OldObjectLabels: p.podLabels}
-		for _, w := range diff.MatchWebhooks(s.Webhooks, t, req) {
+		for _, w := range admission.MatchWebhooks(s.Webhooks, t, req) {
 			p.updateHooks[w.Name] = w
 		}
 	}

@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"github.com/podtrace/podtrace/admission"
+
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -28,7 +30,7 @@ type Admission struct {
 	Defaults int `json:"defaultsHidden,omitempty"`
 	// Webhooks are the admission webhooks that intercepted the pod's CREATE,
 	// as configured when it was created.
-	Webhooks []Webhook `json:"webhooks,omitempty"`
+	Webhooks []admission.Webhook `json:"webhooks,omitempty"`
 	// Notes are observations that bear on admission but prove nothing alone.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -94,7 +96,7 @@ func replayAdmission(lc *Lifecycle, in Input, opts AdmissionOptions) *Admission 
 	}
 	adm := &Admission{}
 	nsRecs := namespaceRecords(in, lc.Namespace)
-	adm.Webhooks = MatchWebhooks(in.Webhooks, created, PodRequest(admissionv1.Create, "", nil, pod, nsRecs, created))
+	adm.Webhooks = admission.MatchWebhooks(in.Webhooks, created, admission.PodRequest(admissionv1.Create, "", nil, pod, nsRecs, created))
 
 	asked, source := askedFor(pod, in, created)
 	creator := creatorFields(pod)
@@ -175,7 +177,7 @@ func askedFor(pod *corev1.Pod, in Input, at time.Time) (*corev1.Pod, string) {
 		if !ok {
 			continue
 		}
-		rec, ok := revisionAt(recs, at)
+		rec, ok := admission.RevisionAt(recs, at)
 		if !ok {
 			continue
 		}

@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"github.com/podtrace/podtrace/admission"
+
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -254,17 +256,13 @@ func validationFailures(ev auditEvent) []validationFailure {
 }
 
 // applyAudit reads the pod's audit records, when the trace holds any: it
-// sets lc.Audit, compares the CREATE as sent with the pod as stored, and
-// adds the denied requests to the findings about a finalizer that was never
-// removed. Without audit records it says those findings are inferred.
-func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
+// sets lc.Audit, makes the requests the actors of the revisions they
+// produced and compares the CREATE as sent with the pod as stored. It
+// returns the webhooks' configurations, by webhook, that the audit
+// annotations name, for auditFindings.
+func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) map[string]string {
 	if len(in.Audit) == 0 {
-		for i := range lc.Findings {
-			if f := &lc.Findings[i]; f.ID == "stuck-finalizer" || f.ID == "finalizer-not-removed" {
-				f.Evidence = append(f.Evidence, Evidence{Text: "inferred without the API server's audit log, which would show the requests that failed: podtrace import --audit-log FILE --db TRACE adds it"})
-			}
-		}
-		return
+		return nil
 	}
 	a := &Audit{}
 	byRV := map[string]uint64{}
@@ -364,10 +362,24 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 	if create != nil {
 		auditAdmission(lc, *create, a.Patches, opts)
 	}
+	return configs
+}
+
+// auditFindings adds the denied requests of lc.Audit to the findings about
+// a finalizer that was never removed, configs naming the webhooks'
+// configurations (applyAudit's). Without audit records it says those
+// findings are inferred.
+func auditFindings(lc *Lifecycle, configs map[string]string) {
 	for i := range lc.Findings {
-		if f := &lc.Findings[i]; f.ID == "stuck-finalizer" || f.ID == "finalizer-not-removed" {
-			auditFinding(f, lc, a, configs)
+		f := &lc.Findings[i]
+		if f.ID != "stuck-finalizer" && f.ID != "finalizer-not-removed" {
+			continue
 		}
+		if lc.Audit == nil {
+			f.Evidence = append(f.Evidence, Evidence{Text: "inferred without the API server's audit log, which would show the requests that failed: podtrace import --audit-log FILE --db TRACE adds it"})
+			continue
+		}
+		auditFinding(f, lc, lc.Audit, configs)
 	}
 }
 
@@ -645,14 +657,14 @@ func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string
 				idx = i
 			}
 		}
-		var w Webhook
+		var w admission.Webhook
 		if idx >= 0 {
 			w = f.Suspects[idx]
 			f.Suspects = append(f.Suspects[:idx], f.Suspects[idx+1:]...)
 		} else {
-			w = Webhook{Kind: "MutatingWebhookConfiguration", Name: d.Webhook, Configuration: configs[d.Webhook], Rules: "(configuration not recorded)"}
+			w = admission.Webhook{Kind: "MutatingWebhookConfiguration", Name: d.Webhook, Configuration: configs[d.Webhook], Rules: "(configuration not recorded)"}
 		}
-		f.Suspects = append([]Webhook{w}, f.Suspects...)
+		f.Suspects = append([]admission.Webhook{w}, f.Suspects...)
 		next := fmt.Sprintf("confirmed by the audit log: webhook %q denied %d %s attempts by %s (%d): fix the webhook so that it allows this request, or take it off the namespace",
 			d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)
 		if d.By == "admission webhook call" {
@@ -668,18 +680,18 @@ func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string
 func confirmPolicy(f *Finding, d DeniedRequests) {
 	idx := -1
 	for i, w := range f.Suspects {
-		if w.Kind == KindValidatingPolicy && w.Name == d.Policy && (d.Binding == "" || w.Configuration == d.Binding) {
+		if w.Kind == admission.KindValidatingPolicy && w.Name == d.Policy && (d.Binding == "" || w.Configuration == d.Binding) {
 			idx = i
 		}
 	}
-	var w Webhook
+	var w admission.Webhook
 	if idx >= 0 {
 		w = f.Suspects[idx]
 		f.Suspects = append(f.Suspects[:idx], f.Suspects[idx+1:]...)
 	} else {
-		w = Webhook{Kind: KindValidatingPolicy, Name: d.Policy, Configuration: d.Binding, Rules: "(policy not recorded)"}
+		w = admission.Webhook{Kind: admission.KindValidatingPolicy, Name: d.Policy, Configuration: d.Binding, Rules: "(policy not recorded)"}
 	}
-	f.Suspects = append([]Webhook{w}, f.Suspects...)
+	f.Suspects = append([]admission.Webhook{w}, f.Suspects...)
 	through := ""
 	if d.Binding != "" {
 		through = " (binding " + d.Binding + ")"

@@ -58,7 +58,7 @@ func TestApplyAuditDenied(t *testing.T) {
 		ev("b", t0.Add(time.Second), "patch", 500, msg, ""),
 		ev("c", t0.Add(73*time.Second), "patch", 500, msg, ""),
 	}}
-	applyAudit(lc, in, AdmissionOptions{})
+	auditFindings(lc, applyAudit(lc, in, AdmissionOptions{}))
 	if lc.Audit == nil || len(lc.Audit.Requests) != 1 || lc.Audit.Requests[0].Seq != 7 {
 		t.Fatalf("requests: %+v", lc.Audit)
 	}

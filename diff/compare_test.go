@@ -8,27 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podtrace/podtrace/internal/tracetest"
 )
 
-func basePod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "ci", ResourceVersion: "10", Labels: map[string]string{"app": "ci"}},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{
-				{Name: "build", Image: "alpine:3.20", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}},
-				{Name: "helper", Image: "helper:v1"},
-			},
-			Tolerations: []corev1.Toleration{
-				{Key: "a", Operator: corev1.TolerationOpExists},
-				{Key: "b", Operator: corev1.TolerationOpExists},
-			},
-		},
-		Status: corev1.PodStatus{
-			Phase:      corev1.PodPending,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionFalse}},
-		},
-	}
-}
+func basePod() *corev1.Pod { return tracetest.BasePod() }
 
 func TestComparePods(t *testing.T) {
 	tests := []struct {

@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"github.com/podtrace/podtrace/admission"
+
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -53,8 +55,8 @@ type Finding struct {
 	Evidence []Evidence `json:"evidence"`
 	// Suspects are the admission webhooks that intercept the request the
 	// finding is about.
-	Suspects []Webhook `json:"suspects,omitempty"`
-	Next     []string  `json:"next,omitempty"`
+	Suspects []admission.Webhook `json:"suspects,omitempty"`
+	Next     []string            `json:"next,omitempty"`
 	// Mechanism names how the pod ended, for the ended finding (see
 	// ended.go): preemption, eviction-api, scale-down, delete...
 	Mechanism string `json:"mechanism,omitempty"`
@@ -413,8 +415,8 @@ func blockedRemoval(f *Finding, lc *Lifecycle, in Input) {
 		prev = lc.pods[n-2]
 	}
 	nsRecs := namespaceRecords(in, lc.Namespace)
-	req := PodRequest(admissionv1.Update, "", prev, last, nsRecs, lc.RecordingEnd)
-	f.Suspects = MatchWebhooks(in.Webhooks, lc.RecordingEnd, req)
+	req := admission.PodRequest(admissionv1.Update, "", prev, last, nsRecs, lc.RecordingEnd)
+	f.Suspects = admission.MatchWebhooks(in.Webhooks, lc.RecordingEnd, req)
 	for _, w := range f.Suspects {
 		f.Next = append(f.Next, fmt.Sprintf("%s %s intercepts pod UPDATE here (failurePolicy %s): an error or denial from it blocks the finalizer removal; check its logs, and the API server's audit log for denied pod UPDATEs (responseStatus code 4xx/5xx)", strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.FailurePolicy))
 	}
@@ -422,7 +424,7 @@ func blockedRemoval(f *Finding, lc *Lifecycle, in Input) {
 	if len(f.Suspects) == 0 && (len(in.Webhooks) > 0 || len(in.Policies) > 0) {
 		f.Evidence = append(f.Evidence, Evidence{Text: "no recorded admission webhook or admission policy intercepts pod UPDATE in this namespace"})
 	}
-	if missing := unrecordedPolicies(in.Sessions); len(missing) > 0 {
+	if missing := admission.UnrecordedPolicies(in.Sessions); len(missing) > 0 {
 		f.Evidence = append(f.Evidence, Evidence{Text: fmt.Sprintf("%s were not recorded (the recorder was not permitted to watch them, or the API server does not serve them): one may intercept pod UPDATE unseen", strings.Join(missing, ", "))})
 	}
 }

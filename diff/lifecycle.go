@@ -47,7 +47,8 @@ type Lifecycle struct {
 	// Audit is what the API server's audit log says about the pod, when
 	// one was imported into the trace (podtrace import --audit-log).
 	Audit *Audit `json:"audit,omitempty"`
-	// Redacted counts the values a Redactor replaced, by rule.
+	// Redacted counts the values a redact.Redactor replaced, by rule: filled
+	// by the caller that redacts (diff itself never does).
 	Redacted map[string]int `json:"redacted,omitempty"`
 
 	// pods are the decoded revisions, parallel to Steps, for the rules.
@@ -183,8 +184,9 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	lc.Dependents = replayDependents(lc.UID, in.Related)
 	lc.phases()
 	lc.Admission = replayAdmission(lc, in, opts.Admission)
+	configs := applyAudit(lc, in, opts.Admission)
 	lc.Findings = diagnose(lc, in)
-	applyAudit(lc, in, opts.Admission)
+	auditFindings(lc, configs)
 	sortEvidence(lc.Findings)
 	return lc, nil
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/net/html"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/redact"
 )
 
 // The browser tests open the report in Debian's headless Chromium:
@@ -911,7 +911,7 @@ func TestHTMLInBrowserDeflated(t *testing.T) {
 func TestHTMLInBrowserAudit(t *testing.T) {
 	needChromium(t)
 	tr := auditTrace(t)
-	r, err := diff.NewRedactor(nil)
+	r, err := redact.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/klauspost/compress/flate"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 )
 
@@ -228,7 +229,7 @@ type htmlFinding struct {
 	Severity, ID, Headline string
 	Namespace, Name, UID   string
 	Evidence               []htmlEvidence
-	Suspects               []diff.Webhook
+	Suspects               []admission.Webhook
 	Next                   []string
 }
 

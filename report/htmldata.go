@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 )
 
@@ -32,7 +33,7 @@ import (
 //	  "base": 1773478800000,     // Unix ms; every time below is ms from it
 //	  "strings": ["...", ...],   // the strings of more than one pod, once, most used first
 //	  "actors": [[manager s, who s], ...],
-//	  "webhooks": [diff.Webhook...],
+//	  "webhooks": [admission.Webhook...],
 //	  "pods": [{
 //	    "strings": ["...", ...], // the strings of this pod alone (see below)
 //	    "namespace": s, "name": s, "uid": "...", "node": s, "outcome": s,
@@ -532,7 +533,7 @@ type recentActor struct {
 }
 
 // webhookIndex writes the index of w in the webhook table.
-func (e *podEncoder) webhookIndex(w diff.Webhook) {
+func (e *podEncoder) webhookIndex(w admission.Webhook) {
 	b, err := json.Marshal(w)
 	if err != nil && e.p.err == nil {
 		e.p.err = err
@@ -546,7 +547,7 @@ func (e *podEncoder) webhookIndex(w diff.Webhook) {
 	e.hole(holeWebhook, i)
 }
 
-func (e *podEncoder) webhookList(ws []diff.Webhook) {
+func (e *podEncoder) webhookList(ws []admission.Webhook) {
 	e.raw("[")
 	for i, w := range ws {
 		e.sep(i)

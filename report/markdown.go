@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 )
 
@@ -208,7 +209,7 @@ func request(verb, subresource string) string {
 	return verb
 }
 
-func mdWebhook(w diff.Webhook) string {
+func mdWebhook(w admission.Webhook) string {
 	s := fmt.Sprintf("%s %s (configuration %s): failurePolicy %s, rules %s", strings.TrimSuffix(w.Kind, "Configuration"),
 		mdText(w.Name), mdText(w.Configuration), mdText(w.FailurePolicy), mdText(w.Rules))
 	if w.IsPolicy() {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/redact"
 )
 
 func TestMarkdownGolden(t *testing.T) {
@@ -104,10 +104,10 @@ func checkTables(t *testing.T, out string) {
 // webhook, the requests by user and user agent, the webhook's patch with
 // its env value redacted, all escaped.
 func TestMarkdownAudit(t *testing.T) {
-	render := func(redact bool) string {
+	render := func(redacted bool) string {
 		tr := auditTrace(t)
-		if redact {
-			r, err := diff.NewRedactor(nil)
+		if redacted {
+			r, err := redact.New(nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 )
 
 // policySuspect is a ValidatingAdmissionPolicy that intercepts a pod
 // UPDATE through its binding, with a paramed, conditioned policy.
-var policySuspect = diff.Webhook{
-	Kind: diff.KindValidatingPolicy, Name: "keep-finalizers", Configuration: "keep-finalizers-ci",
+var policySuspect = admission.Webhook{
+	Kind: admission.KindValidatingPolicy, Name: "keep-finalizers", Configuration: "keep-finalizers-ci",
 	FailurePolicy: "Fail", ValidationActions: []string{"Deny", "Audit"},
 	Rules: "[UPDATE] [pods] [core]/[v1] (scope *)", NamespaceSelector: "binding policy=strict",
 	MatchConditions: []string{"not-admin: request.userInfo.username != 'admin'"},
@@ -27,7 +28,7 @@ func TestPolicySuspects(t *testing.T) {
 	lc := &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Terminating", RecordingEnd: t0.Add(time.Minute),
 		Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "100"}},
 		Findings: []diff.Finding{{ID: "stuck-finalizer", Severity: diff.Critical, Headline: "deletion blocked",
-			Suspects: []diff.Webhook{policySuspect}}}}
+			Suspects: []admission.Webhook{policySuspect}}}}
 	var text bytes.Buffer
 	if err := Explain(&text, lc, TextOptions{}); err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func TestPolicySuspectHTML(t *testing.T) {
 	lc := &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Terminating", RecordingEnd: t0.Add(time.Minute),
 		Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "100"}},
 		Findings: []diff.Finding{{ID: "stuck-finalizer", Severity: diff.Critical, Headline: "deletion blocked",
-			Suspects: []diff.Webhook{policySuspect}}}}
+			Suspects: []admission.Webhook{policySuspect}}}}
 	var page bytes.Buffer
 	if err := HTML(&page, &Trace{Pods: []*diff.Lifecycle{lc}}, HTMLOptions{}); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestPolicySuspectHTMLWithoutScript(t *testing.T) {
 	lc := &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Terminating", RecordingEnd: t0.Add(time.Minute),
 		Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "100"}},
 		Findings: []diff.Finding{{ID: "stuck-finalizer", Severity: diff.Critical, Headline: "deletion blocked",
-			Suspects: []diff.Webhook{policySuspect}}}}
+			Suspects: []admission.Webhook{policySuspect}}}}
 	var page bytes.Buffer
 	if err := HTML(&page, &Trace{Pods: []*diff.Lifecycle{lc}}, HTMLOptions{}); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -152,7 +153,7 @@ func (t *textWriter) header(lc *diff.Lifecycle) {
 	}
 	t.printf("Outcome:  %s\n", t.paint(color, outcome))
 	if len(lc.Redacted) > 0 {
-		t.printf("Redacted: %s (--no-redact shows them)\n", diff.Summary(lc.Redacted))
+		t.printf("Redacted: %s (--no-redact shows them)\n", redact.Summary(lc.Redacted))
 	}
 	if len(lc.Steps) > 0 {
 		t.printf("Recorded: %d revisions, %d events, %s to %s\n", len(lc.Steps), len(lc.Events),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -62,7 +63,7 @@ func (t *Trace) Redaction() string {
 	if len(total) == 0 {
 		return "on; nothing needed redacting"
 	}
-	return "on; redacted " + diff.Summary(total) + " (--no-redact shows them)"
+	return "on; redacted " + redact.Summary(total) + " (--no-redact shows them)"
 }
 
 // Window returns the recording window: the first session's start and the

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/examples/digester"
 	"github.com/podtrace/podtrace/test/cluster"
@@ -141,7 +142,7 @@ func startDigester(t *testing.T, c *cluster.Cluster, client kubernetes.Interface
 	}
 }
 
-func hasWebhook(ws []diff.Webhook, name string) bool {
+func hasWebhook(ws []admission.Webhook, name string) bool {
 	for _, w := range ws {
 		if w.Name == name {
 			return true

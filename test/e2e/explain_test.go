@@ -204,7 +204,7 @@ func customFinalizerCase(client kubernetes.Interface) *explainCase {
 // jobFinalizerCase: a Job's pod finishes, and the job controller cannot
 // remove its tracking finalizer because a validating webhook denies every
 // pod UPDATE in the namespace.
-func jobFinalizerCase(client kubernetes.Interface, hooks *admission) *explainCase {
+func jobFinalizerCase(client kubernetes.Interface, hooks *webhookServer) *explainCase {
 	const ns, job = "explain-job", "frozen-job"
 	var (
 		podName    string
@@ -739,19 +739,19 @@ func taintNode(ctx context.Context, client kubernetes.Interface, name string, ta
 	})
 }
 
-// admission serves two admission webhooks from the test process, over TLS
+// webhookServer serves two admission webhooks from the test process, over TLS
 // on 127.0.0.1: one denies every pod UPDATE, one injects a sidecar on pod
 // CREATE.
-type admission struct {
+type webhookServer struct {
 	srv *httptest.Server
 
 	mu     sync.Mutex
 	denied map[string][]string // "ns/name" -> "user operation" of each denied request
 }
 
-func startAdmission(t *testing.T) *admission {
+func startAdmission(t *testing.T) *webhookServer {
 	t.Helper()
-	a := &admission{denied: map[string][]string{}}
+	a := &webhookServer{denied: map[string][]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/freeze", func(w http.ResponseWriter, r *http.Request) {
 		serveReview(w, r, func(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
@@ -799,7 +799,7 @@ func serveReview(w http.ResponseWriter, r *http.Request, decide func(*admissionv
 }
 
 // deniedFor returns the denied requests about one pod, as "user operation".
-func (a *admission) deniedFor(ns, name string) []string {
+func (a *webhookServer) deniedFor(ns, name string) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.denied[ns+"/"+name])
@@ -808,7 +808,7 @@ func (a *admission) deniedFor(ns, name string) []string {
 // register creates the two webhook configurations: freeze for pod UPDATE in
 // namespaces labelled podtrace.dev/frozen=true, inject for pod CREATE in
 // namespaces labelled sidecar-injection=enabled.
-func (a *admission) register(ctx context.Context, client kubernetes.Interface) error {
+func (a *webhookServer) register(ctx context.Context, client kubernetes.Interface) error {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: a.srv.Certificate().Raw})
 	fail := admissionregv1.Fail
 	none := admissionregv1.SideEffectClassNone

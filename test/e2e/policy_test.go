@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/examples/digester"
 	"github.com/podtrace/podtrace/test/cluster"
@@ -79,9 +80,9 @@ func TestPolicyCase(t *testing.T) {
 	// Without the audit log: the policy named, through its Deny binding.
 	lc := lifecycle(t, rec.db, ns, job)
 	stuck := finding(t, lc, "stuck-finalizer")
-	var suspect *diff.Webhook
+	var suspect *admission.Webhook
 	for i, w := range stuck.Suspects {
-		if w.Kind == diff.KindValidatingPolicy && w.Name == policyName {
+		if w.Kind == admission.KindValidatingPolicy && w.Name == policyName {
 			if w.Configuration != denyBinding {
 				t.Errorf("policy suspect through binding %q, want only %s (the Warn binding cannot block)", w.Configuration, denyBinding)
 			}

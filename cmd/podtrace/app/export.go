@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -149,7 +149,7 @@ func (o *exportOptions) Run() (err error) {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
 	recs = dedupe(recs)
 
-	var red *diff.Redactor
+	var red *redact.Redactor
 	if !o.redact.off {
 		red = o.redact.redactor
 		for i := range recs {
@@ -210,7 +210,7 @@ func (o *exportOptions) Run() (err error) {
 	}
 	redaction := "redaction off"
 	if red != nil {
-		redaction = "redacted: " + orNothing(diff.Summary(red.Counts()))
+		redaction = "redacted: " + orNothing(redact.Summary(red.Counts()))
 	}
 	fmt.Fprintf(o.streams.ErrOut, "exported %d pods, %d records to %s (%s); %s\n", len(pods), len(recs), o.out, humanBytes(st.Size()), redaction)
 	return nil

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -84,7 +85,7 @@ func TestExportRedacts(t *testing.T) {
 			t.Errorf("the export still carries %q", s)
 		}
 	}
-	for _, kept := range []string{"DB_PASSWORD", "REGION", "--verbose", diff.Redacted} {
+	for _, kept := range []string{"DB_PASSWORD", "REGION", "--verbose", redact.Redacted} {
 		if !strings.Contains(decoded.String(), kept) {
 			t.Errorf("the export lost %q: structure must stay", kept)
 		}

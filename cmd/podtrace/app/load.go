@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/store"
 )
@@ -26,8 +27,8 @@ func openTrace(path string) (*store.DB, error) {
 
 // webhookKinds are the kinds whose every revision may matter to any pod:
 // the webhook configurations, then the admission policies and their
-// bindings (diff.PolicyKinds).
-var webhookKinds = append([]string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}, diff.PolicyKinds...)
+// bindings (admission.PolicyKinds).
+var webhookKinds = append([]string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}, admission.PolicyKinds...)
 
 // podFilter selects the pods named name (in namespace ns, when given), the
 // incarnations choosePod chooses from.
@@ -195,7 +196,7 @@ func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
 	}
 	for i, kind := range webhookKinds {
 		into := tc.webhooks
-		if slices.Contains(diff.PolicyKinds, kind) {
+		if slices.Contains(admission.PolicyKinds, kind) {
 			into = tc.policies
 		}
 		for _, o := range objs[i] {

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/redact"
 )
 
 // redactFlags are the redaction flags of every command that shows recorded
@@ -14,7 +15,7 @@ type redactFlags struct {
 	patterns cli.StringSlice
 	off      bool
 
-	redactor *diff.Redactor
+	redactor *redact.Redactor
 	warned   bool
 }
 
@@ -33,7 +34,7 @@ func (r *redactFlags) Complete() error {
 		}
 		return nil
 	}
-	red, err := diff.NewRedactor(r.patterns.Value())
+	red, err := redact.New(r.patterns.Value())
 	if err != nil {
 		return &UsageError{Err: err}
 	}

@@ -1,4 +1,4 @@
-package diff
+package admission
 
 import (
 	"encoding/json"
@@ -73,7 +73,7 @@ type Request struct {
 func MatchWebhooks(configs map[string][]store.Record, t time.Time, req Request) []Webhook {
 	var out []Webhook
 	for _, recs := range configs {
-		rec, ok := revisionAt(recs, t)
+		rec, ok := RevisionAt(recs, t)
 		if !ok {
 			continue
 		}
@@ -168,10 +168,10 @@ func decodeWebhooks(rec store.Record) (string, []admissionv1.MutatingWebhook, bo
 	return "", nil, false
 }
 
-// revisionAt returns the revision of an object in force at time t: the last
+// RevisionAt returns the revision of an object in force at time t: the last
 // one observed at or before t, unless that was its deletion. An object
 // already present when recording began is taken to have stood since then.
-func revisionAt(recs []store.Record, t time.Time) (store.Record, bool) {
+func RevisionAt(recs []store.Record, t time.Time) (store.Record, bool) {
 	var cur store.Record
 	found := false
 	for _, r := range recs {
@@ -349,7 +349,7 @@ func PodRequest(op admissionv1.OperationType, sub string, old, pod *corev1.Pod, 
 	if old != nil {
 		req.OldObjectLabels = old.Labels
 	}
-	if rec, ok := revisionAt(namespaces, t); ok {
+	if rec, ok := RevisionAt(namespaces, t); ok {
 		req.NamespaceLabels = namespaceLabels(rec)
 	}
 	return req

@@ -1,4 +1,4 @@
-package diff
+package admission
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package diff
+package redact
 
 import (
 	"encoding/json"
@@ -13,22 +13,24 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/podtrace/podtrace/diff"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 func TestRedact(t *testing.T) {
-	lc := &Lifecycle{Steps: []Step{{Changes: []Change{
-		{Path: "spec.containers[app]", Op: OpAdd, New: `{"name":"app","image":"app:1","args":["--password","hunter2","--db-token=abc123","--verbose"],"env":[{"name":"DB_PASSWORD","value":"s3cret"},{"name":"FROM_SECRET","valueFrom":{"secretKeyRef":{"name":"db","key":"pw"}}},{"name":"CUSTOMER","value":"acme"}]}`},
-		{Path: "spec.containers[app].env[LOG_LEVEL].value", Op: OpChange, Old: "info", New: "debug"},
-		{Path: "spec.containers[app].env[API_URL]", Op: OpAdd, New: `{"name":"API_URL","value":"https://internal.example"}`},
-		{Path: "metadata.annotations[kubectl.kubernetes.io/last-applied-configuration]", Op: OpAdd, New: `{"apiVersion":"v1","kind":"Pod"}`},
-		{Path: "metadata.annotations", Op: OpAdd, New: `{"team":"payments","billing/account":"4242","kubectl.kubernetes.io/last-applied-configuration":"{}"}`},
-		{Path: "spec.containers[app].command", Op: OpAdd, New: `["sh","-c","curl -H 'Authorization: Bearer x' --token xyz https://svc?api_key=k1"]`},
-		{Path: "metadata.labels[app]", Op: OpAdd, New: "web"},
-		{Path: "status.phase", Op: OpChange, Old: "Pending", New: "Running"},
+	lc := &diff.Lifecycle{Steps: []diff.Step{{Changes: []diff.Change{
+		{Path: "spec.containers[app]", Op: diff.OpAdd, New: `{"name":"app","image":"app:1","args":["--password","hunter2","--db-token=abc123","--verbose"],"env":[{"name":"DB_PASSWORD","value":"s3cret"},{"name":"FROM_SECRET","valueFrom":{"secretKeyRef":{"name":"db","key":"pw"}}},{"name":"CUSTOMER","value":"acme"}]}`},
+		{Path: "spec.containers[app].env[LOG_LEVEL].value", Op: diff.OpChange, Old: "info", New: "debug"},
+		{Path: "spec.containers[app].env[API_URL]", Op: diff.OpAdd, New: `{"name":"API_URL","value":"https://internal.example"}`},
+		{Path: "metadata.annotations[kubectl.kubernetes.io/last-applied-configuration]", Op: diff.OpAdd, New: `{"apiVersion":"v1","kind":"Pod"}`},
+		{Path: "metadata.annotations", Op: diff.OpAdd, New: `{"team":"payments","billing/account":"4242","kubectl.kubernetes.io/last-applied-configuration":"{}"}`},
+		{Path: "spec.containers[app].command", Op: diff.OpAdd, New: `["sh","-c","curl -H 'Authorization: Bearer x' --token xyz https://svc?api_key=k1"]`},
+		{Path: "metadata.labels[app]", Op: diff.OpAdd, New: "web"},
+		{Path: "status.phase", Op: diff.OpChange, Old: "Pending", New: "Running"},
 	}}}}
-	r, err := NewRedactor([]string{"billing/account", "CUSTOMER", `acme-[0-9]+`})
+	r, err := New([]string{"billing/account", "CUSTOMER", `acme-[0-9]+`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +49,10 @@ func TestRedact(t *testing.T) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (go test ./diff -update writes it)", err)
+		t.Fatalf("%v (go test ./redact -update writes it)", err)
 	}
 	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("redaction (-want +got), go test ./diff -update if intended:\n%s", d)
+		t.Errorf("redaction (-want +got), go test ./redact -update if intended:\n%s", d)
 	}
 	for _, secret := range []string{"hunter2", "abc123", "s3cret", "debug", "internal.example", "4242", "xyz", "k1", `"kind":"Pod"`} {
 		if contains(got, secret) {
@@ -64,9 +66,9 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-func TestNewRedactorBadPattern(t *testing.T) {
-	if _, err := NewRedactor([]string{"(unclosed"}); err == nil {
-		t.Error("NewRedactor accepted an invalid regular expression")
+func TestNewBadPattern(t *testing.T) {
+	if _, err := New([]string{"(unclosed"}); err == nil {
+		t.Error("New accepted an invalid regular expression")
 	}
 }
 
@@ -84,18 +86,18 @@ func indexOf(s, sub string) int {
 }
 
 func TestRedactAuditAndEvents(t *testing.T) {
-	lc := &Lifecycle{
-		Events: []Event{{Reason: "Failed", Message: `pull failed: --token=abc123xyz`}},
-		Audit: &Audit{
-			Denied: []DeniedRequests{{Message: `denied: password=hunter2hunter2`}},
-			Patches: []WebhookPatch{{Webhook: "inject", Ops: []PatchOp{
+	lc := &diff.Lifecycle{
+		Events: []diff.Event{{Reason: "Failed", Message: `pull failed: --token=abc123xyz`}},
+		Audit: &diff.Audit{
+			Denied: []diff.DeniedRequests{{Message: `denied: password=hunter2hunter2`}},
+			Patches: []diff.WebhookPatch{{Webhook: "inject", Ops: []diff.PatchOp{
 				{Op: "add", Path: "/spec/containers/-", Value: json.RawMessage(`{"name":"proxy","env":[{"name":"KEY","value":"sidecarsecret"}]}`)},
 				{Op: "add", Path: "/spec/containers/0/env/1/value", Value: json.RawMessage(`"plainsecret"`)},
 				{Op: "replace", Path: "/spec/containers/0/image", Value: json.RawMessage(`"alpine@sha256:abc"`)},
 			}}},
 		},
 	}
-	r, err := NewRedactor(nil)
+	r, err := New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func newRefRedactor(r *Redactor) *refRedactor {
 
 // Redact rewrites the lifecycle's change values in place and returns how
 // many values each rule redacted.
-func (r *refRedactor) Redact(lc *Lifecycle) map[string]int {
+func (r *refRedactor) Redact(lc *diff.Lifecycle) map[string]int {
 	r.counts = map[string]int{}
 	for i := range lc.Steps {
 		for j := range lc.Steps[i].Changes {
@@ -163,7 +165,7 @@ func (r *refRedactor) Redact(lc *Lifecycle) map[string]int {
 // patchOp redacts the value of one JSONPatch operation of a webhook: an env
 // value by its path (/spec/containers/0/env/1/value), anything else as a
 // change value.
-func (r *refRedactor) patchOp(op *PatchOp) {
+func (r *refRedactor) patchOp(op *diff.PatchOp) {
 	if len(op.Value) == 0 {
 		return
 	}
@@ -213,7 +215,7 @@ func (r *refRedactor) RedactObject(raw []byte) ([]byte, error) {
 
 var refEnvValuePath = regexp.MustCompile(`\.env\[([^\]]+)\]\.value$`)
 
-func (r *refRedactor) change(c *Change) {
+func (r *refRedactor) change(c *diff.Change) {
 	for _, v := range []*string{&c.Old, &c.New} {
 		if *v == "" {
 			continue
@@ -397,7 +399,7 @@ var patternSets = [][]string{
 func TestTextMatchesReference(t *testing.T) {
 	all := texts(rand.New(rand.NewPCG(1, 2)), 5000)
 	for _, patterns := range patternSets {
-		r, err := NewRedactor(patterns)
+		r, err := New(patterns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -425,7 +427,7 @@ func TestTextMatchesReference(t *testing.T) {
 }
 
 func TestTextCacheBounded(t *testing.T) {
-	r, err := NewRedactor(nil)
+	r, err := New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +581,7 @@ var changePaths = []string{
 
 // genLifecycle makes a lifecycle with n changes, events, admission changes
 // and audit patches; the same rng state makes the same lifecycle.
-func genLifecycle(rng *rand.Rand, n int) *Lifecycle {
+func genLifecycle(rng *rand.Rand, n int) *diff.Lifecycle {
 	val := func() string {
 		switch rng.IntN(4) {
 		case 0:
@@ -590,30 +592,30 @@ func genLifecycle(rng *rand.Rand, n int) *Lifecycle {
 			return genJSON(rng)
 		}
 	}
-	change := func() Change {
-		return Change{Path: changePaths[rng.IntN(len(changePaths))], Op: OpChange, Old: val(), New: val()}
+	change := func() diff.Change {
+		return diff.Change{Path: changePaths[rng.IntN(len(changePaths))], Op: diff.OpChange, Old: val(), New: val()}
 	}
-	lc := &Lifecycle{Admission: &Admission{}, Audit: &Audit{}}
+	lc := &diff.Lifecycle{Admission: &diff.Admission{}, Audit: &diff.Audit{}}
 	for range n {
-		var s Step
+		var s diff.Step
 		for range 1 + rng.IntN(4) {
 			s.Changes = append(s.Changes, change())
 		}
 		lc.Steps = append(lc.Steps, s)
-		lc.Events = append(lc.Events, Event{Message: genText(rng)})
-		lc.Admission.Changes = append(lc.Admission.Changes, AdmissionChange{Change: change()})
-		lc.Audit.Denied = append(lc.Audit.Denied, DeniedRequests{Message: realTexts[rng.IntN(len(realTexts))]})
-		p := WebhookPatch{}
+		lc.Events = append(lc.Events, diff.Event{Message: genText(rng)})
+		lc.Admission.Changes = append(lc.Admission.Changes, diff.AdmissionChange{Change: change()})
+		lc.Audit.Denied = append(lc.Audit.Denied, diff.DeniedRequests{Message: realTexts[rng.IntN(len(realTexts))]})
+		p := diff.WebhookPatch{}
 		for range 1 + rng.IntN(3) {
 			path := []string{"/spec/containers/0/env/1/value", "/spec/containers/-", "/spec/containers/0/args/2",
 				"/metadata/annotations", "/metadata/labels/CUSTOMER", "/spec/containers/0/command/-"}[rng.IntN(6)]
 			v := genJSON(rng)
 			if !json.Valid([]byte(v)) {
 				v, _ := json.Marshal(v)
-				p.Ops = append(p.Ops, PatchOp{Op: "add", Path: path, Value: v})
+				p.Ops = append(p.Ops, diff.PatchOp{Op: "add", Path: path, Value: v})
 				continue
 			}
-			p.Ops = append(p.Ops, PatchOp{Op: "add", Path: path, Value: json.RawMessage(v)})
+			p.Ops = append(p.Ops, diff.PatchOp{Op: "add", Path: path, Value: json.RawMessage(v)})
 		}
 		lc.Audit.Patches = append(lc.Audit.Patches, p)
 	}
@@ -622,7 +624,7 @@ func genLifecycle(rng *rand.Rand, n int) *Lifecycle {
 
 func TestRedactMatchesReference(t *testing.T) {
 	for _, patterns := range patternSets {
-		r, err := NewRedactor(patterns)
+		r, err := New(patterns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -642,7 +644,7 @@ func TestRedactMatchesReference(t *testing.T) {
 			}
 			wantCounts := ref.Redact(want)
 			gotCounts := r.Redact(lc) // one Redactor for all, as podtrace report has
-			if d := cmp.Diff(want, lc, cmpopts.IgnoreUnexported(Lifecycle{}, Change{})); d != "" {
+			if d := cmp.Diff(want, lc, cmpopts.IgnoreUnexported(diff.Lifecycle{}, diff.Change{})); d != "" {
 				t.Fatalf("patterns %q, seed %d: lifecycle (-want +got):\n%s", patterns, seed, d)
 			}
 			if d := cmp.Diff(wantCounts, gotCounts); d != "" {
@@ -651,7 +653,7 @@ func TestRedactMatchesReference(t *testing.T) {
 			// Again, with what the Redactor cached from the first time.
 			again := genLifecycle(rand.New(rand.NewPCG(seed, 7)), 40)
 			againCounts := r.Redact(again)
-			if d := cmp.Diff(want, again, cmpopts.IgnoreUnexported(Lifecycle{}, Change{})); d != "" {
+			if d := cmp.Diff(want, again, cmpopts.IgnoreUnexported(diff.Lifecycle{}, diff.Change{})); d != "" {
 				t.Fatalf("patterns %q, seed %d, second time: lifecycle (-want +got):\n%s", patterns, seed, d)
 			}
 			if d := cmp.Diff(wantCounts, againCounts); d != "" {
@@ -669,7 +671,7 @@ func TestRedactMatchesReference(t *testing.T) {
 
 func TestRedactObjectMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
-	r, err := NewRedactor([]string{"CUSTOMER"})
+	r, err := New([]string{"CUSTOMER"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -694,7 +696,7 @@ func FuzzText(f *testing.F) {
 	for _, s := range realTexts {
 		f.Add(s)
 	}
-	r, err := NewRedactor(nil)
+	r, err := New(nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -932,7 +934,7 @@ func TestPlainJSONMatchesReference(t *testing.T) {
 		all = append(all, genJSON(rand.New(rand.NewPCG(uint64(len(all)), 14))))
 	}
 	for _, patterns := range append(patternSets, []string{"a/b", "x\u212ay"}, []string{`"env"`}) {
-		r, err := NewRedactor(patterns)
+		r, err := New(patterns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -969,7 +971,7 @@ func TestPathRule(t *testing.T) {
 		paths = append(paths, b.String())
 	}
 	for _, patterns := range patternSets {
-		r, err := NewRedactor(patterns)
+		r, err := New(patterns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1025,31 +1027,31 @@ func TestWordScan(t *testing.T) {
 // Deployments have them, more of them than the cache holds, each several
 // times: every time as the reference does, counts included.
 func TestValueCache(t *testing.T) {
-	r, err := NewRedactor([]string{"CUSTOMER"})
+	r, err := New([]string{"CUSTOMER"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := newRefRedactor(r)
-	var lc Lifecycle
+	var lc diff.Lifecycle
 	for i := range maxValues + 100 {
 		for range 3 {
 			v := fmt.Sprintf(`{"name":"app","args":["--token","t%d"],"env":[{"name":"CUSTOMER","value":"c%d"},{"name":"B","valueFrom":{}}],"image":"app:%d"}`, i, i, i%7)
 			// The same values under other keys: env values and user keys
 			// only under env, and labels or annotations.
-			lc.Steps = append(lc.Steps, Step{Changes: []Change{{Path: "spec.containers[app]", Op: OpAdd, New: v},
-				{Path: "spec.containers[app].env", Op: OpChange, Old: `[{"name":"A","value":"a"}]`, New: `[{"name":"A","value":"b"}]`},
-				{Path: "status.list", Op: OpChange, Old: `[{"name":"A","value":"a"}]`, New: `[{"name":"A","value":"b"}]`},
-				{Path: "metadata.labels", Op: OpAdd, New: `{"CUSTOMER":"c"}`},
-				{Path: "status.labelz", Op: OpAdd, New: `{"CUSTOMER":"c"}`}}})
+			lc.Steps = append(lc.Steps, diff.Step{Changes: []diff.Change{{Path: "spec.containers[app]", Op: diff.OpAdd, New: v},
+				{Path: "spec.containers[app].env", Op: diff.OpChange, Old: `[{"name":"A","value":"a"}]`, New: `[{"name":"A","value":"b"}]`},
+				{Path: "status.list", Op: diff.OpChange, Old: `[{"name":"A","value":"a"}]`, New: `[{"name":"A","value":"b"}]`},
+				{Path: "metadata.labels", Op: diff.OpAdd, New: `{"CUSTOMER":"c"}`},
+				{Path: "status.labelz", Op: diff.OpAdd, New: `{"CUSTOMER":"c"}`}}})
 		}
 	}
-	want := Lifecycle{Steps: make([]Step, len(lc.Steps))}
+	want := diff.Lifecycle{Steps: make([]diff.Step, len(lc.Steps))}
 	for i, s := range lc.Steps {
-		want.Steps[i].Changes = append([]Change(nil), s.Changes...)
+		want.Steps[i].Changes = append([]diff.Change(nil), s.Changes...)
 	}
 	wantCounts := ref.Redact(&want)
 	gotCounts := r.Redact(&lc)
-	if d := cmp.Diff(want, lc, cmpopts.IgnoreUnexported(Lifecycle{}, Change{})); d != "" {
+	if d := cmp.Diff(want, lc, cmpopts.IgnoreUnexported(diff.Lifecycle{}, diff.Change{})); d != "" {
 		t.Fatalf("lifecycle (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(wantCounts, gotCounts); d != "" {

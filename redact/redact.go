@@ -1,4 +1,4 @@
-package diff
+package redact
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/podtrace/podtrace/diff"
 )
 
 // Redacted replaces a value that a ticket should not carry.
@@ -77,10 +79,10 @@ var (
 	credentialFlag = regexp.MustCompile(`(?i)^--?` + secretWord + `$`)
 )
 
-// NewRedactor returns a Redactor with the default rules and the user's
+// New returns a Redactor with the default rules and the user's
 // patterns: a pattern that is a plain key (letters, digits, -_./) names an
 // env var, annotation or label; anything else is a regular expression.
-func NewRedactor(patterns []string) (*Redactor, error) {
+func New(patterns []string) (*Redactor, error) {
 	r := &Redactor{Keys: map[string]bool{}}
 	plainKey := regexp.MustCompile(`^[A-Za-z0-9_./-]+$`)
 	for _, p := range patterns {
@@ -106,7 +108,7 @@ func (r *Redactor) Clone() *Redactor {
 
 // Redact rewrites the lifecycle's change values in place and returns how
 // many values each rule redacted.
-func (r *Redactor) Redact(lc *Lifecycle) map[string]int {
+func (r *Redactor) Redact(lc *diff.Lifecycle) map[string]int {
 	r.counts = map[string]int{}
 	for i := range lc.Steps {
 		for j := range lc.Steps[i].Changes {
@@ -140,7 +142,7 @@ func (r *Redactor) Redact(lc *Lifecycle) map[string]int {
 // patchOp redacts the value of one JSONPatch operation of a webhook: an env
 // value by its path (/spec/containers/0/env/1/value), anything else as a
 // change value.
-func (r *Redactor) patchOp(op *PatchOp) {
+func (r *Redactor) patchOp(op *diff.PatchOp) {
 	if len(op.Value) == 0 {
 		return
 	}
@@ -223,7 +225,7 @@ func isEnvValuePath(path string) bool {
 	return false
 }
 
-func (r *Redactor) change(c *Change) {
+func (r *Redactor) change(c *diff.Change) {
 	if c.Old == "" && c.New == "" {
 		return
 	}

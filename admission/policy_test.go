@@ -1,4 +1,4 @@
-package diff
+package admission
 
 import (
 	"encoding/json"
@@ -8,84 +8,21 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podtrace/podtrace/internal/tracetest"
 	"github.com/podtrace/podtrace/store"
 )
 
-var policyT0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-
-// policyRecs is a trace's policy revisions: each object added at policyT0.
-func policyRecs(t *testing.T, objs ...any) map[string][]store.Record {
-	t.Helper()
-	out := map[string][]store.Record{}
-	for i, o := range objs {
-		raw, err := json.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var meta struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			t.Fatal(err)
-		}
-		uid := meta.Kind + "/" + meta.Metadata.Name
-		out[uid] = append(out[uid], store.Record{Seq: uint64(i + 1), Observed: policyT0, Type: store.Added, Kind: meta.Kind,
-			Name: meta.Metadata.Name, UID: uid, Object: raw})
-	}
-	return out
-}
-
-func podRules(ops ...admissionv1.OperationType) []admissionv1.NamedRuleWithOperations {
-	return []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{Operations: ops,
-		Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}}
-}
-
-// vap is a ValidatingAdmissionPolicy as the API server stores it: selectors
-// defaulted to {}, failurePolicy Fail.
-func vap(name string, edit func(*admissionv1.ValidatingAdmissionPolicySpec)) *admissionv1.ValidatingAdmissionPolicy {
-	fail := admissionv1.Fail
-	equivalent := admissionv1.Equivalent
-	p := &admissionv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: KindValidatingPolicy},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: podRules(admissionv1.Update),
-				NamespaceSelector: &metav1.LabelSelector{}, ObjectSelector: &metav1.LabelSelector{}, MatchPolicy: &equivalent},
-			Validations: []admissionv1.Validation{{Expression: "object.metadata.finalizers.size() >= oldObject.metadata.finalizers.size()", Message: "finalizers stay"}},
-		},
-	}
-	if edit != nil {
-		edit(&p.Spec)
-	}
-	return p
-}
-
-func vapb(name, policy string, actions []admissionv1.ValidationAction, edit func(*admissionv1.ValidatingAdmissionPolicyBindingSpec)) *admissionv1.ValidatingAdmissionPolicyBinding {
-	b := &admissionv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: KindValidatingBinding},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy, ValidationActions: actions},
-	}
-	if edit != nil {
-		edit(&b.Spec)
-	}
-	return b
-}
-
-func selector(kv ...string) *metav1.LabelSelector {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return &metav1.LabelSelector{MatchLabels: m}
-}
+// The policy fixtures are tracetest's.
+var (
+	policyRecs = tracetest.Policies
+	podRules   = tracetest.PodRules
+	vap        = tracetest.VAP
+	vapb       = tracetest.VAPB
+	selector   = tracetest.Selector
+	policyT0   = tracetest.PolicyT0
+)
 
 // TestMatchPolicies follows the API server's policy matcher
 // (k8s.io/apiserver/pkg/admission/plugin/policy): a policy matters through
@@ -266,138 +203,8 @@ func TestMatchMutatingPolicies(t *testing.T) {
 
 // TestUnrecordedPolicies: the policy kinds a session could not record.
 func TestUnrecordedPolicies(t *testing.T) {
-	got := unrecordedPolicies([]store.Session{{Unrecorded: []string{"Node"}}, {Unrecorded: []string{KindMutatingPolicy, KindMutatingBinding}}})
+	got := UnrecordedPolicies([]store.Session{{Unrecorded: []string{"Node"}}, {Unrecorded: []string{KindMutatingPolicy, KindMutatingBinding}}})
 	if diff := cmp.Diff([]string{KindMutatingPolicy, KindMutatingBinding}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
-// TestApplyAuditPolicyDenied: requests that a ValidatingAdmissionPolicy
-// denied are read from their validation_failure annotation (and their
-// message, when the binding does not audit), and confirm the policy as the
-// first suspect; failures that only audit are evidence.
-func TestApplyAuditPolicyDenied(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 3, 50, 27, 0, time.UTC)
-	ev := func(id string, at time.Time, verb string, code int, msg string, annotations map[string]string) store.Record {
-		e := map[string]any{
-			"kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": id, "verb": verb,
-			"objectRef":      map[string]any{"resource": "pods", "namespace": "ci", "name": "p"},
-			"user":           map[string]any{"username": "system:serviceaccount:kube-system:generic-garbage-collector"},
-			"responseStatus": map[string]any{"code": code, "message": msg},
-			"stageTimestamp": at,
-			"annotations":    annotations,
-		}
-		b, _ := json.Marshal(e)
-		return store.Record{Kind: "Event", APIVersion: "audit.k8s.io/v1", UID: id, Observed: at, Object: b}
-	}
-	denied := `pods "p" is forbidden: ValidatingAdmissionPolicy 'keep-finalizers' with binding 'keep-finalizers-ci' denied request: finalizers stay`
-	failure := func(binding string, actions ...string) map[string]string {
-		b, _ := json.Marshal([]map[string]any{{"message": "finalizers stay", "policy": "keep-finalizers", "binding": binding, "expressionIndex": 0, "validationActions": actions}})
-		return map[string]string{validationFailureAnnotation: string(b)}
-	}
-	tests := []struct {
-		name string
-		recs []store.Record
-	}{
-		{"annotation and message", []store.Record{
-			ev("a", t0, "patch", 403, denied, failure("keep-finalizers-ci", "Deny", "Audit")),
-			ev("b", t0.Add(time.Second), "patch", 403, denied, failure("keep-finalizers-ci", "Deny", "Audit")),
-		}},
-		{"message only (no Audit action)", []store.Record{
-			ev("a", t0, "patch", 403, denied, nil),
-			ev("b", t0.Add(time.Second), "patch", 403, denied, nil),
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			other := Webhook{Kind: "ValidatingWebhookConfiguration", Name: "other.example.com"}
-			recorded := Webhook{Kind: KindValidatingPolicy, Name: "keep-finalizers", Configuration: "keep-finalizers-ci", FailurePolicy: "Fail", Rules: "[UPDATE] [pods]"}
-			lc := &Lifecycle{Findings: []Finding{{ID: "stuck-finalizer", Suspects: []Webhook{other, recorded}}}}
-			in := Input{Audit: append(tc.recs, ev("c", t0.Add(time.Minute), "update", 200, "", failure("audit-only", "Audit")))}
-			applyAudit(lc, in, AdmissionOptions{})
-			f := lc.Findings[0]
-			if len(lc.Audit.Denied) != 1 || lc.Audit.Denied[0].Policy != "keep-finalizers" || lc.Audit.Denied[0].Binding != "keep-finalizers-ci" || lc.Audit.Denied[0].Count != 2 {
-				t.Fatalf("denied = %+v, want 2 patches by keep-finalizers through keep-finalizers-ci", lc.Audit.Denied)
-			}
-			if len(f.Suspects) != 2 || f.Suspects[0].Name != "keep-finalizers" || f.Suspects[0].Rules != "[UPDATE] [pods]" {
-				t.Errorf("suspects = %+v, want the recorded policy first", f.Suspects)
-			}
-			want := "confirmed by the audit log: ValidatingAdmissionPolicy keep-finalizers (binding keep-finalizers-ci) denied 2 patch attempts by system:serviceaccount:kube-system:generic-garbage-collector (403)"
-			if len(f.Next) == 0 || !strings.HasPrefix(f.Next[0], want) {
-				t.Errorf("next = %q, want it to begin %q", f.Next, want)
-			}
-			if !evidenceHas(&f, "audit log: ValidatingAdmissionPolicy keep-finalizers (binding audit-only, validationActions Audit) failed on 1 update requests") {
-				t.Errorf("evidence lacks the audit-only failure: %+v", f.Evidence)
-			}
-		})
-	}
-	// A webhook's message that quotes a policy's does not name the policy.
-	if p, b := denyingPolicy(`admission webhook "w" denied the request: pods "p" is forbidden: ValidatingAdmissionPolicy 'x' with binding 'y' denied request`, nil); p != "" || b != "" {
-		t.Errorf("denyingPolicy of a webhook's message = %q, %q; want none", p, b)
-	}
-}
-
-// TestBlockedRemovalPolicies: a finished Job pod held by job-tracking in a
-// namespace where a ValidatingAdmissionPolicy binding with Deny covers pod
-// UPDATE names the policy as a suspect beside the webhooks; when a session
-// could not record policies, the finding says so.
-func TestBlockedRemovalPolicies(t *testing.T) {
-	deny := []admissionv1.ValidationAction{admissionv1.Deny}
-	for _, tc := range []struct {
-		name       string
-		policies   []any
-		unrecorded []string
-		suspect    bool
-		evidence   string
-	}{
-		{"policy with a Deny binding", []any{vap("keep", nil), vapb("keep-all", "keep", deny, nil)}, nil, true, ""},
-		{"no policy, none recorded", nil, []string{KindMutatingPolicy, KindMutatingBinding, KindValidatingPolicy, KindValidatingBinding}, false,
-			"MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding were not recorded"},
-		{"no policy matches", []any{vap("keep", func(s *admissionv1.ValidatingAdmissionPolicySpec) {
-			s.MatchConstraints.ResourceRules = podRules(admissionv1.Create)
-		}), vapb("keep-all", "keep", deny, nil)}, nil, false, "no recorded admission webhook or admission policy intercepts pod UPDATE in this namespace"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			created := finJobPod()
-			running := finRunning(created, "101")
-			failed := finFinished(running, "102", corev1.PodFailed)
-			pods := []store.Record{
-				finRecord(t, 10, 0, store.Added, "Pod", created),
-				finRecord(t, 11, 2*time.Second, store.Updated, "Pod", running),
-				finRecord(t, 13, 5*time.Second, store.Updated, "Pod", failed),
-			}
-			in := finInput(t, pods, nil, false, 5*time.Second+FinalizerRemovalGrace+time.Second)
-			in.Policies = policyRecs(t, tc.policies...)
-			for uid, recs := range in.Policies {
-				for i := range recs {
-					recs[i].Observed, recs[i].Type = finStart.Add(-time.Minute), store.Initial
-				}
-				in.Policies[uid] = recs
-			}
-			in.Sessions = []store.Session{{Started: finStart.Add(-time.Minute), Unrecorded: tc.unrecorded}}
-			lc, err := Replay(in, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := finFind(lc.Findings, "finalizer-not-removed")
-			if f == nil {
-				t.Fatalf("no finalizer-not-removed finding: %+v", lc.Findings)
-			}
-			got := false
-			for _, w := range f.Suspects {
-				if w.Kind == KindValidatingPolicy && w.Name == "keep" && w.Configuration == "keep-all" {
-					got = true
-				}
-			}
-			if got != tc.suspect {
-				t.Errorf("policy suspect = %v, want %v: %+v", got, tc.suspect, f.Suspects)
-			}
-			if tc.suspect && !hasText(f.Next, "ValidatingAdmissionPolicy keep (binding keep-all) intercepts pod UPDATE here") {
-				t.Errorf("next does not name the policy: %q", f.Next)
-			}
-			if tc.evidence != "" && !evidenceHas(f, tc.evidence) {
-				t.Errorf("evidence lacks %q: %+v", tc.evidence, f.Evidence)
-			}
-		})
 	}
 }

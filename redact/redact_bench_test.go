@@ -1,24 +1,27 @@
-package diff
+package redact
 
 import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/internal/tracetest"
 )
 
 // redactBench is a replayed pod of 1,000 revisions (BenchmarkReplay's) and
 // a copy of its steps to redact afresh each time.
-func redactBench(b *testing.B) (*Lifecycle, func()) {
-	lc, err := Replay(Input{Pod: history(1000)}, Options{})
+func redactBench(b *testing.B) (*diff.Lifecycle, func()) {
+	lc, err := diff.Replay(diff.Input{Pod: tracetest.History(1000)}, diff.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	steps := lc.Steps
 	return lc, func() {
-		lc.Steps = make([]Step, len(steps))
+		lc.Steps = make([]diff.Step, len(steps))
 		for i, s := range steps {
 			lc.Steps[i] = s
-			lc.Steps[i].Changes = append([]Change(nil), s.Changes...)
+			lc.Steps[i].Changes = append([]diff.Change(nil), s.Changes...)
 		}
 	}
 }
@@ -28,7 +31,7 @@ func redactBench(b *testing.B) (*Lifecycle, func()) {
 // did before its prefilters and cache (refRedactor, in redact_test.go).
 func BenchmarkRedact(b *testing.B) {
 	lc, reset := redactBench(b)
-	r, err := NewRedactor(nil)
+	r, err := New(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func BenchmarkRedact(b *testing.B) {
 
 func BenchmarkRedactReference(b *testing.B) {
 	lc, reset := redactBench(b)
-	r, err := NewRedactor(nil)
+	r, err := New(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,21 +55,21 @@ func BenchmarkRedactReference(b *testing.B) {
 }
 
 // redactCrashLoopBench is one pod of the report benchmark replayed
-// (crashLoop(100), BenchmarkReplayCrashLoop's: about 1,000 changes, most of
+// (tracetest.CrashLoop(100), BenchmarkReplayCrashLoop's: about 1,000 changes, most of
 // them the kubelet's status fields of a crash-looping pod) and what resets
 // its changes and events to the replayed ones, in memory kept from one reset
 // to the next: -benchmem counts the Redactor's allocations only.
-func redactCrashLoopBench(b *testing.B) (*Lifecycle, func()) {
-	pod, events := crashLoop(100)
-	lc, err := Replay(Input{Pod: pod, Events: events}, Options{})
+func redactCrashLoopBench(b *testing.B) (*diff.Lifecycle, func()) {
+	pod, events := tracetest.CrashLoop(100)
+	lc, err := diff.Replay(diff.Input{Pod: pod, Events: events}, diff.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	steps := make([][]Change, len(lc.Steps))
+	steps := make([][]diff.Change, len(lc.Steps))
 	for i, s := range lc.Steps {
-		steps[i] = append([]Change(nil), s.Changes...)
+		steps[i] = append([]diff.Change(nil), s.Changes...)
 	}
-	evs := append([]Event(nil), lc.Events...)
+	evs := append([]diff.Event(nil), lc.Events...)
 	return lc, func() {
 		for i := range lc.Steps {
 			copy(lc.Steps[i].Changes, steps[i])
@@ -86,7 +89,7 @@ func BenchmarkRedactCrashLoop(b *testing.B) {
 	for _, s := range lc.Steps {
 		n += len(s.Changes)
 	}
-	r, err := NewRedactor(nil)
+	r, err := New(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +104,7 @@ func BenchmarkRedactCrashLoop(b *testing.B) {
 // with a word a credential needs, many repeated.
 func BenchmarkRedactText(b *testing.B) {
 	all := texts(rand.New(rand.NewPCG(1, 2)), 1000)
-	r, err := NewRedactor(nil)
+	r, err := New(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,7 +118,7 @@ func BenchmarkRedactText(b *testing.B) {
 
 func BenchmarkRedactTextReference(b *testing.B) {
 	all := texts(rand.New(rand.NewPCG(1, 2)), 1000)
-	r, err := NewRedactor(nil)
+	r, err := New(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,12 +130,12 @@ func BenchmarkRedactTextReference(b *testing.B) {
 	}
 }
 
-// crashLoopValues are the values of the changes of crashLoop(100), Old
+// crashLoopValues are the values of the changes of tracetest.CrashLoop(100), Old
 // and New, as Replay renders them: timestamps, booleans, container IDs,
 // counts and small JSON objects of container states.
 func crashLoopValues(b *testing.B) []string {
-	pod, events := crashLoop(100)
-	lc, err := Replay(Input{Pod: pod, Events: events}, Options{})
+	pod, events := tracetest.CrashLoop(100)
+	lc, err := diff.Replay(diff.Input{Pod: pod, Events: events}, diff.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
