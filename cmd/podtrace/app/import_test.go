@@ -98,7 +98,7 @@ func TestImportAuditLog(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	for _, want := range []string{"audit.log:4: not a JSON audit event", "audit.log:5: audit.k8s.io/v1beta1"} {
+	for _, want := range []string{"audit.log:4: not a JSON audit event", "audit.log:5: apiVersion audit.k8s.io/v1beta1, kind Event: only audit.k8s.io/v1 Events are read"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("warnings lack %q:\n%s", want, errOut)
 		}

@@ -114,7 +114,7 @@ func (f *auditFollower) line(b []byte) error {
 	if skip != nil {
 		f.skip[skip.Reason]++
 		if skip.Warning != "" {
-			f.warnf(skip.Class, "%s: %s", f.path, skip.Warning)
+			f.warnf(skip.Reason, "%s: %s", f.path, skip.Warning)
 		}
 		return nil
 	}
@@ -171,15 +171,16 @@ func (f *auditFollower) send() {
 	f.out = nil // the writer keeps the slice's records
 }
 
-// warnf warns at most 5 times per class; the summary counts them all.
-func (f *auditFollower) warnf(class, format string, args ...any) {
-	f.warned[class]++
-	if f.warned[class] > 5 {
+// warnf warns at most 5 times per reason (the reason the summary counts
+// the line under); the summary counts them all.
+func (f *auditFollower) warnf(reason, format string, args ...any) {
+	f.warned[reason]++
+	if f.warned[reason] > 5 {
 		return
 	}
 	f.warn(fmt.Sprintf(format, args...))
-	if f.warned[class] == 5 {
-		f.warn("more lines skipped for " + class + " are counted, not shown")
+	if f.warned[reason] == 5 {
+		f.warn(fmt.Sprintf("no more warnings about lines skipped for %q: the summary counts them all", reason))
 	}
 }
 
