@@ -74,11 +74,77 @@ func Run(ctx context.Context, args []string, streams Streams) error {
 		After:                prof.stop,
 		// Errors are printed once, by Main.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return &UsageError{Err: err}
-		},
+		OnUsageError:   onUsageError("podtrace"),
+	}
+	// Without a command: the help. With an unknown one, an error (urfave's
+	// default runs the help on it: "No help topic for 'x'").
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return unknownCommand(c.Args().First(), app.Commands)
+		}
+		return cli.ShowAppHelp(c)
 	}
 	return app.RunContext(ctx, interspersed(app.Commands, args))
+}
+
+// onUsageError turns urfave's flag errors into UsageErrors that say where
+// the usage is, kubectl style: "unknown flag --x, see podtrace diff --help".
+func onUsageError(command string) cli.OnUsageErrorFunc {
+	return func(_ *cli.Context, err error, _ bool) error {
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			msg = "unknown flag " + dashed(name)
+		} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+			msg = "flag " + dashed(name) + " needs a value"
+		}
+		return &UsageError{Err: fmt.Errorf("%s, see %s --help", msg, command)}
+	}
+}
+
+// dashed writes a flag's name as it is typed: -n, --namespace.
+func dashed(name string) string {
+	name = strings.TrimLeft(name, "-")
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// unknownCommand says that name is no command, and which one was likely
+// meant: a command it is a prefix of, or one a typo or two away.
+func unknownCommand(name string, cmds []*cli.Command) error {
+	var guess []string
+	for _, c := range cmds {
+		if strings.HasPrefix(c.Name, name) || editDistance(name, c.Name) <= 2 {
+			guess = append(guess, c.Name)
+		}
+	}
+	hint := ""
+	if len(guess) > 0 {
+		hint = " (did you mean " + strings.Join(guess, " or ") + "?)"
+	}
+	return &UsageError{Err: fmt.Errorf("unknown command %q%s, see podtrace --help", name, hint)}
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // interspersed moves a command's flags before its arguments, so that
@@ -118,7 +184,12 @@ func interspersed(cmds []*cli.Command, args []string) []string {
 		}
 		flags = append(flags, a)
 		name := strings.TrimLeft(a, "-")
-		if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
+		if !strings.Contains(name, "=") && takesValue[name] {
+			if i+1 == len(rest) {
+				// Its value is missing: the flag last, for urfave to say
+				// so (before "--", it would take "--" for its value).
+				return append([]string{args[0], args[1]}, flags...)
+			}
 			i++
 			flags = append(flags, rest[i])
 		}
@@ -141,7 +212,14 @@ func commands(streams Streams) []*cli.Command {
 		importCommand(streams),
 	}
 	for _, c := range cmds {
-		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return &UsageError{Err: err} }
+		c.OnUsageError = onUsageError("podtrace " + c.Name)
+		for _, f := range c.Flags {
+			// "(default: false)" contradicts a flag whose usage says what
+			// it does when not given.
+			if b, ok := f.(*cli.BoolFlag); ok {
+				b.DisableDefaultText = true
+			}
+		}
 	}
 	return cmds
 }

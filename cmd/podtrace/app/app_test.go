@@ -14,6 +14,7 @@ func TestInterspersed(t *testing.T) {
 		{"podtrace diff --db=x.db web", "podtrace diff --db=x.db -- web"},
 		{"podtrace report --html -o r.html", "podtrace report --html -o r.html"},
 		{"podtrace nosuch a -b", "podtrace nosuch a -b"},
+		{"podtrace diff web -n", "podtrace diff -n"},
 	}
 	for _, tc := range tests {
 		got := strings.Join(interspersed(cmds, strings.Fields(tc.in)), " ")

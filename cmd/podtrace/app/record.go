@@ -65,9 +65,6 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.DurationFlag{Name: "duration", Usage: "stop after this long, e.g. 10m (0: until Ctrl-C)", Destination: &o.Duration},
 			&cli.StringFlag{Name: "audit-log", Usage: "follow this kube-apiserver audit log (its --audit-log-path) while recording and keep its events about the recorded pods; read from its end on, through rotation (add older lines with podtrace import)", Destination: &o.AuditLog, TakesFile: true},
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return &UsageError{Err: err}
-		},
 		Action: func(c *cli.Context) error {
 			if err := o.Complete(c); err != nil {
 				return err
