@@ -39,7 +39,6 @@ func (o *podOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "uid", Destination: &o.uid, Usage: "pick one incarnation of a pod name that was deleted and re-created (a UID or its prefix)"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text or json"},
 		&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto (on a terminal), always or never"},
-		&cli.BoolFlag{Name: "show-defaults", Destination: &o.showDefaults, Usage: "in the admission section, also show what defaulting and the owning controller set"},
 	}, o.redact.flags()...)
 }
 
@@ -152,7 +151,9 @@ func diffCommand(streams Streams) *cli.Command {
 		Usage:     "replay a pod's recorded history: what changed, when, and who changed it",
 		ArgsUsage: "POD",
 		Flags: append(o.flags(),
-			&cli.BoolFlag{Name: "all-fields", Destination: &o.allFields, Usage: "show every field set at creation, not only images, owners, finalizers and labels"}),
+			&cli.BoolFlag{Name: "all-fields", Destination: &o.allFields, Usage: "show every field set at creation, not only images, owners, finalizers and labels"},
+			// Only diff prints the admission section.
+			&cli.BoolFlag{Name: "show-defaults", Destination: &o.showDefaults, Usage: "in the admission section, also show what defaulting and the owning controller set"}),
 		Action: o.action(func(lc *diff.Lifecycle) error {
 			if o.output == "json" {
 				return writeJSON(streams, lc)
