@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/tracer/auditlog"
 )
@@ -211,9 +212,4 @@ func (f *auditFollower) summary(w io.Writer) {
 }
 
 // plural formats n things: "1 rotation", "2 rotations".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
+func plural(n int, thing string) string { return report.Plural(n, thing) }
