@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -152,7 +153,7 @@ func (t *textWriter) header(lc *diff.Lifecycle) {
 		t.printf("Redacted: %s (--no-redact shows them)\n", diff.Summary(lc.Redacted))
 	}
 	if len(lc.Steps) > 0 {
-		t.printf("Recorded: %d revisions, %d events, %s to %s\n", len(lc.Steps), len(lc.Events),
+		t.printf("Recorded: %s, %s, %s to %s\n", Plural(len(lc.Steps), "revision"), Plural(len(lc.Events), "event"),
 			t.stamp(lc.Steps[0].Time), t.stamp(lc.RecordingEnd))
 	}
 }
@@ -199,6 +200,9 @@ func (t *textWriter) phases(lc *diff.Lifecycle) {
 	for _, p := range lc.Phases {
 		line := fmt.Sprintf("  %s  %-22s", t.clock(p.Time), p.Name)
 		if p.Detail != "" {
+			if len(p.Name) >= 22 {
+				line += " " // a longer name: still two spaces to its detail
+			}
 			line += " " + p.Detail
 		}
 		if p.Actor != "" {
@@ -344,7 +348,7 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 			t.change(c, len(s.Actors) > 1, len(s.Actors) == 1 && s.Actors[0].Basis == diff.BasisUnknown)
 		}
 		if hidden > 0 {
-			t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%d more fields set at creation; --all-fields or -o json shows them)", hidden)))
+			t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%d more %s set at creation; --all-fields or -o json shows them)", hidden, PluralNoun(hidden, "field"))))
 		}
 	}
 	flushEvents(time.Time{}, true)
@@ -480,8 +484,11 @@ func (t *textWriter) admission(lc *diff.Lifecycle) {
 		t.change(c.Change, false, false)
 		t.printf("          %s\n", t.paint(cDim, "by "+c.By+" ("+c.Certainty+")"))
 	}
+	if len(a.Changes) == 0 {
+		t.printf("      no field changed at admission\n") // the webhooks or notes below are why the section is here
+	}
 	if a.Defaults > 0 {
-		t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%d changes by defaulting or the owning controller hidden; --show-defaults shows them)", a.Defaults)))
+		t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%s by defaulting or the owning controller hidden; --show-defaults shows them)", Plural(a.Defaults, "change"))))
 	}
 	for _, w := range a.Webhooks {
 		t.printf("  %s %s %q (configuration %s): failurePolicy %s", t.paint(cYellow, "webhook"), strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.Configuration, w.FailurePolicy)
@@ -513,6 +520,13 @@ func (t *textWriter) audit(lc *diff.Lifecycle) {
 		return
 	}
 	t.printf("\n%s %s\n", t.paint(cBold, "Audit"), t.paint(cDim, "(requests about the pod, from the API server's audit log)"))
+	// One list in time order: requests, webhooks' patches and denials
+	// interleave (a CREATE's patches come before the DELETE).
+	type entry struct {
+		at   time.Time
+		line string
+	}
+	var entries []entry
 	for _, r := range a.Requests {
 		what := r.Verb
 		if r.Subresource != "" {
@@ -525,7 +539,7 @@ func (t *textWriter) audit(lc *diff.Lifecycle) {
 		if r.ResourceVersion != "" {
 			rev += " rv " + r.ResourceVersion
 		}
-		t.printf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.Identity(), t.paint(cDim, "("+r.UserAgent+")"), t.paint(cDim, rev))
+		entries = append(entries, entry{r.Time, fmt.Sprintf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.Identity(), t.paint(cDim, "("+r.UserAgent+")"), t.paint(cDim, rev))})
 	}
 	for _, p := range a.Patches {
 		for _, op := range p.Ops {
@@ -533,10 +547,14 @@ func (t *textWriter) audit(lc *diff.Lifecycle) {
 			if len(op.Value) > 0 {
 				val = "  " + shorten(string(op.Value))
 			}
-			t.printf("  %s  %s %s %s %s%s\n", t.clock(p.Time), t.paint(cYellow, "patch"), p.Webhook+" ("+p.Verb+"):", op.Op, op.Path, val)
+			entries = append(entries, entry{p.Time, fmt.Sprintf("  %s  %s %s %s %s%s\n", t.clock(p.Time), t.paint(cYellow, "patch"), p.Webhook+" ("+p.Verb+"):", op.Op, op.Path, val)})
 		}
 	}
 	for _, d := range a.Denied {
-		t.printf("  %s  %s %s\n", t.clock(d.First), t.paint(cRed, "denied"), d.Summary())
+		entries = append(entries, entry{d.First, fmt.Sprintf("  %s  %s %s\n", t.clock(d.First), t.paint(cRed, "denied"), d.Summary())})
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].at.Before(entries[j].at) })
+	for _, e := range entries {
+		t.printf("%s", e.line)
 	}
 }
