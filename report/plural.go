@@ -8,13 +8,18 @@ import (
 // Plural writes n things, the noun in the singular for one: "1 pod",
 // "2 pods", "0 pods", "3 entries", "2 patches". Every output counts with
 // it: text, markdown, HTML and the commands' summaries.
-func Plural(n int, noun string) string {
-	return strconv.Itoa(n) + " " + PluralNoun(n, noun)
+func Plural[N integer](n N, noun string) string {
+	return strconv.FormatInt(int64(n), 10) + " " + PluralNoun(n, noun)
+}
+
+// integer is what Plural counts with.
+type integer interface {
+	~int | ~int32 | ~int64 | ~uint | ~uint32 | ~uint64
 }
 
 // PluralNoun is the noun of Plural alone: "pod" for 1, else "pods".
-func PluralNoun(n int, noun string) string {
-	if n == 1 || n == -1 || noun == "" {
+func PluralNoun[N integer](n N, noun string) string {
+	if n == 1 || noun == "" {
 		return noun
 	}
 	switch {

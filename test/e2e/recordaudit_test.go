@@ -54,7 +54,7 @@ func TestDigesterCaseRecordAuditLog(t *testing.T) {
 
 	stderr := rec.stderr.String()
 	t.Logf("podtrace record:\n%s", stderr)
-	m := regexp.MustCompile(`audit log \S+: \d+ lines \([^)]*\), followed (\d+) rotations? and \d+ truncations?: (\d+) events kept`).FindStringSubmatch(stderr)
+	m := regexp.MustCompile(`audit log \S+: \d+ lines? \([^)]*\), followed (\d+) rotations? and \d+ truncations?: (\d+) events? kept`).FindStringSubmatch(stderr)
 	if m == nil {
 		t.Fatalf("record's summary does not say it followed a rotation and kept audit events:\n%s", stderr)
 	}

@@ -137,8 +137,8 @@ func (o *importOptions) Run() error {
 	s := imp.stats
 	elapsed := time.Since(began)
 	mbs := float64(s.Bytes) / (1 << 20) / max(elapsed.Seconds(), 1e-6)
-	fmt.Fprintf(o.streams.Out, "imported %d files, %d lines (%.1f MB) in %s (%.1f MB/s): %d events kept\n",
-		s.Files, s.Lines, float64(s.Bytes)/(1<<20), elapsed.Round(time.Millisecond), mbs, s.Kept)
+	fmt.Fprintf(o.streams.Out, "imported %s, %s (%.1f MB) in %s (%.1f MB/s): %s kept\n",
+		plural(s.Files, "file"), plural(s.Lines, "line"), float64(s.Bytes)/(1<<20), elapsed.Round(time.Millisecond), mbs, plural(s.Kept, "event"))
 	reasons := make([]string, 0, len(s.Skipped))
 	for r := range s.Skipped {
 		reasons = append(reasons, r)

@@ -264,8 +264,9 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	if fi, err := os.Stat(o.Out); err == nil {
 		size = humanBytes(fi.Size())
 	}
-	fmt.Fprintf(streams.ErrOut, "recorded %d revisions of %d objects (%d pods, %d events) in %s to %s (%s)\n",
-		st.Revisions, st.Objects, st.Pods, st.Events, stopped.Sub(started).Round(100*time.Millisecond), o.Out, size)
+	fmt.Fprintf(streams.ErrOut, "recorded %s of %s (%s, %s) in %s to %s (%s)\n",
+		plural(st.Revisions, "revision"), plural(st.Objects, "object"), plural(st.Pods, "pod"), plural(st.Events, "event"),
+		stopped.Sub(started).Round(100*time.Millisecond), o.Out, size)
 	sink.mu.Lock()
 	lost := sink.lost
 	sink.mu.Unlock()
@@ -341,8 +342,8 @@ func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, sink 
 		if fi, err := os.Stat(o.Out); err == nil {
 			size = humanBytes(fi.Size())
 		}
-		status.set(fmt.Sprintf("recording: %d objects, %d revisions, %d events, %s, %s (Ctrl-C to stop)",
-			st.Objects, st.Revisions, st.Events, size, last))
+		status.set(fmt.Sprintf("recording: %s, %s, %s, %s, %s (Ctrl-C to stop)",
+			plural(st.Objects, "object"), plural(st.Revisions, "revision"), plural(st.Events, "event"), size, last))
 	}
 }
 

@@ -199,8 +199,8 @@ func (f *auditFollower) summary(w io.Writer) {
 	if st.Rotations+st.Truncations > 0 {
 		rotated = fmt.Sprintf(", followed %s and %s", plural(st.Rotations, "rotation"), plural(st.Truncations, "truncation"))
 	}
-	fmt.Fprintf(w, "audit log %s: %d lines (%s)%s: %d events kept, %d skipped\n",
-		f.path, st.Lines, humanBytes(st.Bytes), rotated, f.kept, skipped)
+	fmt.Fprintf(w, "audit log %s: %s (%s)%s: %s kept, %d skipped\n",
+		f.path, plural(st.Lines, "line"), humanBytes(st.Bytes), rotated, plural(f.kept, "event"), skipped)
 	reasons := make([]string, 0, len(f.skip))
 	for r := range f.skip {
 		reasons = append(reasons, r)
@@ -212,4 +212,4 @@ func (f *auditFollower) summary(w io.Writer) {
 }
 
 // plural formats n things: "1 rotation", "2 rotations".
-func plural(n int, thing string) string { return report.Plural(n, thing) }
+func plural[N int | int64](n N, thing string) string { return report.Plural(n, thing) }
