@@ -14,12 +14,12 @@ import (
 )
 
 // layoutJS measures the open pod's details as laid out: every timeline
-// label whole (a phase label is a whole phase name) and inside the
-// timeline, no two labels on each other, the "recording ended" label off
+// label whole (a phase label is a whole phase name), inside the timeline
+// and big enough to read, no two labels on each other, the "recording ended" label off
 // the dependents' rows, and the admission table's value column as wide as
 // its content needs, or as the path column's content needs, or the
 // table's width but the sign column's (when neither fits on a line).
-const layoutJS = `(function () {
+const layoutJS = `(function (wantAdmission) {
   var out = { problems: [], uid: '', labels: [] };
   var pod = document.querySelector('.pod.open');
   if (!pod) { out.problems.push('no pod open'); return out; }
@@ -39,6 +39,8 @@ const layoutJS = `(function () {
     if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5) {
       out.problems.push('label "' + label + '" clipped: ' + [r.left, r.right, r.top, r.bottom].map(Math.round) + ' outside ' + [box.left, box.right, box.top, box.bottom].map(Math.round));
     }
+    // A timeline scaled down to fit a phone is whole but unreadable.
+    if (r.height < 9) out.problems.push('label "' + label + '" is ' + r.height.toFixed(1) + ' px high: too small to read');
     if (t.classList.contains('ph-label') && !names[label]) out.problems.push('phase label "' + label + '" is not a whole phase name');
     for (var j = 0; j < i; j++) {
       if (overlap(r, rects[j])) out.problems.push('label "' + label + '" overlaps "' + texts[j].textContent + '"');
@@ -53,7 +55,7 @@ const layoutJS = `(function () {
   });
   // The widths the admission table's cells' content needs on one line.
   var table = pod.querySelector('.admission table.changes');
-  if (!table) { out.problems.push('no admission table'); return out; }
+  if (!table) { if (wantAdmission) out.problems.push('no admission table'); return out; }
   function need(td) {
     var probe = document.createElement('span');
     probe.style.whiteSpace = 'nowrap';
@@ -81,7 +83,7 @@ const layoutJS = `(function () {
     out.problems.push('the value column is ' + Math.round(valWidth) + ' px wide; its content needs ' + Math.round(valNeed) + ', the path column\'s ' + Math.round(pathNeed) + ', the table is ' + Math.round(tw));
   }
   return out;
-})()`
+})`
 
 // TestHTMLInBrowserLayout opens the digester pod by a deep link by name
 // (#pod=NS/NAME: the newest of its two incarnations) at 1400 and 420 px and
@@ -139,7 +141,7 @@ func TestHTMLInBrowserLayout(t *testing.T) {
 				Labels    []string
 				Admission map[string]float64
 			}
-			if err := json.Unmarshal(c.eval(layoutJS), &got); err != nil {
+			if err := json.Unmarshal(c.eval(layoutJS+"(true)"), &got); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("timeline labels %q; admission %v", got.Labels, got.Admission)
@@ -155,6 +157,20 @@ func TestHTMLInBrowserLayout(t *testing.T) {
 			c.eval(`document.querySelector('.pod.open .admission').scrollIntoView({block: 'start'}), true`)
 			time.Sleep(200 * time.Millisecond)
 			c.screenshot(filepath.Join(dir, fmt.Sprintf("report-admission-%d.png", width)))
+
+			// Every pod's timeline, at this width.
+			for _, p := range tr.Pods {
+				c.navigate("about:blank")
+				c.navigate(podLink(file, p.Namespace, p.Name, p.UID))
+				c.waitFor("the pod's timeline", `!!document.querySelector('.pod.open svg.timeline')`)
+				var got struct{ Problems, Labels []string }
+				if err := json.Unmarshal(c.eval(layoutJS+"(false)"), &got); err != nil {
+					t.Fatal(err)
+				}
+				for _, pr := range got.Problems {
+					t.Errorf("%d px, pod %s/%s %s: %s", width, p.Namespace, p.Name, p.UID, pr)
+				}
+			}
 		}()
 	}
 }
