@@ -63,7 +63,9 @@ bench-import: build
 	$(GO) run ./test/bench/auditimport -podtrace $(PODTRACE) -sizes "$${SIZES:-100M,1G}"
 
 ## cluster-up / cluster-down: a local control plane to play with by hand
-## (NODES=1, AUDIT_POLICY=file); down stops exactly what up started.
+## (NODES=1; AUDIT_POLICY=hack/audit-policy.yaml by default, AUDIT_POLICY= for
+## none: up prints where the audit log is); down stops exactly what up started.
+AUDIT_POLICY ?= hack/audit-policy.yaml
 $(BIN)/podtrace-cluster: FORCE
 	$(GO) build -o $@ ./test/cluster/cmd/cluster
 
