@@ -1,7 +1,7 @@
 package cluster
 
 // PodAuditPolicy is an audit policy for Options.AuditPolicy that records
-// what podtrace import reads: every request about pods with the request as
+// what podtrace import reads: every write about pods with the request as
 // sent and the object as stored (RequestResponse), including the
 // subresources podtrace keeps (status, binding, eviction,
 // ephemeralcontainers, resize); writes of Secrets and ConfigMaps at Metadata
@@ -12,6 +12,7 @@ kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: RequestResponse
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
   resources:
   - group: ""
     resources: ["pods", "pods/status", "pods/binding", "pods/eviction", "pods/ephemeralcontainers", "pods/resize"]
