@@ -10,14 +10,55 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 )
 
-// Version is podtrace's version, set at build time with -ldflags -X.
-var Version = "v0.1.0-dev"
+// Version is podtrace's version, set at build time with -ldflags -X (make
+// build and make install: the newest v* tag, else v0.1.0-dev+COMMIT). A
+// plain go build or go install reads it from the build info instead:
+// the module's version, or the commit it was built from (buildVersion).
+var Version = devVersion
+
+const devVersion = "v0.1.0-dev"
+
+func init() {
+	if Version == devVersion {
+		info, ok := debug.ReadBuildInfo()
+		if ok {
+			Version = buildVersion(info)
+		}
+	}
+}
+
+// buildVersion is the version of a binary built without -ldflags -X: its
+// module's version (go install ...@v0.2.0), else devVersion with the
+// commit (+0123456789ab, .dirty if the tree had changes), else devVersion
+// (go test, or a build outside a git checkout).
+func buildVersion(info *debug.BuildInfo) string {
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = ".dirty"
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		return devVersion
+	}
+	return devVersion + "+" + rev + dirty
+}
 
 // Streams are the command's standard streams.
 type Streams struct {
