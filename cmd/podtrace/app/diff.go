@@ -10,6 +10,7 @@ import (
 
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/report"
+	"github.com/podtrace/podtrace/store"
 )
 
 // podOptions are the options of the commands that show one pod: diff and
@@ -45,7 +46,7 @@ func (o *podOptions) flags() []cli.Flag {
 // Complete fills the pod argument.
 func (o *podOptions) Complete(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usagef("%s takes exactly one pod name (got %d arguments): podtrace %s POD [-n NAMESPACE]", c.Command.Name, c.NArg(), c.Command.Name)
+		return usagef("%s takes exactly one pod name or workload (got %d arguments): podtrace %s POD|deploy/NAME [-n NAMESPACE]", c.Command.Name, c.NArg(), c.Command.Name)
 	}
 	o.pod = c.Args().First()
 	return nil
@@ -76,12 +77,20 @@ func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
 		return nil, err
 	}
 	defer db.Close()
-	// One pass over the objects finds the pod and the trace's context.
-	ctx, found, err := scanTrace(db, podFilter(o.namespace, o.pod))
+	kind, name, isWorkload, err := workloadArg(o.pod)
 	if err != nil {
 		return nil, err
 	}
-	pod, err := choosePod(db, found[0], o.namespace, o.pod, o.uid, o.streams.ErrOut)
+	opts := diff.Options{Admission: diff.AdmissionOptions{ShowDefaults: o.showDefaults}}
+	if isWorkload {
+		return o.workloadLifecycle(db, kind, name, opts)
+	}
+	// One pass over the objects finds the pod and the trace's context.
+	ctx, found, err := scanTrace(db, podFilter(o.namespace, name))
+	if err != nil {
+		return nil, err
+	}
+	pod, err := choosePod(db, found[0], o.namespace, name, o.uid, o.streams.ErrOut)
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +102,49 @@ func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc, err := diff.Replay(in, diff.Options{Admission: diff.AdmissionOptions{ShowDefaults: o.showDefaults}})
+	lc, err := diff.Replay(in, opts)
 	if err != nil {
 		return nil, fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	o.redact.apply(lc, o.streams)
+	return lc, nil
+}
+
+// maxWorkloadPods bounds how many of a workload's pods, the newest, are
+// replayed to find the one that went wrong.
+const maxWorkloadPods = 100
+
+// workloadLifecycle replays the pods a workload owns and returns the one
+// chooseWorkloadPod picks.
+func (o *podOptions) workloadLifecycle(db *store.DB, kind, name string, opts diff.Options) (*diff.Lifecycle, error) {
+	if o.uid != "" {
+		return nil, usagef("--uid picks an incarnation of a pod name, not a pod of %s", o.pod)
+	}
+	pods, err := workloadPods(db, o.namespace, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) > maxWorkloadPods {
+		fmt.Fprintf(o.streams.ErrOut, "podtrace: %s owns %d recorded pods; looking at the newest %d\n", o.pod, len(pods), maxWorkloadPods)
+		pods = pods[:maxWorkloadPods]
+	}
+	tc, err := loadContext(db)
+	if err != nil {
+		return nil, err
+	}
+	var all []replayed
+	for _, p := range pods {
+		in, err := loadInput(db, tc, p)
+		if err != nil {
+			return nil, err
+		}
+		lc, err := diff.Replay(in, opts)
+		if err != nil {
+			return nil, fmt.Errorf("replay pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		all = append(all, replayed{p, lc})
+	}
+	lc := chooseWorkloadPod(all, o.pod, o.streams.ErrOut).lc
 	o.redact.apply(lc, o.streams)
 	return lc, nil
 }
@@ -149,7 +197,7 @@ func diffCommand(streams Streams) *cli.Command {
 	return &cli.Command{
 		Name:      "diff",
 		Usage:     "replay a pod's recorded history: what changed, when, and who changed it",
-		ArgsUsage: "POD",
+		ArgsUsage: "POD | deploy/NAME | rs/NAME | job/NAME | sts/NAME | ds/NAME",
 		Flags: append(o.flags(),
 			&cli.BoolFlag{Name: "all-fields", Destination: &o.allFields, Usage: "show every field set at creation, not only images, owners, finalizers and labels"},
 			// Only diff prints the admission section.
@@ -168,7 +216,7 @@ func explainCommand(streams Streams) *cli.Command {
 	return &cli.Command{
 		Name:      "explain",
 		Usage:     "say why a pod is stuck or how it ended, with the evidence from the recording",
-		ArgsUsage: "POD",
+		ArgsUsage: "POD | deploy/NAME | rs/NAME | job/NAME | sts/NAME | ds/NAME",
 		Flags:     o.flags(),
 		Action: o.action(func(lc *diff.Lifecycle) error {
 			if o.output == "json" {
