@@ -35,9 +35,11 @@ func init() {
 }
 
 // buildVersion is the version of a binary built without -ldflags -X: its
-// module's version (go install ...@v0.2.0), else devVersion with the
-// commit (+0123456789ab, .dirty if the tree had changes), else devVersion
-// (go test, or a build outside a git checkout).
+// module's version (go install ...@v0.2.0, or the pseudo-version Go
+// derives from the commit of a checkout, v0.0.0-20261202071307-5fb427bf33b5),
+// else devVersion with the commit (+0123456789ab, .dirty if the tree had
+// changes), else devVersion (go test, -buildvcs=false, a git worktree, or
+// a build outside a checkout).
 func buildVersion(info *debug.BuildInfo) string {
 	if v := info.Main.Version; v != "" && v != "(devel)" {
 		return v
