@@ -40,6 +40,48 @@ type textWriter struct {
 	opts TextOptions
 	err  error
 	line []byte // the line being built, for the writers that build one
+	// after, when set, is what a follow printed already: the timeline
+	// writes only what came after it, without its heading.
+	after *FollowPoint
+}
+
+// FollowPoint is how far a follow (diff --follow) has printed a pod's
+// timeline: its last revision's and event's sequence numbers, and the
+// start of its last gap.
+type FollowPoint struct {
+	Step, Event uint64
+	Gap         time.Time
+}
+
+// FollowEnd is the point after everything lc holds.
+func FollowEnd(lc *diff.Lifecycle) FollowPoint {
+	var p FollowPoint
+	for _, s := range lc.Steps {
+		p.Step = max(p.Step, s.Seq)
+	}
+	for _, e := range lc.Events {
+		p.Event = max(p.Event, e.Seq)
+	}
+	for _, g := range lc.Gaps {
+		if g.Start.After(p.Gap) {
+			p.Gap = g.Start
+		}
+	}
+	return p
+}
+
+// Follow writes the entries of lc's timeline after p, as Diff writes
+// them (each revision with its actors and changes), and returns the point
+// after them.
+func Follow(w io.Writer, lc *diff.Lifecycle, opts TextOptions, p FollowPoint) (FollowPoint, error) {
+	t := &textWriter{w: w, opts: opts, after: &p}
+	t.timeline(lc)
+	end := FollowEnd(lc)
+	end.Step, end.Event = max(end.Step, p.Step), max(end.Event, p.Event)
+	if p.Gap.After(end.Gap) {
+		end.Gap = p.Gap
+	}
+	return end, t.err
 }
 
 // writeLine writes the line built in b (t.line's storage), as one printf
@@ -251,11 +293,16 @@ func isStoryField(c diff.Change) bool {
 }
 
 func (t *textWriter) timeline(lc *diff.Lifecycle) {
-	t.printf("\n%s\n", t.paint(cBold, "Timeline"))
+	if t.after == nil {
+		t.printf("\n%s\n", t.paint(cBold, "Timeline"))
+	}
 	ev := 0
 	flushEvents := func(until time.Time, all bool) {
 		for ; ev < len(lc.Events) && (all || !lc.Events[ev].Time.After(until)); ev++ {
 			e := &lc.Events[ev]
+			if t.after != nil && e.Seq <= t.after.Event {
+				continue
+			}
 			color := cDim
 			if e.Type == "Warning" {
 				color = cYellow
@@ -291,6 +338,9 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 		for len(gaps) > 0 && (all || gaps[0].Start.Before(before)) {
 			g := gaps[0]
 			gaps = gaps[1:]
+			if t.after != nil && !g.Start.After(t.after.Gap) {
+				continue
+			}
 			b := append(t.line, "  "...)
 			b = t.appendClock(b, g.Start)
 			b = append(b, "  "...)
@@ -301,6 +351,9 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 	for i, s := range lc.Steps {
 		flushEvents(s.Time, false)
 		flushGaps(s.Time, false)
+		if t.after != nil && s.Seq <= t.after.Step {
+			continue
+		}
 		what := stepWhat(i, s)
 		// "  CLOCK  WHAT rv RV by ACTORS [PHASES]"
 		b := append(t.line, "  "...)

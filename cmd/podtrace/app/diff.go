@@ -24,6 +24,7 @@ type podOptions struct {
 	color        string
 	allFields    bool
 	showDefaults bool
+	follow       bool
 	redact       redactFlags
 
 	pod string // the argument
@@ -40,6 +41,7 @@ func (o *podOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "uid", Destination: &o.uid, Usage: "pick one incarnation of a pod name that was deleted and re-created (a UID or its prefix)"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text or json"},
 		&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto (on a terminal), always or never"},
+		&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Destination: &o.follow, Usage: "then keep reading the trace (one being recorded) every second and print what lands about the pod, until Ctrl-C"},
 	}, o.redact.flags()...)
 }
 
@@ -66,6 +68,9 @@ func (o *podOptions) Validate() error {
 	}
 	if o.db == "" {
 		return usagef("--db must name a trace file")
+	}
+	if o.follow && o.output != "text" {
+		return usagef("--follow prints text: drop -o %s", o.output)
 	}
 	return o.redact.Complete()
 }
@@ -150,7 +155,7 @@ func (o *podOptions) workloadLifecycle(db *store.DB, kind, name string, opts dif
 }
 
 // action completes and validates the options, replays the pod and hands
-// its lifecycle to render.
+// its lifecycle to render; with --follow, then follows the pod.
 func (o *podOptions) action(render func(*diff.Lifecycle) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if err := o.Complete(c); err != nil {
@@ -163,7 +168,10 @@ func (o *podOptions) action(render func(*diff.Lifecycle) error) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		return render(lc)
+		if err := render(lc); err != nil || !o.follow {
+			return err
+		}
+		return o.followPod(c.Context, lc, c.Command.Name == "explain")
 	}
 }
 
