@@ -16,9 +16,10 @@ import (
 // layoutJS measures the open pod's details as laid out: every timeline
 // label whole (a phase label is a whole phase name), inside the timeline
 // and big enough to read, no two labels on each other, the "recording ended" label off
-// the dependents' rows, and the admission table's value column as wide as
-// its content needs, or as the path column's content needs, or the
-// table's width but the sign column's (when neither fits on a line).
+// the dependents' rows, and the admission table's value column, when its
+// content wraps, at least as wide as the path column (and as the path
+// column's content needs, up to half the table): a wrapping value never
+// beside a path column with room to spare.
 const layoutJS = `(function (wantAdmission) {
   var out = { problems: [], uid: '', labels: [] };
   var pod = document.querySelector('.pod.open');
@@ -68,19 +69,20 @@ const layoutJS = `(function (wantAdmission) {
     probe.remove();
     return w;
   }
-  var pathNeed = 0, valNeed = 0, valWidth = Infinity;
+  function inner(td) { var cs = getComputedStyle(td); return td.getBoundingClientRect().width - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight); }
+  var pathNeed = 0, valNeed = 0, valWidth = Infinity, pathWidth = 0;
   table.querySelectorAll('tr').forEach(function (tr) {
     var p = tr.querySelector('td.path'), v = tr.querySelector('td.val');
     if (!p || !v) return;
     pathNeed = Math.max(pathNeed, need(p));
     valNeed = Math.max(valNeed, need(v));
-    var cs = getComputedStyle(v);
-    valWidth = Math.min(valWidth, v.getBoundingClientRect().width - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight));
+    valWidth = Math.min(valWidth, inner(v));
+    pathWidth = Math.max(pathWidth, inner(p));
   });
   var tw = table.getBoundingClientRect().width;
-  out.admission = { pathNeed: Math.round(pathNeed), valNeed: Math.round(valNeed), valWidth: Math.round(valWidth), table: Math.round(tw) };
-  if (valWidth + 1 < Math.min(pathNeed, valNeed, tw - 60)) {
-    out.problems.push('the value column is ' + Math.round(valWidth) + ' px wide; its content needs ' + Math.round(valNeed) + ', the path column\'s ' + Math.round(pathNeed) + ', the table is ' + Math.round(tw));
+  out.admission = { pathNeed: Math.round(pathNeed), pathWidth: Math.round(pathWidth), valNeed: Math.round(valNeed), valWidth: Math.round(valWidth), table: Math.round(tw) };
+  if (valNeed > valWidth + 1 && (valWidth + 1 < pathWidth || valWidth + 1 < Math.min(pathNeed, tw / 2))) {
+    out.problems.push('the value column is ' + Math.round(valWidth) + ' px wide and wraps (its content needs ' + Math.round(valNeed) + ') beside a path column of ' + Math.round(pathWidth) + ' (its content needs ' + Math.round(pathNeed) + '); the table is ' + Math.round(tw));
   }
   return out;
 })`
@@ -105,6 +107,8 @@ func TestHTMLInBrowserLayout(t *testing.T) {
 		{Change: diff.Change{Path: "spec.containers[build].volumeMounts[/var/run/secrets/kubernetes.io/serviceaccount]", Op: diff.OpAdd,
 			New: `{"name":"kube-api-access-jtqcx","readOnly":true,"mountPath":"/var/run/secrets/kubernetes.io/serviceaccount"}`}, By: "the ServiceAccount admission plugin (API token volume)", Certainty: "likely"},
 		{Change: diff.Change{Path: "spec.priority", Op: diff.OpAdd, New: "0"}, By: "the Priority admission plugin", Certainty: "likely"},
+		{Change: diff.Change{Path: `spec.tolerations[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}]`, Op: diff.OpAdd},
+			By: "the DefaultTolerationSeconds admission plugin", Certainty: "likely"},
 	}}
 	// An older incarnation of the same name, an hour before.
 	older := *digester
