@@ -7,13 +7,27 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build example-trace bench-record bench-import cluster-binaries test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build install example-trace bench-record bench-import cluster-binaries test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
+# VERSION is stamped into the binary (podtrace --version, and each recording
+# session): the newest v* tag, with the commits since and -dirty (git describe),
+# else v0.1.0-dev+COMMIT (.dirty when the tree has changes).
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || \
+	echo "v0.1.0-dev+$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo .dirty)")
+# Stripped (-s -w: no symbol table, no DWARF) and without the build machine's
+# paths (-trimpath); panics still print function names and lines.
+BUILD_FLAGS = -trimpath -ldflags "-s -w -X github.com/podtrace/podtrace/cmd/podtrace/app.Version=$(VERSION)"
+
 ## build: the podtrace binary, in _output/podtrace
 build:
-	$(GO) build -o $(PODTRACE) ./cmd/podtrace
+	$(GO) build $(BUILD_FLAGS) -o $(PODTRACE) ./cmd/podtrace
+
+## install: podtrace into $GOBIN (default: $(go env GOPATH)/bin), built as by build
+install:
+	$(GO) install $(BUILD_FLAGS) ./cmd/podtrace
+	@echo "installed podtrace $(VERSION) in $$(d=$$($(GO) env GOBIN); echo $${d:-$$($(GO) env GOPATH)/bin})"
 
 ## cluster-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
 ## and kwok, built from the Go module proxy (hack/kube, hack/kwok); cached in
@@ -63,7 +77,9 @@ bench-import: build
 	$(GO) run ./test/bench/auditimport -podtrace $(PODTRACE) -sizes "$${SIZES:-100M,1G}"
 
 ## cluster-up / cluster-down: a local control plane to play with by hand
-## (NODES=1, AUDIT_POLICY=file); down stops exactly what up started.
+## (NODES=1; AUDIT_POLICY=hack/audit-policy.yaml by default, AUDIT_POLICY= for
+## none: up prints where the audit log is); down stops exactly what up started.
+AUDIT_POLICY ?= hack/audit-policy.yaml
 $(BIN)/podtrace-cluster: FORCE
 	$(GO) build -o $@ ./test/cluster/cmd/cluster
 

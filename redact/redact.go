@@ -202,9 +202,22 @@ func Summary(counts map[string]int) string {
 	sort.Strings(keys)
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+		noun := k
+		if one, ok := singular[k]; ok && counts[k] == 1 {
+			noun = one
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], noun))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// singular names the rules' counts of one: "1 env value".
+var singular = map[string]string{
+	"env values":                             "env value",
+	"last-applied-configuration annotations": "last-applied-configuration annotation",
+	"values of --redact keys":                "value of a --redact key",
+	"credentials in arguments and values":    "credential in arguments and values",
+	"matches of --redact patterns":           "match of a --redact pattern",
 }
 
 // isEnvValuePath reports whether path is an env var's value,

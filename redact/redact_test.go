@@ -1064,3 +1064,11 @@ func TestValueCache(t *testing.T) {
 		t.Errorf("%d env values redacted: the test no longer tests the cache", got)
 	}
 }
+
+func TestSummaryCountsOne(t *testing.T) {
+	got := Summary(map[string]int{"env values": 1, "credentials in arguments and values": 2, "last-applied-configuration annotations": 1})
+	want := "2 credentials in arguments and values, 1 env value, 1 last-applied-configuration annotation"
+	if got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+}

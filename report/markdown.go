@@ -116,9 +116,20 @@ func (t *textWriter) mdPod(p *diff.Lifecycle) {
 		}
 	}
 	if a := p.Admission; a != nil && (len(a.Changes) > 0 || len(a.Notes) > 0) {
-		t.printf("\nAdmission, compared with %s:\n\n", mdText(a.Source))
-		for _, c := range a.Changes {
-			t.printf("- %s by %s (%s)\n", mdText(changeText(c.Change)), mdText(c.By), mdText(c.Certainty))
+		t.printf("\nAdmission, compared with %s:\n", mdText(a.Source))
+		if len(a.Changes) > 0 {
+			// A code block: "+ path" and "- path" lines in a list would
+			// render as nested bullets.
+			var lines []string
+			for _, c := range a.Changes {
+				lines = append(lines, changeText(c.Change), "    by "+c.By+" ("+c.Certainty+")")
+			}
+			body := strings.Join(lines, "\n")
+			fence := codeFence(body)
+			t.printf("\n%stext\n%s\n%s\n", fence, body, fence)
+		}
+		if len(a.Notes) > 0 {
+			t.printf("\n")
 		}
 		for _, n := range a.Notes {
 			t.printf("- %s\n", mdText(n))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,48 @@ type textWriter struct {
 	opts TextOptions
 	err  error
 	line []byte // the line being built, for the writers that build one
+	// after, when set, is what a follow printed already: the timeline
+	// writes only what came after it, without its heading.
+	after *FollowPoint
+}
+
+// FollowPoint is how far a follow (diff --follow) has printed a pod's
+// timeline: its last revision's and event's sequence numbers, and the
+// start of its last gap.
+type FollowPoint struct {
+	Step, Event uint64
+	Gap         time.Time
+}
+
+// FollowEnd is the point after everything lc holds.
+func FollowEnd(lc *diff.Lifecycle) FollowPoint {
+	var p FollowPoint
+	for _, s := range lc.Steps {
+		p.Step = max(p.Step, s.Seq)
+	}
+	for _, e := range lc.Events {
+		p.Event = max(p.Event, e.Seq)
+	}
+	for _, g := range lc.Gaps {
+		if g.Start.After(p.Gap) {
+			p.Gap = g.Start
+		}
+	}
+	return p
+}
+
+// Follow writes the entries of lc's timeline after p, as Diff writes
+// them (each revision with its actors and changes), and returns the point
+// after them.
+func Follow(w io.Writer, lc *diff.Lifecycle, opts TextOptions, p FollowPoint) (FollowPoint, error) {
+	t := &textWriter{w: w, opts: opts, after: &p}
+	t.timeline(lc)
+	end := FollowEnd(lc)
+	end.Step, end.Event = max(end.Step, p.Step), max(end.Event, p.Event)
+	if p.Gap.After(end.Gap) {
+		end.Gap = p.Gap
+	}
+	return end, t.err
 }
 
 // writeLine writes the line built in b (t.line's storage), as one printf
@@ -156,7 +199,7 @@ func (t *textWriter) header(lc *diff.Lifecycle) {
 		t.printf("Redacted: %s (--no-redact shows them)\n", redact.Summary(lc.Redacted))
 	}
 	if len(lc.Steps) > 0 {
-		t.printf("Recorded: %d revisions, %d events, %s to %s\n", len(lc.Steps), len(lc.Events),
+		t.printf("Recorded: %s, %s, %s to %s\n", Plural(len(lc.Steps), "revision"), Plural(len(lc.Events), "event"),
 			t.stamp(lc.Steps[0].Time), t.stamp(lc.RecordingEnd))
 	}
 }
@@ -220,6 +263,9 @@ func (t *textWriter) phases(lc *diff.Lifecycle) {
 	for _, p := range lc.Phases {
 		line := fmt.Sprintf("  %s  %-22s", t.clock(p.Time), p.Name)
 		if p.Detail != "" {
+			if len(p.Name) >= 22 {
+				line += " " // a longer name: still two spaces to its detail
+			}
 			line += " " + p.Detail
 		}
 		if p.Actor != "" {
@@ -268,11 +314,16 @@ func isStoryField(c diff.Change) bool {
 }
 
 func (t *textWriter) timeline(lc *diff.Lifecycle) {
-	t.printf("\n%s\n", t.paint(cBold, "Timeline"))
+	if t.after == nil {
+		t.printf("\n%s\n", t.paint(cBold, "Timeline"))
+	}
 	ev := 0
 	flushEvents := func(until time.Time, all bool) {
 		for ; ev < len(lc.Events) && (all || !lc.Events[ev].Time.After(until)); ev++ {
 			e := &lc.Events[ev]
+			if t.after != nil && e.Seq <= t.after.Event {
+				continue
+			}
 			color := cDim
 			if e.Type == "Warning" {
 				color = cYellow
@@ -308,6 +359,9 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 		for len(gaps) > 0 && (all || gaps[0].Start.Before(before)) {
 			g := gaps[0]
 			gaps = gaps[1:]
+			if t.after != nil && !g.Start.After(t.after.Gap) {
+				continue
+			}
 			b := append(t.line, "  "...)
 			b = t.appendClock(b, g.Start)
 			b = append(b, "  "...)
@@ -318,6 +372,9 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 	for i, s := range lc.Steps {
 		flushEvents(s.Time, false)
 		flushGaps(s.Time, false)
+		if t.after != nil && s.Seq <= t.after.Step {
+			continue
+		}
 		what := stepWhat(i, s)
 		// "  CLOCK  WHAT rv RV by ACTORS [PHASES]"
 		b := append(t.line, "  "...)
@@ -365,7 +422,7 @@ func (t *textWriter) timeline(lc *diff.Lifecycle) {
 			t.change(c, len(s.Actors) > 1, len(s.Actors) == 1 && s.Actors[0].Basis == diff.BasisUnknown)
 		}
 		if hidden > 0 {
-			t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%d more fields set at creation; --all-fields or -o json shows them)", hidden)))
+			t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%d more %s set at creation; --all-fields or -o json shows them)", hidden, PluralNoun(hidden, "field"))))
 		}
 	}
 	flushEvents(time.Time{}, true)
@@ -501,8 +558,11 @@ func (t *textWriter) admission(lc *diff.Lifecycle) {
 		t.change(c.Change, false, false)
 		t.printf("          %s\n", t.paint(cDim, "by "+c.By+" ("+c.Certainty+")"))
 	}
+	if len(a.Changes) == 0 {
+		t.printf("      no field changed at admission\n") // the webhooks or notes below are why the section is here
+	}
 	if a.Defaults > 0 {
-		t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%d changes by defaulting or the owning controller hidden; --show-defaults shows them)", a.Defaults)))
+		t.printf("      %s\n", t.paint(cDim, fmt.Sprintf("(%s by defaulting or the owning controller hidden; --show-defaults shows them)", Plural(a.Defaults, "change"))))
 	}
 	for _, w := range a.Webhooks {
 		t.printf("  %s %s %q (configuration %s): failurePolicy %s", t.paint(cYellow, "webhook"), strings.TrimSuffix(w.Kind, "Configuration"), w.Name, w.Configuration, w.FailurePolicy)
@@ -534,6 +594,13 @@ func (t *textWriter) audit(lc *diff.Lifecycle) {
 		return
 	}
 	t.printf("\n%s %s\n", t.paint(cBold, "Audit"), t.paint(cDim, "(requests about the pod, from the API server's audit log)"))
+	// One list in time order: requests, webhooks' patches and denials
+	// interleave (a CREATE's patches come before the DELETE).
+	type entry struct {
+		at   time.Time
+		line string
+	}
+	var entries []entry
 	for _, r := range a.Requests {
 		what := r.Verb
 		if r.Subresource != "" {
@@ -546,7 +613,7 @@ func (t *textWriter) audit(lc *diff.Lifecycle) {
 		if r.ResourceVersion != "" {
 			rev += " rv " + r.ResourceVersion
 		}
-		t.printf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.Identity(), t.paint(cDim, "("+r.UserAgent+")"), t.paint(cDim, rev))
+		entries = append(entries, entry{r.Time, fmt.Sprintf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.Identity(), t.paint(cDim, "("+r.UserAgent+")"), t.paint(cDim, rev))})
 	}
 	for _, p := range a.Patches {
 		for _, op := range p.Ops {
@@ -554,10 +621,14 @@ func (t *textWriter) audit(lc *diff.Lifecycle) {
 			if len(op.Value) > 0 {
 				val = "  " + shorten(string(op.Value))
 			}
-			t.printf("  %s  %s %s %s %s%s\n", t.clock(p.Time), t.paint(cYellow, "patch"), p.Webhook+" ("+p.Verb+"):", op.Op, op.Path, val)
+			entries = append(entries, entry{p.Time, fmt.Sprintf("  %s  %s %s %s %s%s\n", t.clock(p.Time), t.paint(cYellow, "patch"), p.Webhook+" ("+p.Verb+"):", op.Op, op.Path, val)})
 		}
 	}
 	for _, d := range a.Denied {
-		t.printf("  %s  %s %s\n", t.clock(d.First), t.paint(cRed, "denied"), d.Summary())
+		entries = append(entries, entry{d.First, fmt.Sprintf("  %s  %s %s\n", t.clock(d.First), t.paint(cRed, "denied"), d.Summary())})
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].at.Before(entries[j].at) })
+	for _, e := range entries {
+		t.printf("%s", e.line)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 )
 
@@ -54,5 +55,46 @@ func TestDiffActorBasis(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the timeline lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestAdmissionHeading: no Admission heading without something under it;
+// with only the webhooks to show, it says that no field changed.
+func TestAdmissionHeading(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	webhook := admission.Webhook{Kind: "MutatingWebhookConfiguration", Name: "digester.example.com", Configuration: "digester", FailurePolicy: "Ignore"}
+	for _, tc := range []struct {
+		name      string
+		admission *diff.Admission
+		want      []string // in the text; none: no heading at all
+	}{
+		{"nothing", &diff.Admission{Source: "audit log"}, nil},
+		{"only hidden defaults", &diff.Admission{Source: "audit log", Defaults: 4}, nil},
+		{"only webhooks", &diff.Admission{Source: "audit log", Defaults: 1, Webhooks: []admission.Webhook{webhook}},
+			[]string{"Admission (as asked for vs. as stored; compared with audit log)\n      no field changed at admission\n      (1 change by defaulting",
+				`webhook MutatingWebhook "digester.example.com"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lc := &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Running", RecordingEnd: t0.Add(time.Minute), Admission: tc.admission,
+				Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "1"}}}
+			var text, md bytes.Buffer
+			if err := Diff(&text, lc, TextOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := Markdown(&md, &Trace{Pods: []*diff.Lifecycle{lc}}, TextOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil {
+				if strings.Contains(text.String(), "Admission") || strings.Contains(md.String(), "Admission") {
+					t.Errorf("an Admission heading with nothing under it:\n%s\n%s", text.String(), md.String())
+				}
+				return
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("the text lacks %q:\n%s", want, text.String())
+				}
+			}
+		})
 	}
 }

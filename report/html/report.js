@@ -246,6 +246,8 @@
       path: p.phases.map(function (ph) { var n = str(ph[0]); return n.indexOf('still present') === 0 ? 'still present' : n; }).join(' \u203a ')
     };
   });
+  // plural counts as report.Plural does: "1 pod", "2 pods".
+  function plural(n, noun) { return n + ' ' + (n === 1 ? noun : noun + 's'); }
   function podHash(pd) {
     return '#pod=' + [pd.ns, pd.name, pd.uid].map(encodeURIComponent).join('/');
   }
@@ -377,7 +379,7 @@
   function renderMore(n) {
     var end = Math.min(shown.length, rendered + n);
     for (; rendered < end; rendered++) list.appendChild(row(shown[rendered]));
-    count.textContent = shown.length === pods.length ? pods.length + ' pods' : shown.length + ' of ' + pods.length + ' pods';
+    count.textContent = shown.length === pods.length ? plural(pods.length, 'pod') : shown.length + ' of ' + plural(pods.length, 'pod');
     more.hidden = rendered >= shown.length;
     more.textContent = 'Show ' + Math.min(CHUNK, shown.length - rendered) + ' more (' + (shown.length - rendered) + ' not shown)';
   }
@@ -394,7 +396,7 @@
       h('span', { class: 'badge o-' + pd.outcome.replace(/[^A-Za-z0-9]/g, '') }, pd.outcome),
       h('span', { class: 'podname' }, h('span', { class: 'ns' }, pd.ns + '/'), pd.name, h('span', { class: 'path' }, pd.path)),
       h('span', { class: 'fids' }, pd.p.findings.map(function (f) { return h('span', { class: 'chip sev-' + f.severity, title: f.headline }, f.id); })),
-      h('span', { class: 'counts' }, pd.p.steps.length + ' rev \u00b7 ' + pd.p.events.length + ' events'));
+      h('span', { class: 'counts' }, pd.p.steps.length + ' rev \u00b7 ' + plural(pd.p.events.length, 'event')));
     var el = h('div', { class: 'pod', role: 'listitem', id: 'pod-' + pd.i }, head, detail);
     head.addEventListener('click', function () {
       toggle(pd, el, el.classList.contains('open') ? false : true);
@@ -424,13 +426,21 @@
     return true;
   }
 
+  // route opens the pod of a link: #pod=NS/NAME/UID, or #pod=NS/NAME (or
+  // #pod=NAME, when one namespace has it) for its newest incarnation.
   function route() {
     var hash = location.hash.slice(1);
     if (hash.indexOf('pod=') === 0) {
       var parts = hash.slice(4).split('/').map(function (x) { try { return decodeURIComponent(x); } catch (e) { return x; } });
-      openPod(parts.join('/'));
+      if (parts.length >= 3) { openPod(parts.join('/')); return; }
+      var named = pods.filter(function (pd) { return parts.length === 2 ? pd.ns === parts[0] && pd.name === parts[1] : pd.name === parts[0]; });
+      if (uniq(named.map(function (pd) { return pd.ns; })).length !== 1) return;
+      var newest = named.reduce(function (a, b) { return podStart(b) >= podStart(a) ? b : a; });
+      openPod(newest.key);
     }
   }
+  // podStart is when a pod's recording begins: its first revision.
+  function podStart(pd) { return pd.p.steps.length ? pd.p.steps[0][1] : pd.p.end; }
 
   // ---- a pod's details ----
   function details(pd) {
@@ -442,7 +452,7 @@
         h('span', null, h('b', null, 'Outcome'), h('span', { class: 'chip o-' + pd.outcome.replace(/[^A-Za-z0-9]/g, '') }, outcome)),
         d.node ? h('span', null, h('b', null, 'Node'), d.node) : null,
         h('span', null, h('b', null, 'UID'), h('span', { class: 'mono' }, pd.uid)),
-        h('span', null, h('b', null, 'Recorded'), d.steps.length + ' revisions, ' + d.events.length + ' events, ' + stamp(first) + ' to ' + stamp(p.end)),
+        h('span', null, h('b', null, 'Recorded'), plural(d.steps.length, 'revision') + ', ' + plural(d.events.length, 'event') + ', ' + stamp(first) + ' to ' + stamp(p.end)),
         h('a', { class: 'permalink', href: podHash(pd) }, 'link to this pod')),
       h('p', { class: 'phasepath' }, pd.path),
       h('h4', null, 'Timeline'),
@@ -511,12 +521,12 @@
     var rows = a.changes.map(function (c) {
       var ch = { path: str(c[0]), op: OPS[c[1]], old: str(c[2]), nu: str(c[3]) };
       var tr = changeRow(ch, false);
-      tr.lastChild.textContent = '';
-      tr.lastChild.appendChild(h('span', null, str(c[4]), ' ', h('span', { class: 'certainty' }, '(' + str(c[5]) + ')')));
+      tr.removeChild(tr.lastChild); // who made it goes under the value
+      tr.lastChild.appendChild(h('div', { class: 'by' }, 'by ' + str(c[4]), ' ', h('span', { class: 'certainty' }, '(' + str(c[5]) + ')')));
       return tr;
     });
     return section('Admission: the pod as asked for vs. as stored', h('div', { class: 'admission' },
-      h('p', { class: 'muted' }, 'Compared with ' + a.source + (a.defaultsHidden ? '; ' + a.defaultsHidden + ' defaulted fields not shown' : '') + '.'),
+      h('p', { class: 'muted' }, 'Compared with ' + a.source + (a.defaultsHidden ? '; ' + plural(a.defaultsHidden, 'defaulted field') + ' not shown' : '') + '.'),
       rows.length ? h('table', { class: 'changes grid' }, rows) : h('p', null, 'No field changed at admission.'),
       a.webhooks.length ? [h('h4', null, 'Mutating and validating webhooks that intercepted the CREATE'), h('ul', { class: 'suspects' }, a.webhooks.map(webhook))] : null,
       a.notes.map(function (n) { return h('p', { class: 'note' }, n); })));
@@ -610,7 +620,7 @@
     var hidden = st.changes.filter(function (c) { return c.detail; });
     var hiddenBox = null;
     if (hidden.length) {
-      hiddenBox = h('details', { class: 'hidden-fields' }, h('summary', null, hidden.length + ' more fields set at creation'));
+      hiddenBox = h('details', { class: 'hidden-fields' }, h('summary', null, hidden.length + ' more ' + (hidden.length === 1 ? 'field' : 'fields') + ' set at creation'));
       hiddenBox.addEventListener('toggle', function () {
         if (hiddenBox.open && hiddenBox.childNodes.length === 1) hiddenBox.appendChild(h('table', { class: 'changes' }, hidden.map(function (c) { return changeRow(c, many); })));
       });
@@ -703,7 +713,10 @@
   }
 
   function timeline(pd, d) {
-    var W = 1000, L = 96, R = 18;
+    // Drawn at the width it is shown at (up to 1000): its text at the
+    // page's size, on a phone too.
+    var avail = pd.el ? pd.el.clientWidth - (window.innerWidth <= 760 ? 26 : 60) : 1000;
+    var W = Math.max(300, Math.min(1000, Math.round(avail))), L = W < 600 ? 78 : 96, R = 18;
     var points = [d.end];
     d.steps.forEach(function (st) { points.push(st.t); });
     d.events.forEach(function (e) { points.push(e.t); });
@@ -716,11 +729,33 @@
     var deps = d.deps.slice(0, 6);
     var del = null;
     d.phases.forEach(function (ph) { if (ph.name === 'deletion requested') del = ph; });
+
+    // phases as bands, from each phase to the next; a name that does not
+    // fit in its band goes whole on a row of labels under the bands (two
+    // rows at most, then only its band's tooltip names it)
+    var phs = d.phases.filter(function (ph) { return ph.name.indexOf('still present') !== 0; }).slice().sort(function (a, b) { return a.t - b.t; });
+    var endOfLife = d.end;
+    phs.forEach(function (ph) { if (ph.name === 'deleted') endOfLife = ph.t; });
+    var rowEnds = [], bands = phs.map(function (ph, i) {
+      var from = x(ph.t), to = x(i + 1 < phs.length ? phs[i + 1].t : endOfLife);
+      var w = Math.max(to - from, ph.name === 'deleted' ? 3 : 1.5), lw = ph.name.length * 6.6;
+      var band = { ph: ph, from: from, w: w, row: -1, lx: from + 5 };
+      if (w > lw + 10) return band;
+      var lx = Math.min(Math.max(from, L), W - R - lw);
+      for (var r = 0; r < 2; r++) {
+        if (rowEnds[r] === undefined || lx >= rowEnds[r] + 8) { band.row = r; band.lx = lx; rowEnds[r] = lx + lw; return band; }
+      }
+      band.row = 2; // no room: unlabelled
+      return band;
+    });
+    var labelRows = rowEnds.length;
+
     // lanes, top to bottom; the terminating lane only for a deleted pod
-    var yAxis = 18, yPh = 26, y = yPh + 34, yTerm = y;
+    var yAxis = 18, yPh = 26, y = yPh + 34 + labelRows * 13, yTerm = y;
     if (del) y += 26;
     var yRev = y, yEv = y + 34, yDep = y + 62;
-    var H = yDep + (deps.length ? deps.length * 16 + 8 : 0) + 6;
+    // the bottom row is the "recording ended" label's, below every lane
+    var H = yDep + (deps.length ? deps.length * 16 + 8 : 0) + 6 + 14;
     var svg = s('svg', { class: 'timeline', viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': 'Timeline of ' + pd.ns + '/' + pd.name });
     var defs = s('defs', null, s('pattern', { id: 'hatch-' + pd.i, width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' },
       s('rect', { width: 6, height: 6, fill: '#fbe3e3' }), s('line', { x1: 0, y1: 0, x2: 0, y2: 6, stroke: '#e39a9a', 'stroke-width': 3 })));
@@ -756,18 +791,16 @@
     lane(yEv + 13, 'events');
     if (deps.length) lane(yDep + 11, 'dependents');
 
-    // phases as bands, from each phase to the next
-    var phs = d.phases.filter(function (ph) { return ph.name.indexOf('still present') !== 0; }).slice().sort(function (a, b) { return a.t - b.t; });
-    var endOfLife = d.end;
-    phs.forEach(function (ph) { if (ph.name === 'deleted') endOfLife = ph.t; });
-    phs.forEach(function (ph, i) {
-      var from = x(ph.t), to = x(i + 1 < phs.length ? phs[i + 1].t : endOfLife);
-      var cls = PHASE_CLASS[ph.name] || 'other';
-      var w = Math.max(to - from, ph.name === 'deleted' ? 3 : 1.5);
+    bands.forEach(function (b) {
+      var ph = b.ph, cls = PHASE_CLASS[ph.name] || 'other';
       var g = s('g', null, title(clock(ph.t) + '  ' + ph.name + (ph.detail ? ': ' + ph.detail : '') + (ph.actor ? ' (by ' + ph.actor + ')' : '')),
-        s('rect', { class: 'ph ph-' + cls, x: fx(from), y: yPh, width: fx(w), height: 26, rx: 2 }));
-      if (w > ph.name.length * 6.3 + 10) g.appendChild(s('text', { class: 'ph-label', x: fx(from + 5), y: yPh + 17 }, ph.name));
-      else if (w > 14) g.appendChild(s('text', { class: 'ph-label', x: fx(from + 4), y: yPh + 17 }, ph.name.slice(0, Math.max(1, Math.floor((w - 8) / 6.3)))));
+        s('rect', { class: 'ph ph-' + cls, x: fx(b.from), y: yPh, width: fx(b.w), height: 26, rx: 2 }));
+      if (b.row < 0) g.appendChild(s('text', { class: 'ph-label', x: fx(b.lx), y: yPh + 17 }, ph.name));
+      else if (b.row < 2) {
+        var ly = yPh + 26 + 11 + b.row * 13;
+        g.appendChild(s('line', { class: 'ph-lead', x1: fx(b.from + b.w / 2), x2: fx(b.from + b.w / 2), y1: yPh + 26, y2: ly - 8 }));
+        g.appendChild(s('text', { class: 'ph-label out', x: fx(b.lx), y: ly }, ph.name));
+      }
       svg.appendChild(g);
     });
 
@@ -779,15 +812,15 @@
       lane(yTerm + 12, 'terminating');
       svg.appendChild(s('g', null, title(label),
         s('rect', { class: stuck ? 'stuck' : 'term-done', x: fx(tx0), y: yTerm, width: fx(Math.max(tx1 - tx0, 2)), height: 16, rx: 2, fill: stuck ? 'url(#hatch-' + pd.i + ')' : null })));
-      var lw = label.length * 6.2;
-      var lx = tx1 - tx0 > lw + 12 ? tx0 + 6 : Math.max(L, tx0 - lw - 6);
+      var lw = label.length * 6.8;
+      var lx = tx1 - tx0 > lw + 12 ? tx0 + 6 : Math.min(Math.max(L, tx0 - lw - 6), W - R - lw);
       svg.appendChild(s('text', { class: stuck ? 'stuck-label' : 'end-label', x: fx(lx), y: yTerm + 12 }, label));
       svg.appendChild(s('line', { class: 'deletion-line', x1: fx(tx0), x2: fx(tx0), y1: yAxis, y2: H - 4 }));
     }
     // recording end
     var ex = fx(x(d.end));
     svg.appendChild(s('line', { class: 'end-line', x1: ex, x2: ex, y1: yAxis, y2: H - 4 }));
-    svg.appendChild(s('g', null, title('recording ended ' + stamp(d.end)), s('text', { class: 'end-label', x: ex - 3, y: H - 8, 'text-anchor': 'end' }, 'recording ended')));
+    svg.appendChild(s('g', null, title('recording ended ' + stamp(d.end)), s('text', { class: 'end-label', x: ex - 3 < 100 ? ex + 3 : ex - 3, y: H - 5, 'text-anchor': ex - 3 < 100 ? 'start' : 'end' }, 'recording ended')));
 
     // revisions as ticks; silence after the last one when the pod is stuck
     d.steps.forEach(function (st) {
@@ -795,7 +828,7 @@
       var tx = fx(x(st.t)), tall = st.phases.length || isDeletionStep(st);
       var who = st.actors.map(function (a) { return a.who; }).join(' and ');
       svg.appendChild(s('line', { class: cls, x1: tx, x2: tx, y1: tall ? yRev : yRev + 5, y2: yRev + 22, onclick: function () { gotoRev(pd, st.seq); } },
-        title('#' + st.seq + '  ' + clock(st.t) + '  ' + st.type.toLowerCase() + ' by ' + who + ': ' + st.changes.length + ' changes' + (st.phases.length ? ' [' + st.phases.join(', ') + ']' : ''))));
+        title('#' + st.seq + '  ' + clock(st.t) + '  ' + st.type.toLowerCase() + ' by ' + who + ': ' + plural(st.changes.length, 'change') + (st.phases.length ? ' [' + st.phases.join(', ') + ']' : ''))));
     });
     var last = d.steps[d.steps.length - 1];
     if (last && pd.outcome === 'Terminating' && x(d.end) - x(last.t) > 40) {
@@ -824,8 +857,9 @@
         g.appendChild(s('path', { class: 'dep-x', d: 'M' + fx(b - 4) + ' ' + (y - 4) + 'l8 8m0 -8l-8 8' }));
       }
       var name = x2.kind + ' ' + x2.name;
-      if (name.length > 48) name = name.slice(0, 47) + '\u2026';
-      var after = b + 8 + name.length * 5.6 < W - R;
+      var fit = Math.min(48, Math.floor((W - R - (b + 8 + name.length * 5.8 < W - R ? b + 8 : a)) / 5.8));
+      if (name.length > fit) name = name.slice(0, Math.max(fit - 1, 1)) + '\u2026';
+      var after = b + 8 + name.length * 5.8 < W - R;
       g.appendChild(s('text', { class: 'dep-label', x: fx(after ? b + 8 : a), y: y + (after ? 4 : -4), 'text-anchor': after ? 'start' : 'start' }, name));
       svg.appendChild(g);
     });

@@ -459,7 +459,7 @@ func loadavg() string {
 	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
-var summaryRE = regexp.MustCompile(`recorded \d+ revisions of \d+ objects .*`)
+var summaryRE = regexp.MustCompile(`recorded \d+ revisions? of \d+ objects? .*`)
 
 func podtraceSummary(logPath string) (string, error) {
 	f, err := os.Open(logPath)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/podtrace/podtrace/store"
@@ -50,10 +51,9 @@ type Skip struct {
 	// Reason is counted in summaries, e.g. "not about a pod".
 	Reason string
 	// Warning, when set, is worth telling the user (damage in the log);
-	// callers prefix it with the file and line number.
+	// callers prefix it with the file and line number, and limit the
+	// warnings they print per Reason.
 	Warning string
-	// Class groups warnings for rate limiting.
-	Class string
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event that Parse reads.
@@ -113,13 +113,13 @@ func Parse(line []byte, want Want) (Event, *Skip) {
 func parseFull(b []byte, want Want) (Event, *Skip) {
 	var ev auditEvent
 	if err := json.Unmarshal(b, &ev); err != nil {
-		return Event{}, &Skip{Reason: "malformed JSON", Class: "malformed", Warning: fmt.Sprintf("not a JSON audit event (%v); skipped", err)}
+		return Event{}, &Skip{Reason: "malformed JSON", Warning: fmt.Sprintf("not a JSON audit event (%v); skipped", err)}
 	}
 	if ev.Kind != Kind || ev.APIVersion != APIVersion {
-		return Event{}, &Skip{Reason: "not an audit.k8s.io/v1 Event", Class: "apiVersion", Warning: fmt.Sprintf("%s %q is not an audit.k8s.io/v1 Event; skipped", ev.APIVersion, ev.Kind)}
+		return Event{}, &Skip{Reason: "not an audit.k8s.io/v1 Event", Warning: describe(ev.APIVersion, ev.Kind) + ": only audit.k8s.io/v1 Events are read; skipped"}
 	}
 	if ev.AuditID == "" || ev.StageTimestamp.IsZero() {
-		return Event{}, &Skip{Reason: "no auditID or stageTimestamp", Class: "incomplete", Warning: "audit event without auditID or stageTimestamp; skipped"}
+		return Event{}, &Skip{Reason: "no auditID or stageTimestamp", Warning: "audit event without auditID or stageTimestamp; skipped"}
 	}
 	if ev.Stage != "ResponseComplete" {
 		return Event{}, &Skip{Reason: "stage " + ev.Stage + " (only ResponseComplete is kept)"}
@@ -158,6 +158,41 @@ func parseFull(b []byte, want Want) (Event, *Skip) {
 		out.ResourceVersion = resp.Metadata.ResourceVersion
 	}
 	return out, nil
+}
+
+// describe names what a JSON object of apiVersion and kind is, for a
+// warning: "apiVersion audit.k8s.io/v1beta1, kind Event".
+func describe(apiVersion, kind string) string {
+	switch {
+	case apiVersion == "" && kind == "":
+		return "a JSON object without apiVersion or kind"
+	case apiVersion == "":
+		return fmt.Sprintf("no apiVersion, kind %s", kind)
+	case kind == "":
+		return fmt.Sprintf("apiVersion %s, no kind", apiVersion)
+	}
+	return fmt.Sprintf("apiVersion %s, kind %s", apiVersion, kind)
+}
+
+// IsEvent reports whether line is an audit event of any audit.k8s.io
+// version (a JSON object of kind Event): kept or not, it is a line of an
+// audit log. A file none of whose lines is one is not an audit log.
+func IsEvent(line []byte) bool {
+	b := bytes.TrimSpace(line)
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	var kind, apiVersion string
+	if h, ok := scanHeader(b); ok {
+		kind, apiVersion = string(h.kind), string(h.apiVersion)
+	} else {
+		var tm struct{ Kind, APIVersion string }
+		if json.Unmarshal(b, &tm) != nil {
+			return false
+		}
+		kind, apiVersion = tm.Kind, tm.APIVersion
+	}
+	return kind == Kind && strings.HasPrefix(apiVersion, "audit.k8s.io/")
 }
 
 // Record returns the record of ev, read from line, about the pod with

@@ -156,3 +156,38 @@ func TestHeaderSkipAgreesWithFullDecode(t *testing.T) {
 		t.Errorf("the header pass judged only %d of %d lines: it saves nothing", judged, len(variants))
 	}
 }
+
+func TestIsEvent(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want bool
+	}{
+		{`{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete"}`, true},
+		{`{"apiVersion":"audit.k8s.io/v1beta1","kind":"Event"}`, true},
+		{`  {"kind":"Event","apiVersion":"audit.k8s.io/v1","objectRef":{"name":"a\"b"}}  `, true},
+		{`{"kind":"Event","apiVersion":"v1","reason":"Scheduled"}`, false}, // a core Event, not an audit event
+		{`{"kind":"Pod","apiVersion":"v1"}`, false},
+		{`{"kind":`, false},
+		{`apiVersion: audit.k8s.io/v1`, false},
+		{`kind: Event`, false},
+		{``, false},
+		{`[1,2]`, false},
+	} {
+		if got := IsEvent([]byte(tc.line)); got != tc.want {
+			t.Errorf("IsEvent(%q) = %v, want %v", tc.line, got, tc.want)
+		}
+	}
+}
+
+func TestSkipWarnings(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"kind":"Event","apiVersion":"audit.k8s.io/v1beta1"}`, "apiVersion audit.k8s.io/v1beta1, kind Event: only audit.k8s.io/v1 Events are read; skipped"},
+		{`{"metadata":{}}`, "a JSON object without apiVersion or kind: only audit.k8s.io/v1 Events are read; skipped"},
+		{`{"kind":"Pod"}`, "no apiVersion, kind Pod: only audit.k8s.io/v1 Events are read; skipped"},
+	} {
+		_, skip := Parse([]byte(tc.line), nil)
+		if skip == nil || skip.Warning != tc.want {
+			t.Errorf("Parse(%q) warning %+v, want %q", tc.line, skip, tc.want)
+		}
+	}
+}

@@ -10,14 +10,57 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 )
 
-// Version is podtrace's version, set at build time with -ldflags -X.
-var Version = "v0.1.0-dev"
+// Version is podtrace's version, set at build time with -ldflags -X (make
+// build and make install: the newest v* tag, else v0.1.0-dev+COMMIT). A
+// plain go build or go install reads it from the build info instead:
+// the module's version, or the commit it was built from (buildVersion).
+var Version = devVersion
+
+const devVersion = "v0.1.0-dev"
+
+func init() {
+	if Version == devVersion {
+		info, ok := debug.ReadBuildInfo()
+		if ok {
+			Version = buildVersion(info)
+		}
+	}
+}
+
+// buildVersion is the version of a binary built without -ldflags -X: its
+// module's version (go install ...@v0.2.0, or the pseudo-version Go
+// derives from the commit of a checkout, v0.0.0-20261202071307-5fb427bf33b5),
+// else devVersion with the commit (+0123456789ab, .dirty if the tree had
+// changes), else devVersion (go test, -buildvcs=false, a git worktree, or
+// a build outside a checkout).
+func buildVersion(info *debug.BuildInfo) string {
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = ".dirty"
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		return devVersion
+	}
+	return devVersion + "+" + rev + dirty
+}
 
 // Streams are the command's standard streams.
 type Streams struct {
@@ -74,11 +117,77 @@ func Run(ctx context.Context, args []string, streams Streams) error {
 		After:                prof.stop,
 		// Errors are printed once, by Main.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return &UsageError{Err: err}
-		},
+		OnUsageError:   onUsageError("podtrace"),
+	}
+	// Without a command: the help. With an unknown one, an error (urfave's
+	// default runs the help on it: "No help topic for 'x'").
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return unknownCommand(c.Args().First(), app.Commands)
+		}
+		return cli.ShowAppHelp(c)
 	}
 	return app.RunContext(ctx, interspersed(app.Commands, args))
+}
+
+// onUsageError turns urfave's flag errors into UsageErrors that say where
+// the usage is, kubectl style: "unknown flag --x, see podtrace diff --help".
+func onUsageError(command string) cli.OnUsageErrorFunc {
+	return func(_ *cli.Context, err error, _ bool) error {
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			msg = "unknown flag " + dashed(name)
+		} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+			msg = "flag " + dashed(name) + " needs a value"
+		}
+		return &UsageError{Err: fmt.Errorf("%s, see %s --help", msg, command)}
+	}
+}
+
+// dashed writes a flag's name as it is typed: -n, --namespace.
+func dashed(name string) string {
+	name = strings.TrimLeft(name, "-")
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// unknownCommand says that name is no command, and which one was likely
+// meant: a command it is a prefix of, or one a typo or two away.
+func unknownCommand(name string, cmds []*cli.Command) error {
+	var guess []string
+	for _, c := range cmds {
+		if strings.HasPrefix(c.Name, name) || editDistance(name, c.Name) <= 2 {
+			guess = append(guess, c.Name)
+		}
+	}
+	hint := ""
+	if len(guess) > 0 {
+		hint = " (did you mean " + strings.Join(guess, " or ") + "?)"
+	}
+	return &UsageError{Err: fmt.Errorf("unknown command %q%s, see podtrace --help", name, hint)}
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // interspersed moves a command's flags before its arguments, so that
@@ -118,7 +227,12 @@ func interspersed(cmds []*cli.Command, args []string) []string {
 		}
 		flags = append(flags, a)
 		name := strings.TrimLeft(a, "-")
-		if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
+		if !strings.Contains(name, "=") && takesValue[name] {
+			if i+1 == len(rest) {
+				// Its value is missing: the flag last, for urfave to say
+				// so (before "--", it would take "--" for its value).
+				return append([]string{args[0], args[1]}, flags...)
+			}
 			i++
 			flags = append(flags, rest[i])
 		}
@@ -142,7 +256,14 @@ func commands(streams Streams) []*cli.Command {
 		compareCommand(streams),
 	}
 	for _, c := range cmds {
-		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return &UsageError{Err: err} }
+		c.OnUsageError = onUsageError("podtrace " + c.Name)
+		for _, f := range c.Flags {
+			// "(default: false)" contradicts a flag whose usage says what
+			// it does when not given.
+			if b, ok := f.(*cli.BoolFlag); ok {
+				b.DisableDefaultText = true
+			}
+		}
 	}
 	return cmds
 }

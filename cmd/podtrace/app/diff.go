@@ -10,6 +10,7 @@ import (
 
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/report"
+	"github.com/podtrace/podtrace/store"
 )
 
 // podOptions are the options of the commands that show one pod: diff and
@@ -23,6 +24,7 @@ type podOptions struct {
 	color        string
 	allFields    bool
 	showDefaults bool
+	follow       bool
 	redact       redactFlags
 
 	pod string // the argument
@@ -39,14 +41,14 @@ func (o *podOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "uid", Destination: &o.uid, Usage: "pick one incarnation of a pod name that was deleted and re-created (a UID or its prefix)"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text or json"},
 		&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto (on a terminal), always or never"},
-		&cli.BoolFlag{Name: "show-defaults", Destination: &o.showDefaults, Usage: "in the admission section, also show what defaulting and the owning controller set"},
+		&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Destination: &o.follow, Usage: "then keep reading the trace (one being recorded) every second and print what lands about the pod, until Ctrl-C"},
 	}, o.redact.flags()...)
 }
 
 // Complete fills the pod argument.
 func (o *podOptions) Complete(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usagef("%s takes exactly one pod name (got %d arguments): podtrace %s POD [-n NAMESPACE]", c.Command.Name, c.NArg(), c.Command.Name)
+		return usagef("%s takes exactly one pod name or workload (got %d arguments): podtrace %s POD|deploy/NAME [-n NAMESPACE]", c.Command.Name, c.NArg(), c.Command.Name)
 	}
 	o.pod = c.Args().First()
 	return nil
@@ -67,6 +69,9 @@ func (o *podOptions) Validate() error {
 	if o.db == "" {
 		return usagef("--db must name a trace file")
 	}
+	if o.follow && o.output != "text" {
+		return usagef("--follow prints text: drop -o %s", o.output)
+	}
 	return o.redact.Complete()
 }
 
@@ -77,12 +82,20 @@ func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
 		return nil, err
 	}
 	defer db.Close()
-	// One pass over the objects finds the pod and the trace's context.
-	ctx, found, err := scanTrace(db, podFilter(o.namespace, o.pod))
+	kind, name, isWorkload, err := workloadArg(o.pod)
 	if err != nil {
 		return nil, err
 	}
-	pod, err := choosePod(db, found[0], o.namespace, o.pod, o.uid, o.streams.ErrOut)
+	opts := diff.Options{Admission: diff.AdmissionOptions{ShowDefaults: o.showDefaults}}
+	if isWorkload {
+		return o.workloadLifecycle(db, kind, name, opts)
+	}
+	// One pass over the objects finds the pod and the trace's context.
+	ctx, found, err := scanTrace(db, podFilter(o.namespace, name))
+	if err != nil {
+		return nil, err
+	}
+	pod, err := choosePod(db, found[0], o.namespace, name, o.uid, o.streams.ErrOut)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +107,7 @@ func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc, err := diff.Replay(in, diff.Options{Admission: diff.AdmissionOptions{ShowDefaults: o.showDefaults}})
+	lc, err := diff.Replay(in, opts)
 	if err != nil {
 		return nil, fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -102,8 +115,47 @@ func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
 	return lc, nil
 }
 
+// maxWorkloadPods bounds how many of a workload's pods, the newest, are
+// replayed to find the one that went wrong.
+const maxWorkloadPods = 100
+
+// workloadLifecycle replays the pods a workload owns and returns the one
+// chooseWorkloadPod picks.
+func (o *podOptions) workloadLifecycle(db *store.DB, kind, name string, opts diff.Options) (*diff.Lifecycle, error) {
+	if o.uid != "" {
+		return nil, usagef("--uid picks an incarnation of a pod name, not a pod of %s", o.pod)
+	}
+	pods, err := workloadPods(db, o.namespace, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) > maxWorkloadPods {
+		fmt.Fprintf(o.streams.ErrOut, "podtrace: %s owns %d recorded pods; looking at the newest %d\n", o.pod, len(pods), maxWorkloadPods)
+		pods = pods[:maxWorkloadPods]
+	}
+	tc, err := loadContext(db)
+	if err != nil {
+		return nil, err
+	}
+	var all []replayed
+	for _, p := range pods {
+		in, err := loadInput(db, tc, p)
+		if err != nil {
+			return nil, err
+		}
+		lc, err := diff.Replay(in, opts)
+		if err != nil {
+			return nil, fmt.Errorf("replay pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		all = append(all, replayed{p, lc})
+	}
+	lc := chooseWorkloadPod(all, o.pod, o.streams.ErrOut).lc
+	o.redact.apply(lc, o.streams)
+	return lc, nil
+}
+
 // action completes and validates the options, replays the pod and hands
-// its lifecycle to render.
+// its lifecycle to render; with --follow, then follows the pod.
 func (o *podOptions) action(render func(*diff.Lifecycle) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if err := o.Complete(c); err != nil {
@@ -116,7 +168,10 @@ func (o *podOptions) action(render func(*diff.Lifecycle) error) cli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		return render(lc)
+		if err := render(lc); err != nil || !o.follow {
+			return err
+		}
+		return o.followPod(c.Context, lc, c.Command.Name == "explain")
 	}
 }
 
@@ -150,9 +205,11 @@ func diffCommand(streams Streams) *cli.Command {
 	return &cli.Command{
 		Name:      "diff",
 		Usage:     "replay a pod's recorded history: what changed, when, and who changed it",
-		ArgsUsage: "POD",
+		ArgsUsage: "POD | deploy/NAME | rs/NAME | job/NAME | sts/NAME | ds/NAME",
 		Flags: append(o.flags(),
-			&cli.BoolFlag{Name: "all-fields", Destination: &o.allFields, Usage: "show every field set at creation, not only images, owners, finalizers and labels"}),
+			&cli.BoolFlag{Name: "all-fields", Destination: &o.allFields, Usage: "show every field set at creation, not only images, owners, finalizers and labels"},
+			// Only diff prints the admission section.
+			&cli.BoolFlag{Name: "show-defaults", Destination: &o.showDefaults, Usage: "in the admission section, also show what defaulting and the owning controller set"}),
 		Action: o.action(func(lc *diff.Lifecycle) error {
 			if o.output == "json" {
 				return writeJSON(streams, lc)
@@ -167,7 +224,7 @@ func explainCommand(streams Streams) *cli.Command {
 	return &cli.Command{
 		Name:      "explain",
 		Usage:     "say why a pod is stuck or how it ended, with the evidence from the recording",
-		ArgsUsage: "POD",
+		ArgsUsage: "POD | deploy/NAME | rs/NAME | job/NAME | sts/NAME | ds/NAME",
 		Flags:     o.flags(),
 		Action: o.action(func(lc *diff.Lifecycle) error {
 			if o.output == "json" {

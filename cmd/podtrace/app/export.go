@@ -8,7 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/podtrace/podtrace/redact"
+	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -119,10 +120,23 @@ func (o *exportOptions) Run() (err error) {
 	for uid, recs := range tc.webhooks {
 		histories[uid] = recs
 	}
+	// The redaction is counted as podtrace report counts it, on the pods'
+	// replayed lifecycles: the values the report of the export shows
+	// redacted. Every copy of them in every record is redacted.
+	var lcs []*diff.Lifecycle
 	for _, p := range pods {
 		in, err := loadInput(src, tc, p)
 		if err != nil {
 			return err
+		}
+		if !o.redact.off {
+			lc, err := o.redactedLifecycle(in)
+			if err != nil {
+				return fmt.Errorf("replay pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
+			if lc != nil {
+				lcs = append(lcs, lc)
+			}
 		}
 		histories[p.UID] = in.Pod
 		for _, e := range append(in.Events, in.Audit...) {
@@ -149,9 +163,8 @@ func (o *exportOptions) Run() (err error) {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
 	recs = dedupe(recs)
 
-	var red *redact.Redactor
 	if !o.redact.off {
-		red = o.redact.redactor
+		red := o.redact.redactor
 		for i := range recs {
 			if recs[i].Object, err = red.RedactObject(recs[i].Object); err != nil {
 				return fmt.Errorf("export record %d (%s %s/%s): %w", recs[i].Seq, recs[i].Kind, recs[i].Namespace, recs[i].Name, err)
@@ -208,12 +221,77 @@ func (o *exportOptions) Run() (err error) {
 	if err != nil {
 		return err
 	}
-	redaction := "redaction off"
-	if red != nil {
-		redaction = "redacted: " + orNothing(redact.Summary(red.Counts()))
+	redaction := "redaction OFF (--no-redact)"
+	if !o.redact.off {
+		redaction = "redaction " + (&report.Trace{Pods: lcs}).Redaction()
 	}
-	fmt.Fprintf(o.streams.ErrOut, "exported %d pods, %d records to %s (%s); %s\n", len(pods), len(recs), o.out, humanBytes(st.Size()), redaction)
+	fmt.Fprintf(o.streams.ErrOut, "exported %s, %s to %s (%s); %s\n",
+		o.which(len(pods)), report.Plural(len(recs), "record"), o.out, humanBytes(st.Size()), redaction)
 	return nil
+}
+
+// which says which pods were exported: all of them unless --pod or -n
+// said which.
+func (o *exportOptions) which(n int) string {
+	pods := report.Plural(n, "pod")
+	switch {
+	case o.pod == "" && o.namespace == "":
+		return "every pod of the trace (" + pods + "; --pod and -n pick some)"
+	case o.pod == "":
+		return "every pod in namespace " + o.namespace + " (" + pods + "; --pod picks one)"
+	case o.namespace == "":
+		return pods + " named " + o.pod
+	}
+	return pods + " named " + o.namespace + "/" + o.pod
+}
+
+// redactedLifecycle replays a pod as the export holds it (inside the
+// window) and redacts it with a redactor of its own: what report counts.
+// Nil when nothing of the pod is in the window.
+func (o *exportOptions) redactedLifecycle(in diff.Input) (*diff.Lifecycle, error) {
+	in.Pod = o.window(in.Pod)
+	if len(in.Pod) == 0 {
+		return nil, nil
+	}
+	in.Events = o.windowEach(in.Events)
+	in.Audit = o.windowEach(in.Audit)
+	related := make(map[string][]store.Record, len(in.Related))
+	for uid, h := range in.Related {
+		related[uid] = o.window(h)
+	}
+	in.Related = related
+	lc, err := diff.Replay(in, diff.Options{})
+	if err != nil {
+		return nil, err
+	}
+	o.redact.redactor.Clone().Redact(lc)
+	lc.DropRevisions()
+	return lc, nil
+}
+
+// windowEach windows records of several objects, each object's history on
+// its own, keeping their order.
+func (o *exportOptions) windowEach(recs []store.Record) []store.Record {
+	if o.from.IsZero() && o.to.IsZero() {
+		return recs
+	}
+	kept := map[uint64]bool{}
+	byUID := map[string][]store.Record{}
+	for _, r := range recs {
+		byUID[r.UID] = append(byUID[r.UID], r)
+	}
+	for _, h := range byUID {
+		for _, r := range o.window(h) {
+			kept[r.Seq] = true
+		}
+	}
+	var out []store.Record
+	for _, r := range recs {
+		if kept[r.Seq] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // window keeps the records of one history inside [from, to], and the last
@@ -257,11 +335,4 @@ func optName(name string) string {
 		return ""
 	}
 	return " named " + name
-}
-
-func orNothing(s string) string {
-	if s == "" {
-		return "nothing needed it"
-	}
-	return s
 }

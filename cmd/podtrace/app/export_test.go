@@ -32,7 +32,7 @@ func runApp(t *testing.T, args ...string) (string, string) {
 func TestExportKeepsFindings(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "export.db")
 	_, summary := runApp(t, "export", "--db", sampleTrace, "-o", out, "-n", "ci", "--pod", "runner-job-1")
-	if !strings.Contains(summary, "exported 1 pods") {
+	if !strings.Contains(summary, "exported 1 pod named ci/runner-job-1,") {
 		t.Errorf("export summary %q", summary)
 	}
 	var orig, exported struct{ Findings []diff.Finding }
@@ -122,5 +122,43 @@ func TestExportRefusesToOverwrite(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(out); string(b) != "keep me" {
 		t.Error("export overwrote an existing file")
+	}
+}
+
+// TestExportCountsRedactionAsReport: export and report of the same trace
+// state the same redaction, in the same words; export says it exported
+// every pod when no --pod or -n picked some.
+func TestExportCountsRedactionAsReport(t *testing.T) {
+	a, b := pod("ci", "job", "000000000009"), pod("ci", "web", "000000000010")
+	for _, p := range []*corev1.Pod{a, b} {
+		p.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: `{"spec":{}}`}
+		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_PASSWORD", Value: "hunter2hunter2"}, {Name: "REGION", Value: "eu-west-9"}}
+		p.Spec.Containers[0].Args = []string{"--api-token", "tokentokentoken"}
+	}
+	src := writeTrace(t, a, b)
+	rep, _ := runApp(t, "report", "--db", src)
+	_, redaction, ok := strings.Cut(rep, "Redaction: ")
+	if !ok {
+		t.Fatalf("the report states no redaction:\n%s", rep)
+	}
+	redaction, _, _ = strings.Cut(redaction, "\n")
+	if !strings.Contains(redaction, "env values") {
+		t.Fatalf("the report redacted no env value (%q): this test proves nothing", redaction)
+	}
+	for _, tc := range []struct {
+		args  []string
+		which string
+	}{
+		{nil, "exported every pod of the trace (2 pods; --pod and -n pick some), "},
+		{[]string{"-n", "ci"}, "exported every pod in namespace ci (2 pods; --pod picks one), "},
+		{[]string{"-n", "ci", "--pod", "web"}, "exported 1 pod named ci/web, "},
+	} {
+		_, summary := runApp(t, append([]string{"export", "--db", src, "-o", filepath.Join(t.TempDir(), "export.db")}, tc.args...)...)
+		if !strings.HasPrefix(summary, tc.which) {
+			t.Errorf("export %v summary %q, want it to start %q", tc.args, summary, tc.which)
+		}
+		if len(tc.args) < 4 && !strings.HasSuffix(summary, "; redaction "+redaction+"\n") {
+			t.Errorf("export %v summary %q, want the report's redaction %q", tc.args, summary, redaction)
+		}
 	}
 }

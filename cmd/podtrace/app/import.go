@@ -104,6 +104,12 @@ func (s *importStats) skip(reason string) { s.Skipped[reason]++ }
 // Run imports the logs.
 func (o *importOptions) Run() error {
 	began := time.Now()
+	// Before the trace is opened: a wrong file adds nothing, half or whole.
+	for _, path := range o.logs {
+		if err := checkAuditLog(path, o.streams.ErrOut); err != nil {
+			return err
+		}
+	}
 	// Each audit event is an object of its own, written once: caching its
 	// last revision (a delta base for the next) would only hold memory.
 	db, err := store.Open(o.db, store.Options{Timeout: 10 * time.Second, Version: Version, CacheBytes: 1 << 20})
@@ -131,8 +137,8 @@ func (o *importOptions) Run() error {
 	s := imp.stats
 	elapsed := time.Since(began)
 	mbs := float64(s.Bytes) / (1 << 20) / max(elapsed.Seconds(), 1e-6)
-	fmt.Fprintf(o.streams.Out, "imported %d files, %d lines (%.1f MB) in %s (%.1f MB/s): %d events kept\n",
-		s.Files, s.Lines, float64(s.Bytes)/(1<<20), elapsed.Round(time.Millisecond), mbs, s.Kept)
+	fmt.Fprintf(o.streams.Out, "imported %s, %s (%.1f MB) in %s (%.1f MB/s): %s kept\n",
+		plural(s.Files, "file"), plural(s.Lines, "line"), float64(s.Bytes)/(1<<20), elapsed.Round(time.Millisecond), mbs, plural(s.Kept, "event"))
 	reasons := make([]string, 0, len(s.Skipped))
 	for r := range s.Skipped {
 		reasons = append(reasons, r)
@@ -142,6 +148,61 @@ func (o *importOptions) Run() error {
 		fmt.Fprintf(o.streams.Out, "  skipped %d: %s\n", s.Skipped[r], r)
 	}
 	return nil
+}
+
+// openLog opens an audit log, gunzipping it if it is gzip.
+func openLog(path string) (io.Reader, func(), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	br := bufio.NewReaderSize(f, 256<<10)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return br, func() { f.Close() }, nil // importFile says it is damaged
+		}
+		return zr, func() { zr.Close(); f.Close() }, nil
+	}
+	return br, func() { f.Close() }, nil
+}
+
+// checkAuditLog fails if no line of the file at path is an audit event (of
+// any audit.k8s.io version: a damaged or older log is warned about line by
+// line, not refused). It reads up to the first event: the first line of
+// an audit log.
+func checkAuditLog(path string, warn io.Writer) error {
+	r, closeLog, err := openLog(path)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), auditlog.MaxLine)
+	var first []byte
+	for sc.Scan() {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		if auditlog.IsEvent(b) {
+			return nil
+		}
+		if first == nil {
+			first = bytes.Clone(b)
+		}
+	}
+	if sc.Err() != nil {
+		return nil // damage: importFile counts and warns about it
+	}
+	if first == nil {
+		fmt.Fprintf(warn, "podtrace: warning: %s is empty\n", path)
+		return nil
+	}
+	if len(first) > 80 {
+		first = append(first[:77:77], "..."...)
+	}
+	return fmt.Errorf("%s is not a kube-apiserver audit log: first line is %q; podtrace import reads the JSON lines of audit.k8s.io/v1 Events that the API server writes to its --audit-log-path", path, first)
 }
 
 // auditImporter turns audit events into records of the pods they are about.
@@ -174,7 +235,8 @@ func newAuditImporter(db *store.DB, warn io.Writer) (*auditImporter, error) {
 	return imp, nil
 }
 
-// warnf prints a warning, at most 5 per reason; the summary counts them all.
+// warnf prints a warning, at most 5 per reason (the reason the summary
+// counts the line under); the summary counts them all.
 func (imp *auditImporter) warnf(reason, format string, args ...any) {
 	imp.warned[reason]++
 	if imp.warned[reason] > 5 {
@@ -182,7 +244,7 @@ func (imp *auditImporter) warnf(reason, format string, args ...any) {
 	}
 	fmt.Fprintf(imp.warn, "podtrace: warning: "+format+"\n", args...)
 	if imp.warned[reason] == 5 {
-		fmt.Fprintf(imp.warn, "podtrace: warning: more lines skipped for %s are counted, not shown\n", reason)
+		fmt.Fprintf(imp.warn, "podtrace: warning: no more warnings about lines skipped for %q: the summary counts them all\n", reason)
 	}
 }
 
@@ -214,7 +276,7 @@ func (imp *auditImporter) importFile(path string) error {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			imp.stats.skip("unreadable gzip file")
-			imp.warnf("gzip", "%s: not a readable gzip file (%v); skipped", path, err)
+			imp.warnf("unreadable gzip file", "%s: not a readable gzip file (%v); skipped", path, err)
 			return nil
 		}
 		defer zr.Close()
@@ -233,11 +295,12 @@ func (imp *auditImporter) importFile(path string) error {
 	if err := sc.Err(); err != nil {
 		switch {
 		case errors.Is(err, bufio.ErrTooLong):
-			imp.stats.skip(fmt.Sprintf("line longer than %d MiB (rest of the file)", auditlog.MaxLine>>20))
-			imp.warnf("long", "%s:%d: a line longer than %d MiB; the rest of the file is skipped", path, line+1, auditlog.MaxLine>>20)
+			reason := fmt.Sprintf("line longer than %d MiB (rest of the file)", auditlog.MaxLine>>20)
+			imp.stats.skip(reason)
+			imp.warnf(reason, "%s:%d: a line longer than %d MiB; the rest of the file is skipped", path, line+1, auditlog.MaxLine>>20)
 		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader):
 			imp.stats.skip("truncated or damaged gzip stream (rest of the file)")
-			imp.warnf("truncated", "%s: gzip stream truncated or damaged after line %d (%v); the lines before it are kept", path, line, err)
+			imp.warnf("truncated or damaged gzip stream (rest of the file)", "%s: gzip stream truncated or damaged after line %d (%v); the lines before it are kept", path, line, err)
 		default:
 			return fmt.Errorf("read %s after line %d: %w", path, line, err)
 		}
@@ -261,7 +324,7 @@ func (imp *auditImporter) line(path string, n int, b []byte) error {
 	if skip != nil {
 		imp.stats.skip(skip.Reason)
 		if skip.Warning != "" {
-			imp.warnf(skip.Class, "%s:%d: %s", path, n, skip.Warning)
+			imp.warnf(skip.Reason, "%s:%d: %s", path, n, skip.Warning)
 		}
 		return nil
 	}

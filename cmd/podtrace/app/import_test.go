@@ -92,13 +92,13 @@ func TestImportAuditLog(t *testing.T) {
 	if err != nil {
 		t.Fatalf("import: %v\n%s", err, errOut)
 	}
-	for _, want := range []string{"1 files, 9 lines", ": 5 events kept", "skipped 1: malformed JSON", "skipped 1: not an audit.k8s.io/v1 Event",
+	for _, want := range []string{"1 file, 9 lines", ": 5 events kept", "skipped 1: malformed JSON", "skipped 1: not an audit.k8s.io/v1 Event",
 		"skipped 1: stage ResponseStarted", "skipped 1: not about a pod"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	for _, want := range []string{"audit.log:4: not a JSON audit event", "audit.log:5: audit.k8s.io/v1beta1"} {
+	for _, want := range []string{"audit.log:4: not a JSON audit event", "audit.log:5: apiVersion audit.k8s.io/v1beta1, kind Event: only audit.k8s.io/v1 Events are read"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("warnings lack %q:\n%s", want, errOut)
 		}

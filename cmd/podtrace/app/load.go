@@ -98,6 +98,18 @@ func noSuchPod(db *store.DB, ns, name string) error {
 		}
 		return fmt.Errorf("no pod named %q %s, and no pod at all was recorded there: check -n and --db", name, where)
 	}
+	// A prefix of pod names, or a workload's name: "did you mean".
+	guesses := prefixMatches(pods, name, ns == "")
+	var owners []string
+	for _, k := range [][2]string{{"deploy", "Deployment"}, {"sts", "StatefulSet"}, {"ds", "DaemonSet"}, {"job", "Job"}, {"rs", "ReplicaSet"}} {
+		if w, err := db.Objects(store.ObjectFilter{Kind: k[1], Namespace: ns, Name: name}); err == nil && len(w) > 0 {
+			owners = append(owners, k[0]+"/"+name)
+		}
+	}
+	guesses = append(owners, guesses...)
+	if len(guesses) > 0 {
+		return fmt.Errorf("no pod named %q %s; did you mean %s?", name, where, strings.Join(firstOf(guesses, 5), ", "))
+	}
 	names := map[string]bool{}
 	for _, p := range pods {
 		if ns == "" {

@@ -65,9 +65,6 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.DurationFlag{Name: "duration", Usage: "stop after this long, e.g. 10m (0: until Ctrl-C)", Destination: &o.Duration},
 			&cli.StringFlag{Name: "audit-log", Usage: "follow this kube-apiserver audit log (its --audit-log-path) while recording and keep its events about the recorded pods; read from its end on, through rotation (add older lines with podtrace import)", Destination: &o.AuditLog, TakesFile: true},
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return &UsageError{Err: err}
-		},
 		Action: func(c *cli.Context) error {
 			if err := o.Complete(c); err != nil {
 				return err
@@ -268,8 +265,9 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	if fi, err := os.Stat(o.Out); err == nil {
 		size = humanBytes(fi.Size())
 	}
-	fmt.Fprintf(streams.ErrOut, "recorded %d revisions of %d objects (%d pods, %d events) in %s to %s (%s)\n",
-		st.Revisions, st.Objects, st.Pods, st.Events, stopped.Sub(started).Round(100*time.Millisecond), o.Out, size)
+	fmt.Fprintf(streams.ErrOut, "recorded %s of %s (%s, %s) in %s to %s (%s)\n",
+		plural(st.Revisions, "revision"), plural(st.Objects, "object"), plural(st.Pods, "pod"), plural(st.Events, "event"),
+		stopped.Sub(started).Round(100*time.Millisecond), o.Out, size)
 	sink.mu.Lock()
 	lost := sink.lost
 	sink.mu.Unlock()
@@ -345,8 +343,8 @@ func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, sink 
 		if fi, err := os.Stat(o.Out); err == nil {
 			size = humanBytes(fi.Size())
 		}
-		status.set(fmt.Sprintf("recording: %d objects, %d revisions, %d events, %s, %s (Ctrl-C to stop)",
-			st.Objects, st.Revisions, st.Events, size, last))
+		status.set(fmt.Sprintf("recording: %s, %s, %s, %s, %s (Ctrl-C to stop)",
+			plural(st.Objects, "object"), plural(st.Revisions, "revision"), plural(st.Events, "event"), size, last))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/tracer/auditlog"
 )
@@ -114,7 +115,7 @@ func (f *auditFollower) line(b []byte) error {
 	if skip != nil {
 		f.skip[skip.Reason]++
 		if skip.Warning != "" {
-			f.warnf(skip.Class, "%s: %s", f.path, skip.Warning)
+			f.warnf(skip.Reason, "%s: %s", f.path, skip.Warning)
 		}
 		return nil
 	}
@@ -171,15 +172,16 @@ func (f *auditFollower) send() {
 	f.out = nil // the writer keeps the slice's records
 }
 
-// warnf warns at most 5 times per class; the summary counts them all.
-func (f *auditFollower) warnf(class, format string, args ...any) {
-	f.warned[class]++
-	if f.warned[class] > 5 {
+// warnf warns at most 5 times per reason (the reason the summary counts
+// the line under); the summary counts them all.
+func (f *auditFollower) warnf(reason, format string, args ...any) {
+	f.warned[reason]++
+	if f.warned[reason] > 5 {
 		return
 	}
 	f.warn(fmt.Sprintf(format, args...))
-	if f.warned[class] == 5 {
-		f.warn("more lines skipped for " + class + " are counted, not shown")
+	if f.warned[reason] == 5 {
+		f.warn(fmt.Sprintf("no more warnings about lines skipped for %q: the summary counts them all", reason))
 	}
 }
 
@@ -197,8 +199,8 @@ func (f *auditFollower) summary(w io.Writer) {
 	if st.Rotations+st.Truncations > 0 {
 		rotated = fmt.Sprintf(", followed %s and %s", plural(st.Rotations, "rotation"), plural(st.Truncations, "truncation"))
 	}
-	fmt.Fprintf(w, "audit log %s: %d lines (%s)%s: %d events kept, %d skipped\n",
-		f.path, st.Lines, humanBytes(st.Bytes), rotated, f.kept, skipped)
+	fmt.Fprintf(w, "audit log %s: %s (%s)%s: %s kept, %d skipped\n",
+		f.path, plural(st.Lines, "line"), humanBytes(st.Bytes), rotated, plural(f.kept, "event"), skipped)
 	reasons := make([]string, 0, len(f.skip))
 	for r := range f.skip {
 		reasons = append(reasons, r)
@@ -210,9 +212,4 @@ func (f *auditFollower) summary(w io.Writer) {
 }
 
 // plural formats n things: "1 rotation", "2 rotations".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
+func plural[N int | int64](n N, thing string) string { return report.Plural(n, thing) }

@@ -118,7 +118,7 @@ func (o *reportOptions) Run() error {
 			return fmt.Errorf("write report %q: %w", o.out, err)
 		}
 		st, _ := os.Stat(o.out)
-		fmt.Fprintf(o.streams.ErrOut, "wrote %s report of %d pods to %s (%d bytes)\n", o.format, len(tr.Pods), o.out, st.Size())
+		fmt.Fprintf(o.streams.ErrOut, "wrote %s report of %s to %s (%s)\n", o.format, plural(len(tr.Pods), "pod"), o.out, plural(st.Size(), "byte"))
 	}
 	return nil
 }

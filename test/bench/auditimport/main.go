@@ -239,7 +239,7 @@ func importLog(o options, base, log string) (result, error) {
 		r.maxRSS = ru.Maxrss << 10 // KiB on Linux
 		r.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
 	}
-	m := regexp.MustCompile(`, (\d+) lines .*: (\d+) events kept`).FindStringSubmatch(out.String())
+	m := regexp.MustCompile(`, (\d+) lines? .*: (\d+) events? kept`).FindStringSubmatch(out.String())
 	if m == nil {
 		return r, fmt.Errorf("podtrace import %s: no summary in its output:\n%s", log, out.String())
 	}

@@ -233,7 +233,9 @@ func (s state) supervise(nodes int, auditFile string, timeout time.Duration) err
 	fmt.Fprintf(&summary, "API server %s, nodes %s\n", c.Server, strings.Join(c.Nodes, ", "))
 	fmt.Fprintf(&summary, "logs in %s\n", c.LogDir)
 	if c.AuditLog != "" {
-		fmt.Fprintf(&summary, "audit log %s\n", c.AuditLog)
+		fmt.Fprintf(&summary, "audit log %s\n  (podtrace record --audit-log %s -o trace.db follows it; podtrace import --audit-log adds it afterwards)\n", c.AuditLog, c.AuditLog)
+	} else {
+		fmt.Fprintf(&summary, "no audit log (started without -audit-policy): podtrace's audit evidence is missing\n")
 	}
 	if err := os.WriteFile(s.path("ready"), []byte(summary.String()), 0o644); err != nil {
 		return err
