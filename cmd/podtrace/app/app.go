@@ -139,6 +139,7 @@ func commands(streams Streams) []*cli.Command {
 		reportCommand(streams),
 		exportCommand(streams),
 		importCommand(streams),
+		serveCommand(streams),
 	}
 	for _, c := range cmds {
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return &UsageError{Err: err} }
