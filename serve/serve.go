@@ -256,20 +256,22 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, t time.Ti
 		return
 	}
 	red := s.redactor()
+	if wantsTable(r) {
+		if q.name != "" && len(st.items) == 0 {
+			s.notFound(w, t, q)
+			return
+		}
+		s.writeTable(w, r, t, q, st, red)
+		return
+	}
 	if q.name != "" {
 		if len(st.items) == 0 {
-			writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
-				fmt.Sprintf("%s %q not found at %s", q.res.plural, q.name, t.UTC().Format(time.RFC3339)),
-				&metav1.StatusDetails{Name: q.name, Kind: q.res.plural, Group: q.res.group})
+			s.notFound(w, t, q)
 			return
 		}
 		raw, err := red(st.items[0].Object)
 		if err != nil {
 			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
-			return
-		}
-		if wantsTable(r) {
-			s.writeTable(w, r, t, q, st, [][]byte{raw})
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -282,10 +284,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, t time.Ti
 			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
 			return
 		}
-	}
-	if wantsTable(r) {
-		s.writeTable(w, r, t, q, st, raws)
-		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	head, _ := json.Marshal(struct {
@@ -302,6 +300,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, t time.Ti
 	}
 	buf = append(buf, "]}\n"...)
 	w.Write(buf)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, t time.Time, q query) {
+	writeStatus(w, http.StatusNotFound, metav1.StatusReasonNotFound,
+		fmt.Sprintf("%s %q not found at %s", q.res.plural, q.name, t.UTC().Format(time.RFC3339)),
+		&metav1.StatusDetails{Name: q.name, Kind: q.res.plural, Group: q.res.group})
 }
 
 // redactor returns what redacts one object for one request.
@@ -326,14 +330,25 @@ func (s *Server) state(t time.Time, q query) (state, error) {
 		return st, err
 	}
 	keep := objs[:0]
+	var gone *store.Object // the last deleted by then, for the list's resourceVersion
 	for _, o := range objs {
 		if o.APIVersion != q.res.apiVersion() {
+			continue
+		}
+		if o.Deleted && !o.LastObserved.After(t) {
+			// Gone by then: nothing to decode but the last of them.
+			if gone == nil || o.LastSeq > gone.LastSeq {
+				gone = &o
+			}
 			continue
 		}
 		keep = append(keep, o)
 		if o.FirstObserved.After(t) && (st.start == 0 || o.FirstSeq < st.start) {
 			st.start = o.FirstSeq
 		}
+	}
+	if gone != nil {
+		keep = append(keep, *gone)
 	}
 	revs, err := s.db.At(keep, t)
 	if err != nil {

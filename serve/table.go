@@ -50,8 +50,11 @@ var (
 	}
 )
 
-// writeTable writes the objects (redacted JSON) as a Table of the moment t.
-func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, t time.Time, q query, st state, raws [][]byte) {
+// writeTable writes the selected objects as a Table of the moment t. The
+// cells are computed from the recorded objects (names, states, addresses:
+// nothing redaction hides); each row's object, its metadata by default, is
+// redacted.
+func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, t time.Time, q query, st state, red func([]byte) ([]byte, error)) {
 	tbl := metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}}
 	tbl.ResourceVersion = st.rv
 	switch q.res.kind {
@@ -63,7 +66,8 @@ func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, t time.Time,
 		tbl.ColumnDefinitions = []metav1.TableColumnDefinition{nameColumn, ageColumn}
 	}
 	include := r.URL.Query().Get("includeObject")
-	for _, raw := range raws {
+	for _, it := range st.items {
+		raw := it.Object
 		cells, err := cellsOf(q.res.kind, raw, t)
 		if err != nil {
 			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
@@ -73,7 +77,12 @@ func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, t time.Time,
 		switch include {
 		case "None":
 		case "Object":
-			row.Object = runtime.RawExtension{Raw: raw}
+			b, err := red(raw)
+			if err != nil {
+				writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
+				return
+			}
+			row.Object = runtime.RawExtension{Raw: b}
 		default:
 			var m struct {
 				Metadata json.RawMessage `json:"metadata"`
@@ -87,6 +96,10 @@ func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, t time.Time,
 				APIVersion string          `json:"apiVersion"`
 				Metadata   json.RawMessage `json:"metadata"`
 			}{"PartialObjectMetadata", "meta.k8s.io/v1", m.Metadata})
+			if b, err = red(b); err != nil {
+				writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
+				return
+			}
 			row.Object = runtime.RawExtension{Raw: b}
 		}
 		tbl.Rows = append(tbl.Rows, row)
