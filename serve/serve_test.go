@@ -50,8 +50,8 @@ func trace(t *testing.T) (*store.DB, []store.Record) {
 	pod := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ci", UID: "pod-uid-1", Labels: map[string]string{"app": "web"}, CreationTimestamp: metav1.NewTime(t0.Add(10 * time.Second))},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx", Env: []corev1.EnvVar{{Name: "PASSWORD", Value: "hunter2"}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx", Env: []corev1.EnvVar{{Name: "PASSWORD", Value: "hunter2"}}}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
 	}
 	revs := []podRev{
 		{10 * time.Second, store.Added, func(p *corev1.Pod) {}},
