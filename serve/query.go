@@ -129,6 +129,10 @@ func (m *meta) fieldSet(kind string) fields.Set {
 	return f
 }
 
+// selects reports whether the query has selectors: without them the
+// objects' summaries tell namespace and name, and nothing is parsed.
+func (q *query) selects() bool { return !q.labels.Empty() || !q.fields.Empty() }
+
 func (q *query) matches(m *meta) bool {
 	if q.namespace != "" && m.Metadata.Namespace != q.namespace || q.name != "" && m.Metadata.Name != q.name {
 		return false

@@ -370,13 +370,16 @@ func (s *Server) state(t time.Time, q query) (state, error) {
 		if rev.Type == store.Deleted || rev.Type == store.DeletedUnknown {
 			continue
 		}
-		m, err := parseMeta(rev.Object)
-		if err != nil {
-			return st, fmt.Errorf("%s %s/%s at Seq %d: %w", rev.Kind, rev.Namespace, rev.Name, rev.Seq, err)
+		if q.selects() {
+			m, err := parseMeta(rev.Object)
+			if err != nil {
+				return st, fmt.Errorf("%s %s/%s at Seq %d: %w", rev.Kind, rev.Namespace, rev.Name, rev.Seq, err)
+			}
+			if !q.matches(m) {
+				continue
+			}
 		}
-		if q.matches(m) {
-			st.items = append(st.items, rev)
-		}
+		st.items = append(st.items, rev)
 	}
 	return st, nil
 }

@@ -68,7 +68,7 @@ func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, t time.Time,
 	include := r.URL.Query().Get("includeObject")
 	for _, it := range st.items {
 		raw := it.Object
-		cells, err := cellsOf(q.res.kind, raw, t)
+		cells, md, err := cellsOf(q.res.kind, raw, t)
 		if err != nil {
 			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
 			return
@@ -84,18 +84,20 @@ func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, t time.Time,
 			}
 			row.Object = runtime.RawExtension{Raw: b}
 		default:
-			var m struct {
-				Metadata json.RawMessage `json:"metadata"`
-			}
-			if err := json.Unmarshal(raw, &m); err != nil {
+			// kubectl reads names, namespaces and labels of a row's
+			// object, never its managedFields: they are left out.
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(md, &fields); err != nil {
 				writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
 				return
 			}
+			delete(fields, "managedFields")
+			md, _ = json.Marshal(fields)
 			b, _ := json.Marshal(struct {
 				Kind       string          `json:"kind"`
 				APIVersion string          `json:"apiVersion"`
 				Metadata   json.RawMessage `json:"metadata"`
-			}{"PartialObjectMetadata", "meta.k8s.io/v1", m.Metadata})
+			}{"PartialObjectMetadata", "meta.k8s.io/v1", md})
 			if b, err = red(b); err != nil {
 				writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
 				return
@@ -118,18 +120,56 @@ func since(ts time.Time, t time.Time) string {
 	return duration.HumanDuration(t.Sub(ts))
 }
 
-func cellsOf(kind string, raw []byte, t time.Time) ([]any, error) {
+// cellsOf returns the cells of an object's row at the moment t, and its
+// metadata as recorded.
+func cellsOf(kind string, raw []byte, t time.Time) ([]any, json.RawMessage, error) {
+	var md struct {
+		Name              string       `json:"name"`
+		CreationTimestamp metav1.Time  `json:"creationTimestamp"`
+		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+	}
 	switch kind {
 	case "Pod":
-		var p corev1.Pod
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, fmt.Errorf("pod: %w", err)
+		// What the columns read, not the whole pod: a row costs one parse
+		// of the object, and one of its metadata.
+		var p struct {
+			Metadata json.RawMessage `json:"metadata"`
+			Spec     struct {
+				Containers     []struct{} `json:"containers"`
+				InitContainers []struct {
+					Name          string                         `json:"name"`
+					RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy"`
+				} `json:"initContainers"`
+				NodeName       string                    `json:"nodeName"`
+				ReadinessGates []corev1.PodReadinessGate `json:"readinessGates"`
+			} `json:"spec"`
+			Status corev1.PodStatus `json:"status"`
 		}
-		return podCells(&p, t), nil
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, nil, fmt.Errorf("pod: %w", err)
+		}
+		if err := json.Unmarshal(p.Metadata, &md); err != nil {
+			return nil, nil, fmt.Errorf("pod metadata: %w", err)
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: md.Name, CreationTimestamp: md.CreationTimestamp, DeletionTimestamp: md.DeletionTimestamp},
+			Spec:       corev1.PodSpec{Containers: make([]corev1.Container, len(p.Spec.Containers)), NodeName: p.Spec.NodeName, ReadinessGates: p.Spec.ReadinessGates},
+			Status:     p.Status,
+		}
+		for _, c := range p.Spec.InitContainers {
+			pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy})
+		}
+		return podCells(pod, t), p.Metadata, nil
 	case "Event":
 		var e corev1.Event
+		var m struct {
+			Metadata json.RawMessage `json:"metadata"`
+		}
 		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, fmt.Errorf("event: %w", err)
+			return nil, nil, fmt.Errorf("event: %w", err)
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, nil, fmt.Errorf("event: %w", err)
 		}
 		last := e.LastTimestamp.Time
 		if last.IsZero() {
@@ -139,13 +179,18 @@ func cellsOf(kind string, raw []byte, t time.Time) ([]any, error) {
 			last = e.CreationTimestamp.Time
 		}
 		obj := strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name
-		return []any{since(last, t), e.Type, e.Reason, obj, strings.TrimSpace(e.Message), e.Name}, nil
+		return []any{since(last, t), e.Type, e.Reason, obj, strings.TrimSpace(e.Message), e.Name}, m.Metadata, nil
 	}
-	m, err := parseMeta(raw)
-	if err != nil {
-		return nil, err
+	var m struct {
+		Metadata json.RawMessage `json:"metadata"`
 	}
-	return []any{m.Metadata.Name, since(m.Metadata.CreationTimestamp, t)}, nil
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, nil, err
+	}
+	if err := json.Unmarshal(m.Metadata, &md); err != nil {
+		return nil, nil, err
+	}
+	return []any{md.Name, since(md.CreationTimestamp.Time, t)}, m.Metadata, nil
 }
 
 // podCells are kubectl's columns of a pod (printPod in
