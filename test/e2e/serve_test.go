@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apitypes "k8s.io/apimachinery/pkg/types"
@@ -77,12 +81,47 @@ func TestServe(t *testing.T) {
 	ctx := context.Background()
 	rec := startRecorder(t, c)
 	const ns = "default"
+	// A Deployment in a namespace of its own, a pull Secret deleted while
+	// the pod runs, the pod deleted in the foreground: what kubectl is
+	// asked about below.
+	createNamespace(t, client, "apps", nil)
+	replicas := int32(1)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "apps"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+	if _, err := client.AppsV1().Deployments("apps").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRolledOut(t, client, "apps", "api")
 	pod := simplePod(ns, "web")
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_PASSWORD", Value: "hunter2"}}
-	createPod(t, client, pod)
+	created := createPod(t, client, pod)
 	waitPod(t, client, ns, "web", "ready", podReady)
+	// The recorder keeps the Secrets pods own (as metadata).
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "pull", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "web", UID: created.UID}}},
+		StringData: map[string]string{"token": "s3cret"},
+	}
+	if _, err := client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(time.Second)
-	if err := client.CoreV1().Pods(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+	secretUp := time.Now()
+	time.Sleep(time.Second)
+	if err := client.CoreV1().Secrets(ns).Delete(ctx, "pull", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	fg := metav1.DeletePropagationForeground
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "web", metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "pod deleted", time.Minute, podGone(client, ns, "web"))
@@ -105,12 +144,21 @@ func TestServe(t *testing.T) {
 	if len(hist) < 4 || hist[len(hist)-1].Type != store.Deleted {
 		t.Fatalf("recorded %d revisions of web, the last %s; want its life to its deletion", len(hist), hist[len(hist)-1].Type)
 	}
-	var running time.Time
+	var running, terminating time.Time
 	for _, r := range hist {
 		var p corev1.Pod
-		if err := json.Unmarshal(r.Object, &p); err == nil && podReady(&p) && p.DeletionTimestamp == nil {
+		if err := json.Unmarshal(r.Object, &p); err != nil {
+			t.Fatal(err)
+		}
+		if podReady(&p) && p.DeletionTimestamp == nil {
 			running = r.Observed
 		}
+		if p.DeletionTimestamp != nil && terminating.IsZero() && r.Type != store.Deleted {
+			terminating = r.Observed
+		}
+	}
+	if terminating.IsZero() {
+		t.Fatal("no recorded revision of web has a deletionTimestamp")
 	}
 	if running.IsZero() {
 		t.Fatal("no recorded revision of web is ready")
@@ -288,4 +336,141 @@ func TestServe(t *testing.T) {
 			t.Errorf("nodes at the end through the kubeconfig: %v, %v", l, err)
 		}
 	})
+
+	t.Run("kubectl", func(t *testing.T) {
+		kubectlChecks(t, kubectlPath(t), base, c.Nodes[0], hist, moments{before, running, secretUp, terminating, after})
+	})
+}
+
+// moments are the points of web's life the kubectl checks read.
+type moments struct{ before, running, secretUp, terminating, after time.Time }
+
+// kubectlPath finds kubectl: $PODTRACE_KUBECTL, else the one make kubectl
+// builds beside the control plane; the test is skipped without it.
+func kubectlPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PODTRACE_KUBECTL"); p != "" {
+		return p
+	}
+	dir := os.Getenv(cluster.BinDirEnv)
+	if dir == "" {
+		out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+		if err == nil {
+			dir = filepath.Join(strings.TrimSpace(string(out)), "_output", "bin")
+		}
+	}
+	p := filepath.Join(dir, "kubectl")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no kubectl at %s: run make kubectl (hack/build-kubectl.sh) or set PODTRACE_KUBECTL", p)
+	}
+	return p
+}
+
+func kubectlChecks(t *testing.T, kubectl, base, node string, hist []store.Record, m moments) {
+	run := func(at time.Time, args ...string) (string, error) {
+		t.Helper()
+		argv := append([]string{"--server", base + serve.Path(at)}, args...)
+		out, err := exec.Command(kubectl, argv...).CombinedOutput()
+		return string(out), err
+	}
+	must := func(at time.Time, args ...string) string {
+		t.Helper()
+		out, err := run(at, args...)
+		if err != nil {
+			t.Fatalf("kubectl %s at %s: %v\n%s", strings.Join(args, " "), at.Format(time.RFC3339Nano), err, out)
+		}
+		return out
+	}
+	webRow := regexp.MustCompile(`(?m)^default\s+web\s+(\S+)\s+(\S+)`)
+	for _, tc := range []struct {
+		name  string
+		at    time.Time
+		ready string // "" for no row
+		state string
+	}{{"before", m.before, "", ""}, {"running", m.running, "1/1", "Running"}, {"terminating", m.terminating, "", "Terminating"}, {"after", m.after, "", ""}} {
+		out := must(tc.at, "get", "pods", "-A")
+		row := webRow.FindStringSubmatch(out)
+		switch {
+		case tc.state == "" && row != nil:
+			t.Errorf("get pods -A %s: web is listed:\n%s", tc.name, out)
+		case tc.state != "" && (row == nil || row[2] != tc.state || tc.ready != "" && row[1] != tc.ready):
+			t.Errorf("get pods -A %s: want web %s %s:\n%s", tc.name, tc.ready, tc.state, out)
+		}
+		if !strings.Contains(out, "api-") {
+			t.Errorf("get pods -A %s: the Deployment's pod is missing:\n%s", tc.name, out)
+		}
+	}
+	if out := must(m.running, "get", "pods", "-n", "default", "-o", "wide"); !strings.Contains(out, node) || !strings.Contains(out, "NOMINATED NODE") {
+		t.Errorf("get pods -o wide: want the node %s and the wide columns:\n%s", node, out)
+	}
+	out := must(m.running, "get", "pod", "web", "-o", "yaml")
+	if !strings.Contains(out, "name: web") || strings.Contains(out, "hunter2") {
+		t.Errorf("get pod web -o yaml: want the pod, redacted:\n%s", out)
+	}
+	out = must(m.running, "describe", "pod", "web")
+	if !strings.Contains(out, "Events:") || !strings.Contains(out, "Scheduled") || !strings.Contains(out, node) {
+		t.Errorf("describe pod web: want its events (Scheduled to %s):\n%s", node, out)
+	}
+	if out := must(m.running, "get", "events"); !strings.Contains(out, "pod/web") {
+		t.Errorf("get events: nothing about pod/web:\n%s", out)
+	}
+	if out := must(m.running, "get", "nodes"); !strings.Contains(out, node) {
+		t.Errorf("get nodes: no %s:\n%s", node, out)
+	}
+	if out := must(m.running, "get", "rs,deploy", "-n", "apps"); !strings.Contains(out, "deployment.apps/api") || !strings.Contains(out, "replicaset.apps/api-") {
+		t.Errorf("get rs,deploy -n apps: want the Deployment and its ReplicaSet:\n%s", out)
+	}
+	// The seed case: after the deletion request, the pod is Terminating
+	// on foregroundDeletion and its pull Secret is gone.
+	if out := must(m.terminating, "get", "pod", "web", "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(out, "foregroundDeletion") {
+		t.Errorf("finalizers when terminating: %s, want foregroundDeletion", out)
+	}
+	if out := must(m.secretUp, "get", "secret"); !strings.Contains(out, "pull") {
+		t.Errorf("get secret while web ran: no pull:\n%s", out)
+	}
+	if out := must(m.terminating, "get", "secret"); strings.Contains(out, "pull") {
+		t.Errorf("get secret when web was terminating: pull is still there:\n%s", out)
+	}
+	// -o json at each revision's time is the revision, redacted (kubectl
+	// reindents: compared as JSON values).
+	red, err := diff.NewRedactor(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range hist[:len(hist)-1] {
+		if hist[i+1].Observed.Equal(r.Observed) {
+			continue
+		}
+		got := must(r.Observed, "get", "pod", "web", "-n", "default", "-o", "json", "--show-managed-fields")
+		want, err := red.Clone().RedactObject(r.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := canonical(t, []byte(got)), canonical(t, want); a != b {
+			t.Errorf("get pod web -o json at revision %d:\n got %s\nwant %s", i, a, b)
+		}
+	}
+	// get -w replays the revisions in order.
+	out, _ = run(m.before, "get", "pods", "-n", "default", "-w", "--request-timeout", "5s", "-o", "jsonpath={.metadata.resourceVersion}{\"\\n\"}")
+	var want []string
+	for _, r := range hist {
+		want = append(want, r.ResourceVersion)
+	}
+	if got := strings.Fields(out); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("get -w: resourceVersions %v, want %v", got, want)
+	}
+	if out, err := run(m.running, "delete", "pod", "web"); err == nil || !strings.Contains(out, "read-only recording") {
+		t.Errorf("kubectl delete: %v %s, want the read-only refusal", err, out)
+	}
+}
+
+// canonical is the JSON value of b, re-encoded.
+func canonical(t *testing.T, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
 }
