@@ -399,3 +399,38 @@ func TestInformer(t *testing.T) {
 		t.Errorf("informer: %v, want %s", got, want)
 	}
 }
+
+func TestMoment(t *testing.T) {
+	db, _ := trace(t)
+	srv, err := New(db, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := t0.Add(120 * time.Second)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		err  bool
+	}{
+		{"latest", end, false},
+		{"2026-12-01T10:00:30Z", t0.Add(30 * time.Second), false},
+		{"2026-12-01T11:00:30+01:00", t0.Add(30 * time.Second), false},
+		{"-5m", end.Add(-5 * time.Minute), false},
+		{"10:01", t0.Add(time.Minute), false},
+		{"10:00:30.5", t0.Add(30*time.Second + 500*time.Millisecond), false},
+		{"23:00", time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC), false}, // later than the end: the day before
+		{"5m", time.Time{}, true},
+		{"yesterday", time.Time{}, true},
+	} {
+		got, err := srv.Moment(tc.in)
+		if (err != nil) != tc.err || !got.Equal(tc.want) {
+			t.Errorf("Moment(%q) = %s, %v; want %s (error %v)", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	code, b := get(t, ts.URL+"/api/v1/pods", "")
+	if code != 404 || !strings.Contains(string(b), "pick a moment") {
+		t.Errorf("a path without a moment: %d %s, want a 404 that says how to pick one", code, b)
+	}
+}
