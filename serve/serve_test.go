@@ -434,3 +434,26 @@ func TestMoment(t *testing.T) {
 		t.Errorf("a path without a moment: %d %s, want a 404 that says how to pick one", code, b)
 	}
 }
+
+// TestWatchResumes: a watch from a resourceVersion after the moment (an
+// informer's next watch) sends only what followed it, and knows what was
+// added before it.
+func TestWatchResumes(t *testing.T) {
+	db, hist := trace(t)
+	ts := newServer(t, db, true)
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: ts.URL + at(5*time.Second)})
+	timeout := int64(1)
+	w, err := cs.CoreV1().Pods("ci").Watch(context.Background(), metav1.ListOptions{ResourceVersion: hist[2].ResourceVersion, TimeoutSeconds: &timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var got []string
+	for ev := range w.ResultChan() {
+		got = append(got, string(ev.Type)+" "+ev.Object.(*corev1.Pod).ResourceVersion)
+	}
+	want := []string{"MODIFIED " + hist[3].ResourceVersion, "DELETED " + hist[4].ResourceVersion}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("resumed watch: %v, want %v", got, want)
+	}
+}

@@ -81,7 +81,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, t time.Time, q qu
 		return o.Kind == q.res.kind && o.APIVersion == q.res.apiVersion() &&
 			(q.namespace == "" || o.Namespace == q.namespace) && (q.name == "" || o.Name == q.name)
 	}
-	wallStart := s.opts.Now()
+	wallStart, paceFrom := s.opts.Now(), t
 	after := uint64(0)
 	if st.start > 0 {
 		after = st.start - 1
@@ -103,19 +103,6 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, t time.Time, q qu
 			if !rec.Observed.After(t) {
 				continue
 			}
-			if n, ok := rvNumber(rec.ResourceVersion); hasFrom && ok && n <= from {
-				continue
-			}
-			if s.opts.Speed > 0 {
-				due := wallStart.Add(time.Duration(float64(rec.Observed.Sub(t)) / s.opts.Speed))
-				if d := due.Sub(s.opts.Now()); d > 0 {
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(d):
-					}
-				}
-			}
 			m, err := parseMeta(rec.Object)
 			if err != nil {
 				continue
@@ -135,6 +122,24 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, t time.Time, q qu
 			default:
 				present[rec.UID] = true
 				typ = "ADDED"
+			}
+			// A watch resumed from a resourceVersion (an informer's,
+			// after its last watch ended) has seen the revisions up to
+			// it: they only bring the state up to date, and the pace
+			// starts again from the last of them.
+			if n, ok := rvNumber(rec.ResourceVersion); hasFrom && ok && n <= from {
+				paceFrom, wallStart = rec.Observed, s.opts.Now()
+				continue
+			}
+			if s.opts.Speed > 0 {
+				due := wallStart.Add(time.Duration(float64(rec.Observed.Sub(paceFrom)) / s.opts.Speed))
+				if d := due.Sub(s.opts.Now()); d > 0 {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(d):
+					}
+				}
 			}
 			if !send(typ, rec.Object) {
 				return
