@@ -2,15 +2,18 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -66,50 +69,72 @@ func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, t time.Time,
 		tbl.ColumnDefinitions = []metav1.TableColumnDefinition{nameColumn, ageColumn}
 	}
 	include := r.URL.Query().Get("includeObject")
-	for _, it := range st.items {
-		raw := it.Object
-		cells, md, err := cellsOf(q.res.kind, raw, t)
-		if err != nil {
-			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
-			return
+	// The rows are independent: they are built on every core, each worker
+	// with a redactor of its own.
+	tbl.Rows = make([]metav1.TableRow, len(st.items))
+	errs := make([]error, len(st.items))
+	workers := min(runtime.GOMAXPROCS(0), len(st.items)/64+1)
+	var wg sync.WaitGroup
+	for k := range workers {
+		red := red
+		if k > 0 {
+			red = s.redactor()
 		}
-		row := metav1.TableRow{Cells: cells}
-		switch include {
-		case "None":
-		case "Object":
-			b, err := red(raw)
-			if err != nil {
-				writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
-				return
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := k; i < len(st.items); i += workers {
+				tbl.Rows[i], errs[i] = tableRow(q.res.kind, st.items[i].Object, t, include, red)
 			}
-			row.Object = runtime.RawExtension{Raw: b}
-		default:
-			// kubectl reads names, namespaces and labels of a row's
-			// object, never its managedFields: they are left out.
-			var fields map[string]json.RawMessage
-			if err := json.Unmarshal(md, &fields); err != nil {
-				writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
-				return
-			}
-			delete(fields, "managedFields")
-			md, _ = json.Marshal(fields)
-			b, _ := json.Marshal(struct {
-				Kind       string          `json:"kind"`
-				APIVersion string          `json:"apiVersion"`
-				Metadata   json.RawMessage `json:"metadata"`
-			}{"PartialObjectMetadata", "meta.k8s.io/v1", md})
-			if b, err = red(b); err != nil {
-				writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
-				return
-			}
-			row.Object = runtime.RawExtension{Raw: b}
-		}
-		tbl.Rows = append(tbl.Rows, row)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
+		return
 	}
 	if tbl.Rows == nil {
 		tbl.Rows = []metav1.TableRow{}
 	}
 	writeJSON(w, tbl)
+}
+
+// tableRow is the row of one object at the moment t, with its object as
+// include asks (None, Object, or its metadata by default), redacted.
+func tableRow(kind string, raw []byte, t time.Time, include string, red func([]byte) ([]byte, error)) (metav1.TableRow, error) {
+	cells, md, err := cellsOf(kind, raw, t)
+	if err != nil {
+		return metav1.TableRow{}, err
+	}
+	row := metav1.TableRow{Cells: cells}
+	switch include {
+	case "None":
+	case "Object":
+		b, err := red(raw)
+		if err != nil {
+			return row, err
+		}
+		row.Object = kruntime.RawExtension{Raw: b}
+	default:
+		// kubectl reads names, namespaces and labels of a row's object,
+		// never its managedFields: they are left out.
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(md, &fields); err != nil {
+			return row, err
+		}
+		delete(fields, "managedFields")
+		md, _ = json.Marshal(fields)
+		b, _ := json.Marshal(struct {
+			Kind       string          `json:"kind"`
+			APIVersion string          `json:"apiVersion"`
+			Metadata   json.RawMessage `json:"metadata"`
+		}{"PartialObjectMetadata", "meta.k8s.io/v1", md})
+		if b, err = red(b); err != nil {
+			return row, err
+		}
+		row.Object = kruntime.RawExtension{Raw: b}
+	}
+	return row, nil
 }
 
 // since is kubectl's age of a time at the moment t.
