@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build install example-trace bench-record bench-import cluster-binaries test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build install example-trace bench-record bench-import cluster-binaries kubectl test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -35,12 +35,17 @@ install:
 cluster-binaries:
 	hack/build.sh
 
+## kubectl: kubectl of the control plane's release (hack/kubectl), for the
+## e2e tests of podtrace serve; cached in _output/bin like cluster-binaries.
+kubectl:
+	hack/build-kubectl.sh
+
 ## browser-deps: headless Chromium (Debian package) for the HTML report's browser test.
 browser-deps:
 	hack/ensure-chromium.sh
 
 ## test: every test, unit and integration, on the local control plane.
-test: cluster-binaries browser-deps
+test: cluster-binaries kubectl browser-deps
 	$(GO) vet ./...
 	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
 

@@ -254,6 +254,7 @@ func commands(streams Streams) []*cli.Command {
 		exportCommand(streams),
 		importCommand(streams),
 		compareCommand(streams),
+		serveCommand(streams),
 	}
 	for _, c := range cmds {
 		c.OnUsageError = onUsageError("podtrace " + c.Name)

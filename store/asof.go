@@ -1,0 +1,206 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Revision is the state of one object at a moment: the last record of it
+// observed at or before the moment (Deleted when that record is a
+// deletion), and the Seq of its first record observed after the moment
+// (0: none).
+type Revision struct {
+	Record
+	NextSeq uint64
+}
+
+// At returns, for each of objs, its revision at t: the last record observed
+// at or before t. Objects first observed after t are left out. It reads
+// only the record headers up to t and decodes one revision per object (back
+// to its snapshot), so its cost does not grow with what was recorded after
+// t or with the histories of the objects not asked for.
+func (db *DB) At(objs []Object, t time.Time) ([]Revision, error) {
+	tn := t.UnixNano()
+	var out []Revision
+	err := db.view(func(tx *bolt.Tx) error {
+		ds, err := db.dictSet(tx)
+		if err != nil {
+			return err
+		}
+		records := tx.Bucket(bucketRecords)
+		var bufs [2][]byte
+		for i := range objs {
+			o := &objs[i]
+			if o.FirstObserved.After(t) {
+				continue
+			}
+			var at, next uint64
+			if !o.LastObserved.After(t) {
+				at = o.LastSeq
+			} else if at, next, err = seqAt(records, o, tn); err != nil {
+				return err
+			}
+			if at == 0 {
+				continue
+			}
+			c := records.Cursor()
+			k, v := c.Seek(recordKey(nil, o.num, at))
+			if s, ok := recordSeq(k, o.num); !ok || s != at {
+				return fmt.Errorf("%w: record %s/%d is missing", errValue, o.UID, at)
+			}
+			rev, _, err := decodeBack(c, k, v, ds, o, &bufs)
+			if err != nil {
+				return err
+			}
+			rec, err := decodeHead(o, at, v, rev)
+			if err != nil {
+				return err
+			}
+			out = append(out, Revision{Record: rec, NextSeq: next})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, db.readError("read objects at "+t.Format(time.RFC3339Nano), err)
+	}
+	return out, nil
+}
+
+// seqAt walks the record headers of o and returns the Seq of its last
+// record observed at or before tn (0: none) and of the first after it.
+func seqAt(records *bolt.Bucket, o *Object, tn int64) (at, next uint64, err error) {
+	c := records.Cursor()
+	var prev int64
+	for k, v := c.Seek(numKey(o.num)); k != nil; k, v = c.Next() {
+		seq, ok := recordSeq(k, o.num)
+		if !ok {
+			break
+		}
+		h, err := parseValue(v)
+		if err != nil {
+			return 0, 0, fmt.Errorf("record %s/%d: %w", o.UID, seq, err)
+		}
+		obs := h.observed
+		if h.relTime {
+			obs += prev
+		}
+		prev = obs
+		if obs > tn {
+			return at, seq, nil
+		}
+		at = seq
+	}
+	return at, 0, nil
+}
+
+// decodeHead fills the record of rev, the decoded revision at seq (value v).
+func decodeHead(o *Object, seq uint64, v []byte, rev *revision) (Record, error) {
+	h, err := parseValue(v)
+	if err != nil {
+		return Record{}, err
+	}
+	rec := Record{
+		Seq: seq, Session: h.session, Observed: fromUnixNano(rev.observed), Type: h.typ,
+		APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
+		Refs: slices.Clone(rev.refs), Object: rev.json,
+	}
+	if h.listIdentity {
+		rec.APIVersion, rec.Kind, rec.Namespace, rec.Name = h.apiVersion, h.kind, h.namespace, h.name
+	}
+	if rec.ResourceVersion, err = h.rv.resolve(rec.Object); err != nil {
+		return rec, err
+	}
+	return rec, nil
+}
+
+// ErrStop, returned by ScanAfter's callback, stops the scan without error.
+var ErrStop = errors.New("stop scan")
+
+// ScanAfter is Scan from the first record whose Seq is greater than after,
+// calling fn only with the records of the objects match accepts (match sees
+// the summary before anything is decoded). fn returning ErrStop ends the
+// scan and ScanAfter returns nil.
+func (db *DB) ScanAfter(after uint64, match func(*Object) bool, fn func(Record) error) error {
+	cache := newLRU(db.opts.cacheBytes(), func(r *scanRev) int {
+		if r.prev == nil {
+			return 256
+		}
+		return len(r.prev.json) + 256
+	})
+	skip := map[string]bool{}
+	err := db.view(func(tx *bolt.Tx) error {
+		ds, err := db.dictSet(tx)
+		if err != nil {
+			return err
+		}
+		records := tx.Bucket(bucketRecords)
+		var key []byte
+		c := tx.Bucket(bucketTime).Cursor()
+		for k, num := c.Seek(binary.BigEndian.AppendUint64(nil, after+1)); k != nil; k, num = c.Next() {
+			if len(k) != 8 || len(num) != 4 {
+				return fmt.Errorf("%w: time entry %x: %x", errValue, k, num)
+			}
+			if skip[string(num)] {
+				continue
+			}
+			seq := binary.BigEndian.Uint64(k)
+			key = append(append(key[:0], num...), k...)
+			v := records.Get(key)
+			if v == nil {
+				return fmt.Errorf("%w: the time index names record %x, which is missing", errValue, key)
+			}
+			ent, ok := cache.get(string(num))
+			if !ok {
+				o, err := objectByNum(tx, num)
+				if err != nil {
+					return err
+				}
+				if o == nil {
+					return fmt.Errorf("%w: record %x has no object summary", errValue, key)
+				}
+				if !match(o) {
+					skip[string(num)] = true
+					continue
+				}
+				ent = &scanRev{obj: o}
+				if !isSnapshot(v) || isRelative(v) {
+					if ent.prev, err = revisionBefore(records, ds, o, seq); err != nil {
+						return err
+					}
+				}
+			}
+			rec, err := decodeRecord(ds, ent.obj, seq, v, ent.prev)
+			if err != nil {
+				return err
+			}
+			ent.prev = &revision{json: rec.Object, refs: slices.Clone(rec.Refs), observed: unixNano(rec.Observed)}
+			cache.put(string(num), ent)
+			rec.Object = bytes.Clone(rec.Object)
+			if err := fn(rec); err != nil {
+				return fnError{err}
+			}
+		}
+		return nil
+	})
+	var fe fnError
+	if errors.As(err, &fe) {
+		if errors.Is(fe.err, ErrStop) {
+			return nil
+		}
+		return fe.err
+	}
+	if err != nil {
+		return db.readError("scan", err)
+	}
+	return nil
+}
+
+// isRelative reports whether a records value's observed time is relative to
+// the revision before it.
+func isRelative(v []byte) bool { return len(v) > 1 && v[1]&flagRelTime != 0 }
