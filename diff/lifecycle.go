@@ -172,7 +172,7 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 			step.Actors = creators(pod)
 		}
 		if len(step.Actors) == 0 || deleted && len(step.Changes) == 0 {
-			step.Actors = []Actor{serverActor(step, pod)}
+			step.Actors = []Actor{serverActor(step, prev, pod)}
 		}
 		lc.Steps = append(lc.Steps, step)
 		lc.pods = append(lc.pods, pod)
@@ -196,7 +196,7 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 // bindings and deletions do not touch managedFields. Anything else is
 // unknown: a request that only removed fields leaves no entry, and the
 // managers that lost them did not write.
-func serverActor(step Step, pod *corev1.Pod) Actor {
+func serverActor(step Step, prev, pod *corev1.Pod) Actor {
 	has := func(path string, op Op) bool {
 		for _, c := range step.Changes {
 			if c.Path == path && c.Op == op {
@@ -206,6 +206,9 @@ func serverActor(step Step, pod *corev1.Pod) Actor {
 		return false
 	}
 	switch {
+	case step.Type == store.Initial && prev != nil && len(step.Changes) == 0:
+		// A list after a restart or a relist showed it again as it was.
+		return Actor{Who: "no one", Basis: BasisFieldSemantics, Detail: "unchanged; the recorder listed it again"}
 	case step.Type == store.DeletedUnknown:
 		// Found gone by a list after a gap: neither the request nor the
 		// removal was seen.

@@ -38,6 +38,7 @@ import (
 //	    "strings": ["...", ...], // the strings of this pod alone (see below)
 //	    "namespace": s, "name": s, "uid": "...", "node": s, "outcome": s,
 //	    "end": t, "terminating": "6m30s",
+//	    "gaps": [[start t, end t, text s], ...],  // only if the pod's life has any
 //	    "phases": [[name s, time t, seq, detail s, actor s], ...],
 //	    "steps": [[seq +, time +, type s, resourceVersion +, [actor...], [change...], [phase s...]?], ...],
 //	    "creationDetails": [i, ...],
@@ -897,6 +898,20 @@ func (e *podEncoder) pod(p *diff.Lifecycle) {
 	if p.Terminating != 0 {
 		e.raw(`,"terminating":`)
 		e.json(p.Terminating.String())
+	}
+	if len(p.Gaps) > 0 {
+		e.raw(`,"gaps":[`)
+		for i, g := range p.Gaps {
+			e.sep(i)
+			e.raw("[")
+			e.time(g.Start)
+			e.raw(",")
+			e.time(g.End)
+			e.raw(",")
+			e.str(g.Text())
+			e.raw("]")
+		}
+		e.raw("]")
 	}
 
 	e.raw(`,"phases":[`)

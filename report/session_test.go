@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -37,5 +38,21 @@ func TestSessionEnds(t *testing.T) {
 	}
 	if strings.Contains(out, "0001-01-01") {
 		t.Errorf("report shows a zero time:\n%s", out)
+	}
+}
+
+// A pod's gaps in observation reach the HTML page's data, for its timeline
+// to draw, with their times and words.
+func TestHTMLGaps(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	lc := &diff.Lifecycle{Namespace: "ci", Name: "job", UID: "u1", Outcome: diff.OutcomeGone, RecordingEnd: t0.Add(10 * time.Minute),
+		Steps: []diff.Step{{Seq: 1, Time: t0, Type: store.Added, ResourceVersion: "1"}},
+		Gaps:  []diff.Gap{{Cause: store.GapRecorderDown, Start: t0.Add(time.Minute), End: t0.Add(5 * time.Minute)}}}
+	page := renderHTML(t, &Trace{File: "trace.db", Pods: []*diff.Lifecycle{lc}}, HTMLOptions{})
+	_, data := splitPage(t, page)
+	for _, want := range []string{`"gaps": [`, "nothing observed for 4m0s: no recorder was running"} {
+		if !strings.Contains(data, want) {
+			t.Errorf("the page's data lacks %q:\n%s", want, data)
+		}
 	}
 }

@@ -307,6 +307,7 @@
             ops: a[6].map(function (o) { return { op: str(o[0]), path: str(o[1]), from: str(o[2]), value: str(o[3]) }; }) };
         })
       } : null,
+      gaps: (p.gaps || []).map(function (a) { return { from: a[0], to: a[1], text: str(a[2]) }; }),
       node: str(p.node), end: p.end, terminating: p.terminating || ''
     };
     return pd.d;
@@ -457,6 +458,7 @@
       h('p', { class: 'phasepath' }, pd.path),
       h('h4', null, 'Timeline'),
       timeline(pd, d),
+      d.gaps.length ? h('ul', { class: 'gaps' }, d.gaps.map(function (g) { return h('li', null, h('span', { class: 'mono' }, clock(g.from)), ' gap: ' + g.text); })) : null,
       legend(),
       findings(pd, d),
       admission(pd),
@@ -721,6 +723,7 @@
     d.steps.forEach(function (st) { points.push(st.t); });
     d.events.forEach(function (e) { points.push(e.t); });
     d.deps.forEach(function (dp) { points.push(dp.since, dp.deleted); });
+    d.gaps.forEach(function (g) { points.push(g.from, g.to); });
     var first = d.steps.length ? d.steps[0].t : d.end;
     d.phases.forEach(function (ph) { if (ph.t >= first) points.push(ph.t); });
     var x = timeScale(points, L, W - R, pd.outcome === 'Terminating');
@@ -817,6 +820,13 @@
       svg.appendChild(s('text', { class: stuck ? 'stuck-label' : 'end-label', x: fx(lx), y: yTerm + 12 }, label));
       svg.appendChild(s('line', { class: 'deletion-line', x1: fx(tx0), x2: fx(tx0), y1: yAxis, y2: H - 4 }));
     }
+    // gaps in observation: what happened in them is known only from what
+    // was seen after
+    d.gaps.forEach(function (g) {
+      var gx0 = x(g.from), gx1 = x(g.to);
+      svg.appendChild(s('g', null, title(clock(g.from) + '  ' + g.text),
+        s('rect', { class: 'unobserved', x: fx(gx0), y: yAxis, width: fx(Math.max(gx1 - gx0, 2)), height: H - yAxis - 4 })));
+    });
     // recording end
     var ex = fx(x(d.end));
     svg.appendChild(s('line', { class: 'end-line', x1: ex, x2: ex, y1: yAxis, y2: H - 4 }));
