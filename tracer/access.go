@@ -69,6 +69,7 @@ func (t *Tracer) Preflight(ctx context.Context) error {
 			continue
 		}
 		t.skip[k] = true
+		k.skipped.Store(true)
 		warnings = append(warnings, fmt.Sprintf("%s: not recording %s (%s)", msg, k.what, check))
 	}
 	if len(errs) > 0 {
