@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build install example-trace bench-record bench-import cluster-binaries kubectl test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-import cluster-binaries kubectl test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -29,6 +29,25 @@ install:
 	$(GO) install $(BUILD_FLAGS) ./cmd/podtrace
 	@echo "installed podtrace $(VERSION) in $$(d=$$($(GO) env GOBIN); echo $${d:-$$($(GO) env GOPATH)/bin})"
 
+## image: a static podtrace (CGO_ENABLED=0) as an OCI image on an empty base,
+## built without a container engine (hack/image, go-containerregistry):
+## _output/image/oci (OCI layout) and _output/image/podtrace.tar, which
+## `crane push _output/image/podtrace.tar REGISTRY/podtrace:TAG` sends.
+## Non-root (65532), entrypoint `/podtrace record`. GOARCH=arm64 for arm64.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+IMAGE ?= podtrace:dev
+image:
+	mkdir -p $(OUT)/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/podtrace/podtrace/cmd/podtrace/app.Version=$(VERSION)" -o $(OUT)/image/podtrace ./cmd/podtrace
+	cd hack/image && $(GO) run . -binary ../../$(OUT)/image/podtrace -arch $$($(GO) env GOARCH) -ref $(IMAGE) -layout ../../$(OUT)/image/oci -tar ../../$(OUT)/image/podtrace.tar
+
+## deploy-test: the manifests in deploy/ built with kustomize, applied to the
+## local control plane and recorded with their ServiceAccount's token; and the
+## image test (test/deploy and hack/image are modules of their own).
+deploy-test: cluster-binaries
+	cd test/deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+	cd hack/image && $(GO) vet ./... && $(GO) test -count=1 -timeout 15m ./...
+
 ## cluster-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
 ## and kwok, built from the Go module proxy (hack/kube, hack/kwok); cached in
 ## _output/bin and rebuilt only when the pinned versions change.
@@ -48,6 +67,7 @@ browser-deps:
 test: cluster-binaries kubectl browser-deps
 	$(GO) vet ./...
 	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
+	$(MAKE) deploy-test
 
 ## unit-test: the tests that need no control plane.
 unit-test:

@@ -81,6 +81,7 @@ func (t *Tracer) Preflight(ctx context.Context) error {
 			continue
 		}
 		t.skip[k] = true
+		k.skipped.Store(true)
 		warnings = append(warnings, fmt.Sprintf("%s: not recording %s (%s)", msg, k.what, check))
 	}
 	warnings = append(served, warnings...)

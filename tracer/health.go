@@ -37,8 +37,12 @@ type watchFailures struct {
 // handler returns the watch error handler of kind k's informer.
 func (w *watchErrors) handler(t *Tracer, k *kind) cache.WatchErrorHandlerWithContext {
 	return func(ctx context.Context, _ *cache.Reflector, err error) {
-		if ctx.Err() != nil || errors.Is(err, io.EOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-			return // shutting down, or a watch that ended normally
+		if ctx.Err() != nil {
+			return // shutting down
+		}
+		k.watchErrors.Add(1)
+		if errors.Is(err, io.EOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return // a watch that ended normally
 		}
 		now := time.Now()
 		w.mu.Lock()
@@ -97,6 +101,7 @@ type serverHealth struct {
 	gap func(store.Gap)
 
 	mu       sync.Mutex
+	total    int64 // failed requests in the whole recording
 	failures int
 	since    time.Time // first failure in a row
 	first    string    // its error
@@ -114,6 +119,7 @@ func (h *serverHealth) failed(err error) {
 		h.since, h.first = now, err.Error()
 	}
 	h.failures++
+	h.total++
 	h.last = err.Error()
 	if h.failures < serverFailuresBeforeWarning || now.Sub(h.since) < serverDownBeforeWarning {
 		return
@@ -156,6 +162,17 @@ func (h *serverHealth) open() (store.Gap, bool) {
 		return store.Gap{}, false
 	}
 	return h.outage(), true
+}
+
+// status returns the failed requests so far and, while the API server does
+// not answer, since when; zero when its last request was answered.
+func (h *serverHealth) status() (failed int64, downSince time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failures > 0 {
+		downSince = h.since
+	}
+	return h.total, downSince
 }
 
 // outage is the current outage as a gap without an end; h.mu is held.

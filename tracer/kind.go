@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,10 @@ type kind struct {
 	ifServed bool
 	// informer builds the kind's informer.
 	informer func(t *Tracer, ns string) cache.SharedIndexInformer
+
+	// Counters for Stats (see KindStats).
+	revisions, lists, watches, watchErrors atomic.Int64
+	skipped                                atomic.Bool // Tracer.skip, for Stats
 }
 
 // resource names the kind like kubectl does: "pods", "replicasets.apps".

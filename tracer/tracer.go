@@ -151,6 +151,10 @@ func New(opts Options) (*Tracer, error) {
 		dependents:    map[types.UID]struct{}{},
 		pending:       map[types.UID][]held{},
 	}
+	t.stats.kinds = map[string]*kind{}
+	for _, k := range t.kinds {
+		t.stats.kinds[k.gvk.Kind] = k
+	}
 	if t.clock == nil {
 		t.clock = realClock{}
 	}
@@ -179,6 +183,8 @@ func New(opts Options) (*Tracer, error) {
 	}
 	t.health = &serverHealth{host: cfg.Host, warn: t.warn, now: time.Now, gap: t.gap}
 	cfg.Wrap(t.health.wrap)
+	// Outside the health check's retries: one count per informer request.
+	cfg.Wrap(newRequestCounter(t.kinds).wrap)
 	if t.meta == nil {
 		m, err := metadata.NewForConfig(cfg)
 		if err != nil {
@@ -332,6 +338,16 @@ type Stats struct {
 	Events    int64     // distinct Event objects
 	Revisions int64     // records written
 	LastWrite time.Time // when the sink last accepted a batch; zero if never
+
+	// Kinds are the counters of each kind the tracer may watch, in start
+	// order.
+	Kinds []KindStats
+	// APIServerFailures is the requests that did not reach the API server
+	// or that it answered as unavailable (502, 503, 504), retries included;
+	// APIServerDown is since when it has not answered, zero while it does.
+	// Both stay zero for a Tracer given its clients.
+	APIServerFailures int64
+	APIServerDown     time.Time
 }
 
 // Stats returns the counters; safe to call while Run runs.
@@ -341,7 +357,9 @@ func (t *Tracer) Stats() Stats {
 		Pods:      t.stats.pods.Load(),
 		Events:    t.stats.events.Load(),
 		Revisions: t.stats.revisions.Load(),
+		Kinds:     t.kindStats(),
 	}
+	s.APIServerFailures, s.APIServerDown = t.serverStatus()
 	if ns := t.stats.lastWrite.Load(); ns != 0 {
 		s.LastWrite = time.Unix(0, ns)
 	}

@@ -341,6 +341,19 @@ func TestRunRecordsPodRevisions(t *testing.T) {
 	}
 
 	st := r.Stats()
+	byKind := map[string]int64{}
+	for _, k := range st.Kinds {
+		if k.Revisions > 0 {
+			byKind[k.Kind] = k.Revisions
+		}
+		if !k.Watched {
+			t.Errorf("Stats: %s not watched, want every kind watched", k.Resource)
+		}
+	}
+	if diff := cmp.Diff(map[string]int64{"Pod": 4, "Namespace": 1}, byKind); diff != "" {
+		t.Errorf("Stats: revisions by kind (-want +got):\n%s", diff)
+	}
+	st.Kinds = nil
 	wantStats := Stats{Objects: 3, Pods: 2, Revisions: int64(len(recs)), LastWrite: observedAt}
 	if diff := cmp.Diff(wantStats, st); diff != "" {
 		t.Errorf("Stats (-want +got):\n%s", diff)

@@ -16,6 +16,9 @@ type counters struct {
 	// live holds the UIDs written and not deleted yet, to count objects
 	// once each.
 	live map[string]struct{}
+	// kinds are the watched kinds by Kind, for their revision counts; set
+	// by New and read-only after.
+	kinds map[string]*kind
 }
 
 // count updates the counters after the sink accepted batch.
@@ -37,6 +40,9 @@ func (c *counters) count(batch []store.Record, now time.Time) {
 		}
 		if isDeletion(r.Type) {
 			delete(c.live, r.UID)
+		}
+		if k := c.kinds[r.Kind]; k != nil {
+			k.revisions.Add(1)
 		}
 	}
 	c.revisions.Add(int64(len(batch)))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ type recordOptions struct {
 	Out           string
 	Duration      time.Duration
 	AuditLog      string
+	Listen        string
 
 	args []string // the command line, for the session
 }
@@ -63,6 +65,7 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "record only the pods matching this label selector, e.g. app=web", Destination: &o.Selector},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "trace file to write", Value: o.Out, Destination: &o.Out},
 			&cli.DurationFlag{Name: "duration", Usage: "stop after this long, e.g. 10m (0: until Ctrl-C)", Destination: &o.Duration},
+			&cli.StringFlag{Name: "listen", Usage: "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. 127.0.0.1:9090 or :9090 (port 0: a free one, printed); none by default", Destination: &o.Listen},
 			&cli.StringFlag{Name: "audit-log", Usage: "follow this kube-apiserver audit log (its --audit-log-path) while recording and keep its events about the recorded pods; read from its end on, through rotation (add older lines with podtrace import)", Destination: &o.AuditLog, TakesFile: true},
 		},
 		Action: func(c *cli.Context) error {
@@ -110,6 +113,13 @@ func (o *recordOptions) Validate() error {
 			return usagef("--audit-log %s is a directory; name the file the API server writes (its --audit-log-path)", o.AuditLog)
 		}
 	}
+	if o.Listen != "" {
+		if _, port, err := net.SplitHostPort(o.Listen); err != nil {
+			return usagef("--listen %q: %v; give host:port, e.g. 127.0.0.1:9090, or :9090 for every interface", o.Listen, err)
+		} else if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
+			return usagef("--listen %q: the port must be a number from 0 to 65535", o.Listen)
+		}
+	}
 	if fi, err := os.Stat(o.Out); err == nil && fi.IsDir() {
 		return usagef("--out %q is a directory; name a trace file, e.g. %s", o.Out, strings.TrimSuffix(o.Out, "/")+"/podtrace.db")
 	}
@@ -146,6 +156,17 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		}
 	}()
 
+	// The listener next: a port in use fails before the cluster is asked.
+	var srv *recordServer
+	if o.Listen != "" {
+		if srv, err = listen(o.Listen, o.Out); err != nil {
+			return err
+		}
+		srv.serve()
+		defer srv.shutdown()
+		status.println(fmt.Sprintf("podtrace: serving /metrics, /healthz and /readyz on http://%s", srv.Addr()))
+	}
+
 	cfg, contextName, defaultNS, err := o.restConfig()
 	if err != nil {
 		return err
@@ -170,6 +191,9 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	})
 	if err != nil {
 		return err
+	}
+	if srv != nil {
+		srv.set(cfg.Host, tr, nil, nil)
 	}
 	if err := tr.Preflight(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -215,6 +239,9 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 			w.Close()
 			return err
 		}
+	}
+	if srv != nil {
+		srv.set("", nil, sink, audit)
 	}
 	bg, stopBG := context.WithCancel(context.Background())
 	var bgDone sync.WaitGroup
@@ -397,6 +424,8 @@ type traceSink struct {
 	since   time.Time // when the first of them was observed
 	lost    int       // records dropped in the whole recording
 	fatal   error     // an error that stopped the sink
+	flushed time.Time // when a flush last left nothing pending; zero if never
+	errors  int       // failed flushes in the whole recording
 }
 
 func newTraceSink(w traceWriter, path string, session uint32, warn func(string)) *traceSink {
@@ -473,6 +502,7 @@ func (s *traceSink) flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
+		s.errors++
 		if neverWrites(err) {
 			s.fatal = err
 			return err
@@ -492,6 +522,7 @@ func (s *traceSink) flush() error {
 	if pending > 0 {
 		return nil // a reader holds the file
 	}
+	s.flushed = now
 	s.backlog, s.oldest = 0, time.Time{}
 	if s.dropped > 0 {
 		detail := "a reader held the trace file"
@@ -503,6 +534,33 @@ func (s *traceSink) flush() error {
 		s.dropped, s.dropErr = 0, nil
 	}
 	return nil
+}
+
+// sinkStatus is what the sink tells /metrics and /readyz.
+type sinkStatus struct {
+	Pending     int       // records buffered, not written yet
+	Backlog     int64     // their bytes of JSON
+	Flushed     time.Time // the last flush that left nothing pending
+	Failing     error     // the last flush's error, nil once one works
+	FailedSince time.Time // when the failing flushes began
+	Lost        int       // records dropped in the whole recording
+	WriteErrors int       // failed flushes in the whole recording
+	Dropping    bool      // new records are dropped (past maxBacklog)
+}
+
+func (s *traceSink) status() sinkStatus {
+	pending := s.w.Pending()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := sinkStatus{Pending: pending, Backlog: s.backlog, Flushed: s.flushed, Failing: s.failing,
+		Lost: s.lost, WriteErrors: s.errors, Dropping: s.dropped > 0}
+	if st.Failing == nil {
+		st.Failing = s.fatal
+	}
+	if st.Failing != nil {
+		st.FailedSince = s.failed
+	}
+	return st
 }
 
 // neverWrites reports whether a flush error will come back however often

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/podtrace/podtrace/report"
@@ -39,6 +40,10 @@ type auditFollower struct {
 	kept   int
 	skip   map[string]int
 	warned map[string]int
+
+	// The counts so far, for /metrics: the follower's goroutine updates
+	// them after each poll.
+	linesRead, eventsKept, linesSkipped atomic.Int64
 }
 
 // heldEvent is an audit event waiting for its pod.
@@ -77,6 +82,7 @@ func (f *auditFollower) run(ctx context.Context, every time.Duration) error {
 		}
 		f.retry(false)
 		f.send()
+		f.publish()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -93,6 +99,7 @@ func (f *auditFollower) finish() error {
 	f.tail.Finish()
 	f.retry(true)
 	f.send()
+	f.publish()
 	if cerr := f.tail.Close(); err == nil {
 		err = cerr
 	}
@@ -170,6 +177,17 @@ func (f *auditFollower) send() {
 	f.kept += len(f.out)
 	f.add(f.out)
 	f.out = nil // the writer keeps the slice's records
+}
+
+// publish updates the counts /metrics reads.
+func (f *auditFollower) publish() {
+	f.linesRead.Store(int64(f.tail.Stats().Lines))
+	f.eventsKept.Store(int64(f.kept))
+	skipped := 0
+	for _, n := range f.skip {
+		skipped += n
+	}
+	f.linesSkipped.Store(int64(skipped))
 }
 
 // warnf warns at most 5 times per reason (the reason the summary counts

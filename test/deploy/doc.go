@@ -1,0 +1,2 @@
+// Package deploy proves the manifests in deploy/ on the local control plane.
+package deploy
