@@ -124,8 +124,9 @@ var ErrStop = errors.New("stop scan")
 
 // ScanAfter is Scan from the first record whose Seq is greater than after,
 // calling fn only with the records of the objects match accepts (match sees
-// the summary before anything is decoded). fn returning ErrStop ends the
-// scan and ScanAfter returns nil.
+// the summary before anything is decoded; nil accepts every object). fn
+// returning ErrStop ends the scan and ScanAfter returns nil. Seqs start at
+// 1: ScanAfter(0, nil, fn) is Scan.
 func (db *DB) ScanAfter(after uint64, match func(*Object) bool, fn func(Record) error) error {
 	cache := newLRU(db.opts.cacheBytes(), func(r *scanRev) int {
 		if r.prev == nil {
@@ -164,7 +165,7 @@ func (db *DB) ScanAfter(after uint64, match func(*Object) bool, fn func(Record) 
 				if o == nil {
 					return fmt.Errorf("%w: record %x has no object summary", errValue, key)
 				}
-				if !match(o) {
+				if match != nil && !match(o) {
 					skip[string(num)] = true
 					continue
 				}

@@ -334,67 +334,7 @@ func (e fnError) Error() string { return e.err.Error() }
 // returns that error. fn must not call the DB's methods: it runs inside a
 // read transaction.
 func (db *DB) Scan(fn func(Record) error) error {
-	cache := newLRU(db.opts.cacheBytes(), func(r *scanRev) int {
-		if r.prev == nil {
-			return 256
-		}
-		return len(r.prev.json) + 256
-	})
-	err := db.view(func(tx *bolt.Tx) error {
-		ds, err := db.dictSet(tx)
-		if err != nil {
-			return err
-		}
-		records := tx.Bucket(bucketRecords)
-		var key []byte
-		c := tx.Bucket(bucketTime).Cursor()
-		for k, num := c.First(); k != nil; k, num = c.Next() {
-			if len(k) != 8 || len(num) != 4 {
-				return fmt.Errorf("%w: time entry %x: %x", errValue, k, num)
-			}
-			seq := binary.BigEndian.Uint64(k)
-			key = append(append(key[:0], num...), k...)
-			v := records.Get(key)
-			if v == nil {
-				return fmt.Errorf("%w: the time index names record %x, which is missing", errValue, key)
-			}
-			ent, ok := cache.get(string(num))
-			if !ok {
-				o, err := objectByNum(tx, num)
-				if err != nil {
-					return err
-				}
-				if o == nil {
-					return fmt.Errorf("%w: record %x has no object summary", errValue, key)
-				}
-				ent = &scanRev{obj: o}
-				if !isSnapshot(v) {
-					if ent.prev, err = revisionBefore(records, ds, o, seq); err != nil {
-						return err
-					}
-				}
-			}
-			rec, err := decodeRecord(ds, ent.obj, seq, v, ent.prev)
-			if err != nil {
-				return err
-			}
-			ent.prev = &revision{json: rec.Object, refs: slices.Clone(rec.Refs), observed: unixNano(rec.Observed)}
-			cache.put(string(num), ent)
-			rec.Object = bytes.Clone(rec.Object)
-			if err := fn(rec); err != nil {
-				return fnError{err}
-			}
-		}
-		return nil
-	})
-	var fe fnError
-	if errors.As(err, &fe) {
-		return fe.err
-	}
-	if err != nil {
-		return db.readError("scan", err)
-	}
-	return nil
+	return db.ScanAfter(0, nil, fn)
 }
 
 // revisionBefore decodes the revision of o that precedes seq: back to the
