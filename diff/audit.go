@@ -651,20 +651,8 @@ func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string
 		if d.Webhook == "" {
 			continue
 		}
-		idx := -1
-		for i, w := range f.Suspects {
-			if w.Name == d.Webhook {
-				idx = i
-			}
-		}
-		var w admission.Webhook
-		if idx >= 0 {
-			w = f.Suspects[idx]
-			f.Suspects = append(f.Suspects[:idx], f.Suspects[idx+1:]...)
-		} else {
-			w = admission.Webhook{Kind: "MutatingWebhookConfiguration", Name: d.Webhook, Configuration: configs[d.Webhook], Rules: "(configuration not recorded)"}
-		}
-		f.Suspects = append([]admission.Webhook{w}, f.Suspects...)
+		promoteSuspect(f, func(w admission.Webhook) bool { return w.Name == d.Webhook },
+			admission.Webhook{Kind: "MutatingWebhookConfiguration", Name: d.Webhook, Configuration: configs[d.Webhook], Rules: "(configuration not recorded)"})
 		next := fmt.Sprintf("confirmed by the audit log: webhook %q denied %d %s attempts by %s (%d): fix the webhook so that it allows this request, or take it off the namespace",
 			d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)
 		if d.By == "admission webhook call" {
@@ -675,23 +663,30 @@ func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string
 	}
 }
 
-// confirmPolicy makes the ValidatingAdmissionPolicy that denied d the
-// first suspect, confirmed.
-func confirmPolicy(f *Finding, d DeniedRequests) {
+// promoteSuspect moves the last suspect of f that is accepts to the front,
+// or puts missing there when none is (the audit log names one the trace did
+// not record).
+func promoteSuspect(f *Finding, is func(admission.Webhook) bool, missing admission.Webhook) {
 	idx := -1
 	for i, w := range f.Suspects {
-		if w.Kind == admission.KindValidatingPolicy && w.Name == d.Policy && (d.Binding == "" || w.Configuration == d.Binding) {
+		if is(w) {
 			idx = i
 		}
 	}
-	var w admission.Webhook
+	w := missing
 	if idx >= 0 {
 		w = f.Suspects[idx]
 		f.Suspects = append(f.Suspects[:idx], f.Suspects[idx+1:]...)
-	} else {
-		w = admission.Webhook{Kind: admission.KindValidatingPolicy, Name: d.Policy, Configuration: d.Binding, Rules: "(policy not recorded)"}
 	}
 	f.Suspects = append([]admission.Webhook{w}, f.Suspects...)
+}
+
+// confirmPolicy makes the ValidatingAdmissionPolicy that denied d the
+// first suspect, confirmed.
+func confirmPolicy(f *Finding, d DeniedRequests) {
+	promoteSuspect(f, func(w admission.Webhook) bool {
+		return w.Kind == admission.KindValidatingPolicy && w.Name == d.Policy && (d.Binding == "" || w.Configuration == d.Binding)
+	}, admission.Webhook{Kind: admission.KindValidatingPolicy, Name: d.Policy, Configuration: d.Binding, Rules: "(policy not recorded)"})
 	through := ""
 	if d.Binding != "" {
 		through = " (binding " + d.Binding + ")"
