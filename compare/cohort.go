@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 // Cohort is a set of pods (those a selector or an owner shares) grouped by
@@ -91,7 +91,7 @@ func endingScore(p *profile) int {
 		score--
 	}
 	for _, f := range p.lc.Findings {
-		if f.Severity == diff.Critical {
+		if f.Severity == explain.Critical {
 			score--
 			break
 		}

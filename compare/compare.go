@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/store"
 )
 
 // Side is one of the pods compared: its lifecycle, and what the trace
 // recorded around it that a lifecycle does not carry.
 type Side struct {
-	Lifecycle *diff.Lifecycle
+	Lifecycle *explain.Lifecycle
 	// Webhooks are the trace's admission webhook configurations
 	// (diff.Input.Webhooks); with them, compare tells whether a webhook
 	// that intercepts one pod's requests intercepts the other's.

@@ -16,6 +16,7 @@ import (
 	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/compare"
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 )
@@ -45,7 +46,7 @@ type job struct {
 	pinned        bool      // images rewritten at admission by the webhook
 }
 
-func (j job) lifecycle() *diff.Lifecycle {
+func (j job) lifecycle() *explain.Lifecycle {
 	at := func(s float64) time.Time { return j.at.Add(time.Duration(s * float64(time.Second))) }
 	ts := func(s float64) string { return `"` + at(s).Format(time.RFC3339) + `"` }
 	client := []diff.Actor{{Who: "podtrace-admin", Basis: diff.BasisAuditLog}}
@@ -54,7 +55,7 @@ func (j job) lifecycle() *diff.Lifecycle {
 	if j.pinned {
 		image = "alpine@sha256:d3dfed77bb64"
 	}
-	lc := &diff.Lifecycle{Namespace: j.ns, Name: j.name, UID: j.uid, Node: j.node, RecordingEnd: at(30)}
+	lc := &explain.Lifecycle{Lifecycle: &diff.Lifecycle{Namespace: j.ns, Name: j.name, UID: j.uid, Node: j.node, RecordingEnd: at(30)}}
 	lc.Steps = []diff.Step{
 		{Seq: 1, Time: at(0), Type: store.Added, Actors: client, Phases: []string{diff.PhaseCreated}, Changes: []diff.Change{
 			{Path: "metadata.name", Op: diff.OpAdd, New: j.name},
@@ -97,7 +98,7 @@ func (j job) lifecycle() *diff.Lifecycle {
 	if j.stuck {
 		lc.Outcome, lc.Terminating = "Terminating", diff.Duration(27*time.Second)
 		lc.Phases = append(lc.Phases, diff.Phase{Name: diff.PhaseStillPresent, Time: at(30), Seq: 5})
-		lc.Findings = []diff.Finding{{ID: "stuck-finalizer", Severity: diff.Critical, Headline: `deletion blocked for 27s: finalizer "foregroundDeletion" never removed`,
+		lc.Findings = []explain.Finding{{ID: "stuck-finalizer", Severity: explain.Critical, Headline: `deletion blocked for 27s: finalizer "foregroundDeletion" never removed`,
 			Suspects: []admission.Webhook{{Kind: "MutatingWebhookConfiguration", Configuration: "digester.example.com", Name: hook, FailurePolicy: "Fail", NamespaceSelector: selector}}}}
 	} else {
 		last := diff.Step{Seq: 6, Time: at(3.2), Type: store.Deleted, Actors: []diff.Actor{{Who: "the API server", Basis: diff.BasisFieldSemantics}}, Phases: []string{diff.PhaseDeleted}}

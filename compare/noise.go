@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 // normalizer rewrites what always differs between two pods into the same
@@ -52,7 +52,7 @@ var (
 // newNormalizer builds the rules for one pod: its own name, namespace and
 // UID (and the names made of them), its generated suffix, then the shapes
 // of UIDs, timestamps, IPs, container IDs and API token volumes.
-func newNormalizer(lc *diff.Lifecycle) *normalizer {
+func newNormalizer(lc *explain.Lifecycle) *normalizer {
 	n := &normalizer{}
 	word := func(s string) *regexp.Regexp {
 		// A name inside another name counts (runner-job-1 in
@@ -85,7 +85,7 @@ func newNormalizer(lc *diff.Lifecycle) *normalizer {
 
 // generateName is the pod's metadata.generateName, from its first
 // revision's changes.
-func generateName(lc *diff.Lifecycle) string {
+func generateName(lc *explain.Lifecycle) string {
 	if len(lc.Steps) == 0 {
 		return ""
 	}

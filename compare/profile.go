@@ -13,6 +13,7 @@ import (
 
 	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -21,7 +22,7 @@ import (
 // webhooks in the way, the phases aligned.
 type profile struct {
 	label string
-	lc    *diff.Lifecycle
+	lc    *explain.Lifecycle
 	norm  *normalizer
 
 	created    time.Time

@@ -79,9 +79,9 @@ func (a *Actor) AppendLabel(b []byte) []byte {
 // that lost the field did not write.
 const noManager = "a request that left no field manager; the audit log names the client"
 
-// unknownActor is the actor of a revision that no field manager's entry
+// UnknownActor is the actor of a revision that no field manager's entry
 // and no field's semantics account for.
-func unknownActor(step Step) Actor {
+func UnknownActor(step Step) Actor {
 	for _, c := range step.Changes {
 		if c.Op == OpRemove {
 			return Actor{Who: "unknown", Basis: BasisUnknown, Detail: noManager}
@@ -367,4 +367,20 @@ func (sets *fieldSets) attribute(changes []Change, prev, cur []metav1.ManagedFie
 		actors[i].Detail = w.detail
 	}
 	return actors
+}
+
+// FieldWriter returns the actor whose managedFields entry wrote at this
+// revision (cur, prev the revision before it; see writers) and owns the
+// field at the path, in managedFields (fieldsV1) notation ("f:spec",
+// "f:replicas"), or nil.
+func FieldWriter(prev, cur []metav1.ManagedFieldsEntry, path ...string) *Actor {
+	var sets fieldSets
+	for _, w := range sets.writers(prev, cur) {
+		if w.after.owns(fieldPath(path)) {
+			a := actorOf(w.entry)
+			a.Detail = w.detail
+			return &a
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podtrace/podtrace/internal/tracetest"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -17,9 +18,7 @@ var actorT0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
 // entry is a managedFields entry of an Update at second sec after actorT0.
 func entry(manager, subresource string, sec int, fields string) metav1.ManagedFieldsEntry {
-	t := metav1.NewTime(actorT0.Add(time.Duration(sec) * time.Second))
-	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
-		APIVersion: "v1", FieldsType: "FieldsV1", Time: &t, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	return tracetest.ManagedEntry(manager, subresource, actorT0.Add(time.Duration(sec)*time.Second), fields)
 }
 
 // revisions records pods as the revisions of one pod, the first Added, the

@@ -1,8 +1,6 @@
 package diff
 
 import (
-	"github.com/podtrace/podtrace/admission"
-
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -13,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -95,7 +94,7 @@ func replayAdmission(lc *Lifecycle, in Input, opts AdmissionOptions) *Admission 
 		created = first.Time
 	}
 	adm := &Admission{}
-	nsRecs := namespaceRecords(in, lc.Namespace)
+	nsRecs := in.RelatedNamed("Namespace", lc.Namespace)
 	adm.Webhooks = admission.MatchWebhooks(in.Webhooks, created, admission.PodRequest(admissionv1.Create, "", nil, pod, nsRecs, created))
 
 	asked, source := askedFor(pod, in, created)

@@ -1,8 +1,6 @@
 package diff
 
 import (
-	"github.com/podtrace/podtrace/admission"
-
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podtrace/podtrace/store"
 )
 
 // Audit is what the API server's audit log says about a pod: who made each
@@ -29,6 +29,10 @@ type Audit struct {
 	Patches []WebhookPatch `json:"patches,omitempty"`
 	// PolicyFailures are the admission policies' failed validations.
 	PolicyFailures []PolicyFailures `json:"policyFailures,omitempty"`
+	// Configurations names each mutating webhook's configuration, by
+	// webhook, as the audit annotations give it (for a webhook the trace did
+	// not record).
+	Configurations map[string]string `json:"-"`
 }
 
 // AuditRequest is one successful request about the pod.
@@ -257,12 +261,10 @@ func validationFailures(ev auditEvent) []validationFailure {
 
 // applyAudit reads the pod's audit records, when the trace holds any: it
 // sets lc.Audit, makes the requests the actors of the revisions they
-// produced and compares the CREATE as sent with the pod as stored. It
-// returns the webhooks' configurations, by webhook, that the audit
-// annotations name, for auditFindings.
-func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) map[string]string {
+// produced and compares the CREATE as sent with the pod as stored.
+func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 	if len(in.Audit) == 0 {
-		return nil
+		return
 	}
 	a := &Audit{}
 	byRV := map[string]uint64{}
@@ -328,7 +330,7 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) map[string]strin
 		} else if r.Subresource == "binding" {
 			// A binding answers a Status, not the pod: its revision is
 			// the one that reached the scheduled phase.
-			if p, ok := lc.phase(PhaseScheduled); ok {
+			if p, ok := lc.Phase(PhaseScheduled); ok {
 				r.Seq = p.Seq
 			}
 		}
@@ -357,29 +359,11 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) map[string]strin
 	for i := range a.Patches {
 		a.Patches[i].Configuration = configs[a.Patches[i].Webhook]
 	}
+	a.Configurations = configs
 	lc.Audit = a
 	attributeByAudit(lc, a.Requests)
 	if create != nil {
 		auditAdmission(lc, *create, a.Patches, opts)
-	}
-	return configs
-}
-
-// auditFindings adds the denied requests of lc.Audit to the findings about
-// a finalizer that was never removed, configs naming the webhooks'
-// configurations (applyAudit's). Without audit records it says those
-// findings are inferred.
-func auditFindings(lc *Lifecycle, configs map[string]string) {
-	for i := range lc.Findings {
-		f := &lc.Findings[i]
-		if f.ID != "stuck-finalizer" && f.ID != "finalizer-not-removed" {
-			continue
-		}
-		if lc.Audit == nil {
-			f.Evidence = append(f.Evidence, Evidence{Text: "inferred without the API server's audit log, which would show the requests that failed: podtrace import --audit-log FILE --db TRACE adds it"})
-			continue
-		}
-		auditFinding(f, lc, lc.Audit, configs)
 	}
 }
 
@@ -411,7 +395,7 @@ func attributeByAudit(lc *Lifecycle, reqs []AuditRequest) {
 		if !ok || len(s.Actors) > 1 {
 			continue
 		}
-		a := auditActor(r)
+		a := r.Actor()
 		if len(s.Actors) == 1 {
 			a.Manager, a.Operation = s.Actors[0].Manager, s.Actors[0].Operation
 		}
@@ -431,8 +415,8 @@ func (r AuditRequest) Identity() string { return identity(r.User, r.Impersonated
 // Identity names who the requests acted as, the impersonator after it.
 func (d DeniedRequests) Identity() string { return identity(d.User, d.ImpersonatedUser) }
 
-// auditActor is the actor of a revision that request r produced.
-func auditActor(r AuditRequest) Actor {
+// Actor is the actor of a revision that request r produced.
+func (r AuditRequest) Actor() Actor {
 	user := r.User
 	if r.ImpersonatedUser != "" {
 		user = r.ImpersonatedUser
@@ -627,87 +611,6 @@ func denyingPolicy(message string, vfs []validationFailure) (policy, binding str
 	return "", ""
 }
 
-// auditFinding adds the denied requests to a finding about a finalizer that
-// was never removed, and names the webhook that denied them as the first
-// suspect, confirmed.
-func auditFinding(f *Finding, lc *Lifecycle, a *Audit, configs map[string]string) {
-	policyFailureEvidence(f, a)
-	var writes []DeniedRequests
-	for _, d := range a.Denied {
-		if d.Verb == "update" || d.Verb == "patch" {
-			writes = append(writes, d)
-		}
-	}
-	if len(writes) == 0 {
-		f.Evidence = append(f.Evidence, Evidence{Text: "the imported audit log holds no denied update of the pod: the finalizer's owner did not try to remove it, or the log does not cover that time"})
-		return
-	}
-	for _, d := range writes {
-		f.Evidence = append(f.Evidence, Evidence{Time: d.First, Text: "audit log: " + d.Summary()})
-		if d.Policy != "" {
-			confirmPolicy(f, d)
-			continue
-		}
-		if d.Webhook == "" {
-			continue
-		}
-		promoteSuspect(f, func(w admission.Webhook) bool { return w.Name == d.Webhook },
-			admission.Webhook{Kind: "MutatingWebhookConfiguration", Name: d.Webhook, Configuration: configs[d.Webhook], Rules: "(configuration not recorded)"})
-		next := fmt.Sprintf("confirmed by the audit log: webhook %q denied %d %s attempts by %s (%d): fix the webhook so that it allows this request, or take it off the namespace",
-			d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)
-		if d.By == "admission webhook call" {
-			next = fmt.Sprintf("confirmed by the audit log: the API server could not call webhook %q for %d %s attempts by %s (%d), and its failurePolicy refuses the request then: make the webhook reachable and answer in time, or take it off the namespace",
-				d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)
-		}
-		f.Next = append([]string{next}, f.Next...)
-	}
-}
-
-// promoteSuspect moves the last suspect of f that is accepts to the front,
-// or puts missing there when none is (the audit log names one the trace did
-// not record).
-func promoteSuspect(f *Finding, is func(admission.Webhook) bool, missing admission.Webhook) {
-	idx := -1
-	for i, w := range f.Suspects {
-		if is(w) {
-			idx = i
-		}
-	}
-	w := missing
-	if idx >= 0 {
-		w = f.Suspects[idx]
-		f.Suspects = append(f.Suspects[:idx], f.Suspects[idx+1:]...)
-	}
-	f.Suspects = append([]admission.Webhook{w}, f.Suspects...)
-}
-
-// confirmPolicy makes the ValidatingAdmissionPolicy that denied d the
-// first suspect, confirmed.
-func confirmPolicy(f *Finding, d DeniedRequests) {
-	promoteSuspect(f, func(w admission.Webhook) bool {
-		return w.Kind == admission.KindValidatingPolicy && w.Name == d.Policy && (d.Binding == "" || w.Configuration == d.Binding)
-	}, admission.Webhook{Kind: admission.KindValidatingPolicy, Name: d.Policy, Configuration: d.Binding, Rules: "(policy not recorded)"})
-	through := ""
-	if d.Binding != "" {
-		through = " (binding " + d.Binding + ")"
-	}
-	f.Next = append([]string{fmt.Sprintf("confirmed by the audit log: ValidatingAdmissionPolicy %s%s denied %d %s attempts by %s (%d): change the policy's validations so that they allow this request, or its binding's matchResources so that it does not cover it",
-		d.Policy, through, d.Count, d.Verb, d.Identity(), d.Code)}, f.Next...)
-}
-
-// policyFailureEvidence says which policies' validations failed on the
-// pod's updates without denying them (Audit or Warn only), from the audit
-// annotations.
-func policyFailureEvidence(f *Finding, a *Audit) {
-	for _, pf := range a.PolicyFailures {
-		if pf.Denied || pf.Verb != "update" && pf.Verb != "patch" {
-			continue
-		}
-		f.Evidence = append(f.Evidence, Evidence{Time: pf.First, Text: fmt.Sprintf("audit log: ValidatingAdmissionPolicy %s (binding %s, validationActions %s) failed on %d %s requests by %s that went through: %s",
-			pf.Policy, pf.Binding, strings.Join(pf.ValidationActions, ", "), pf.Count, pf.Verb, pf.User, pf.Message)})
-	}
-}
-
 // Summary says, in one line, what was denied, how often and when.
 func (d DeniedRequests) Summary() string {
 	what := d.Verb
@@ -720,4 +623,33 @@ func (d DeniedRequests) Summary() string {
 	}
 	return fmt.Sprintf("%d %s attempt%s by %s denied (%d): %s, first %s, last %s", d.Count, what, s, d.Identity(), d.Code, d.Message,
 		d.First.UTC().Format("15:04:05"), d.Last.UTC().Format("15:04:05"))
+}
+
+// ReadAudit reads a pod's imported audit events (Input.Audit) as requests:
+// the successful ones, and the refused or failed ones (any response code
+// of 400 or more), consecutive alike failures grouped.
+func ReadAudit(recs []store.Record) (requests []AuditRequest, failed []DeniedRequests) {
+	for _, rec := range recs {
+		var ev auditEvent
+		if json.Unmarshal(rec.Object, &ev) != nil {
+			continue
+		}
+		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
+			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
+		if r.Code >= 400 {
+			d := DeniedRequests{User: r.User, ImpersonatedUser: r.ImpersonatedUser, UserAgent: r.UserAgent, Verb: r.Verb, Subresource: r.Subresource,
+				Code: r.Code, Message: ev.ResponseStatus.Message, Count: 1, First: r.Time, Last: r.Time}
+			if n := len(failed); n > 0 {
+				if p := &failed[n-1]; p.User == d.User && p.Verb == d.Verb && p.Subresource == d.Subresource && p.Code == d.Code && p.Message == d.Message {
+					p.Count++
+					p.Last = d.Last
+					continue
+				}
+			}
+			failed = append(failed, d)
+			continue
+		}
+		requests = append(requests, r)
+	}
+	return requests, failed
 }

@@ -52,13 +52,13 @@ func TestApplyAuditDenied(t *testing.T) {
 		return store.Record{Kind: "Event", APIVersion: "audit.k8s.io/v1", UID: id, Observed: at, ResourceVersion: rv, Object: b}
 	}
 	msg := `admission webhook "digester.podtrace.dev" denied the request: failed to create keychain: secrets "p-pull" not found`
-	lc := &Lifecycle{Steps: []Step{{Seq: 7, ResourceVersion: "301"}}, Findings: []Finding{{ID: "stuck-finalizer"}}}
+	lc := &Lifecycle{Steps: []Step{{Seq: 7, ResourceVersion: "301"}}}
 	in := Input{Audit: []store.Record{
 		ev("a", t0, "delete", 200, "", "301"),
 		ev("b", t0.Add(time.Second), "patch", 500, msg, ""),
 		ev("c", t0.Add(73*time.Second), "patch", 500, msg, ""),
 	}}
-	auditFindings(lc, applyAudit(lc, in, AdmissionOptions{}))
+	applyAudit(lc, in, AdmissionOptions{})
 	if lc.Audit == nil || len(lc.Audit.Requests) != 1 || lc.Audit.Requests[0].Seq != 7 {
 		t.Fatalf("requests: %+v", lc.Audit)
 	}
@@ -66,12 +66,8 @@ func TestApplyAuditDenied(t *testing.T) {
 	if len(lc.Audit.Denied) != 1 || lc.Audit.Denied[0].Summary() != want {
 		t.Fatalf("denied (-want +got):\n-%s\n+%+v", want, lc.Audit.Denied)
 	}
-	f := lc.Findings[0]
-	if len(f.Suspects) != 1 || f.Suspects[0].Name != "digester.podtrace.dev" {
-		t.Errorf("suspects: %+v", f.Suspects)
-	}
-	if len(f.Evidence) != 1 || f.Evidence[0].Text != "audit log: "+want {
-		t.Errorf("evidence: %+v", f.Evidence)
+	if c := lc.Audit.Denied[0]; c.Webhook != "digester.podtrace.dev" {
+		t.Errorf("denied by webhook %q, want digester.podtrace.dev", c.Webhook)
 	}
 }
 
@@ -162,7 +158,7 @@ func TestAuditNotFoundIsNoDenial(t *testing.T) {
 		b, _ := json.Marshal(e)
 		return store.Record{Kind: "Event", APIVersion: "audit.k8s.io/v1", UID: id, Observed: at, ResourceVersion: rv, Object: b}
 	}
-	lc := &Lifecycle{Steps: []Step{{Seq: 7, ResourceVersion: "301"}}, Findings: []Finding{{ID: "stuck-finalizer"}}}
+	lc := &Lifecycle{Steps: []Step{{Seq: 7, ResourceVersion: "301"}}}
 	applyAudit(lc, Input{Audit: []store.Record{
 		ev("a", t0, 200, "", "301"),
 		ev("b", t0.Add(time.Second), 404, `pods "p" not found`, ""),
@@ -174,5 +170,13 @@ func TestAuditNotFoundIsNoDenial(t *testing.T) {
 	}
 	if len(lc.Audit.Requests) != 1 || lc.Audit.Requests[0].AuditID != "a" {
 		t.Errorf("requests %+v, want the one that succeeded", lc.Audit.Requests)
+	}
+}
+
+// TestDenyingPolicyNotInAWebhooksMessage: a webhook's message that quotes
+// a policy's does not name the policy.
+func TestDenyingPolicyNotInAWebhooksMessage(t *testing.T) {
+	if p, b := denyingPolicy(`admission webhook "w" denied the request: pods "p" is forbidden: ValidatingAdmissionPolicy 'x' with binding 'y' denied request`, nil); p != "" || b != "" {
+		t.Errorf("denyingPolicy of a webhook's message = %q, %q; want none", p, b)
 	}
 }

@@ -4,6 +4,8 @@
 // life (created, scheduled, started, ready, completed, deletion requested,
 // deleted) and the objects that depended on it.
 //
+// Why a pod got stuck or how it ended is package explain's, above diff.
+//
 // diff never opens a trace file: it consumes store.Records that the caller
 // loaded, so it can be tested on hand-made histories and reused on any source
 // of records.

@@ -10,7 +10,7 @@ func BenchmarkReplayEvents(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if len(replayEvents(events)) == 0 {
+		if len(ReplayEvents(events)) == 0 {
 			b.Fatal("no events")
 		}
 	}

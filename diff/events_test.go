@@ -247,13 +247,13 @@ func replayEventsWhole(recs []store.Record) []Event {
 // TestReplayEventsMatchesWhole replays the crash loop's Events, and
 // revisions of every kind mixed (counts that grow, stay, fall; series;
 // deletions; JSON that does not decode; Events without a UID), and holds
-// replayEvents to the same replay with every revision decoded by
+// ReplayEvents to the same replay with every revision decoded by
 // encoding/json.
 func TestReplayEventsMatchesWhole(t *testing.T) {
 	_, crash := crashLoop(200)
 	check := func(name string, recs []store.Record) {
 		t.Helper()
-		got, want := replayEvents(recs), replayEventsWhole(recs)
+		got, want := ReplayEvents(recs), replayEventsWhole(recs)
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("%s (-whole +replayEvents):\n%s", name, d)
 		}

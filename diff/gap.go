@@ -102,8 +102,8 @@ func covered(gaps []Gap, start, end time.Time) bool {
 	return false
 }
 
-// within returns the gaps that overlap [from, to].
-func within(gaps []Gap, from, to time.Time) []Gap {
+// GapsWithin returns the gaps that overlap [from, to].
+func GapsWithin(gaps []Gap, from, to time.Time) []Gap {
 	var out []Gap
 	for _, g := range gaps {
 		if g.End.After(from) && g.Start.Before(to) {
@@ -113,9 +113,9 @@ func within(gaps []Gap, from, to time.Time) []Gap {
 	return out
 }
 
-// observedFor is how much of [from, to] the recorder observed: its length
+// ObservedFor is how much of [from, to] the recorder observed: its length
 // less the parts the gaps cover (overlapping gaps counted once).
-func observedFor(gaps []Gap, from, to time.Time) time.Duration {
+func ObservedFor(gaps []Gap, from, to time.Time) time.Duration {
 	if !to.After(from) {
 		return 0
 	}
@@ -145,10 +145,10 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// unobservedNote says how much of [from, to] the recorder did not see, for
+// UnobservedNote says how much of [from, to] the recorder did not see, for
 // a duration measured with observedFor; "" when it saw all of it.
-func unobservedNote(gaps []Gap, from, to time.Time) string {
-	missing := to.Sub(from) - observedFor(gaps, from, to)
+func UnobservedNote(gaps []Gap, from, to time.Time) string {
+	missing := to.Sub(from) - ObservedFor(gaps, from, to)
 	if missing <= 0 {
 		return ""
 	}
@@ -167,10 +167,10 @@ func (lc *Lifecycle) gaps(in Input) {
 	if last := lc.Steps[len(lc.Steps)-1]; last.Type == store.Deleted || last.Type == store.DeletedUnknown {
 		end = last.Time
 	}
-	lc.Gaps = within(all, lc.Steps[0].Time, end)
+	lc.Gaps = GapsWithin(all, lc.Steps[0].Time, end)
 	for i := 1; i < len(lc.Steps); i++ {
 		prev, step := &lc.Steps[i-1], &lc.Steps[i]
-		between := within(lc.Gaps, prev.Time, step.Time)
+		between := GapsWithin(lc.Gaps, prev.Time, step.Time)
 		if len(between) == 0 {
 			continue
 		}

@@ -52,6 +52,17 @@ type Input struct {
 	End time.Time
 }
 
+// RelatedNamed returns the recorded revisions of the related object of
+// the given kind and name (the pod's Namespace, its Node), or nil.
+func (in Input) RelatedNamed(kind, name string) []store.Record {
+	for _, recs := range in.Related {
+		if len(recs) > 0 && recs[0].Kind == kind && recs[0].Name == name {
+			return recs
+		}
+	}
+	return nil
+}
+
 // NodeName returns the node the pod of recs (its revisions in order) was
 // last bound to: the spec.nodeName of the last revision that has one, as
 // json.Unmarshal reads it. It looks at spec.nodeName alone, without

@@ -41,7 +41,6 @@ type Lifecycle struct {
 	Steps      []Step      `json:"steps"`
 	Events     []Event     `json:"events"`
 	Dependents []Dependent `json:"dependents,omitempty"`
-	Findings   []Finding   `json:"findings,omitempty"`
 	// Admission compares the pod as asked for with the pod as stored.
 	Admission *Admission `json:"admission,omitempty"`
 	// Audit is what the API server's audit log says about the pod, when
@@ -51,10 +50,13 @@ type Lifecycle struct {
 	// by the caller that redacts (diff itself never does).
 	Redacted map[string]int `json:"redacted,omitempty"`
 
-	// pods are the decoded revisions, parallel to Steps, for the rules.
-	// They share the parts they have in common (see decoder): read only.
+	// pods are the decoded revisions, parallel to Steps (Pods).
 	pods []*corev1.Pod
 }
+
+// Pods returns the decoded revisions, parallel to Steps. They share the
+// parts they have in common (see decoder): read only.
+func (lc *Lifecycle) Pods() []*corev1.Pod { return lc.pods }
 
 // Duration is a time.Duration that marshals as text ("4m10s").
 type Duration time.Duration
@@ -180,14 +182,11 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	}
 	lc.RecordingEnd = recordingEnd(in)
 	lc.gaps(in)
-	lc.Events = replayEvents(in.Events)
+	lc.Events = ReplayEvents(in.Events)
 	lc.Dependents = replayDependents(lc.UID, in.Related)
 	lc.phases()
 	lc.Admission = replayAdmission(lc, in, opts.Admission)
-	configs := applyAudit(lc, in, opts.Admission)
-	lc.Findings = diagnose(lc, in)
-	auditFindings(lc, configs)
-	sortEvidence(lc.Findings)
+	applyAudit(lc, in, opts.Admission)
 	return lc, nil
 }
 
@@ -227,7 +226,7 @@ func serverActor(step Step, prev, pod *corev1.Pod) Actor {
 	case has("metadata.deletionTimestamp", OpChange) && (pod.DeletionGracePeriodSeconds == nil || *pod.DeletionGracePeriodSeconds == 0):
 		return Actor{Operation: deleteOperation, Who: "a DELETE with grace period 0", Basis: BasisFieldSemantics, Detail: "the kubelet confirming the containers stopped, or a forced delete"}
 	}
-	return unknownActor(step)
+	return UnknownActor(step)
 }
 
 func managed(p *corev1.Pod) []metav1.ManagedFieldsEntry {
@@ -299,12 +298,12 @@ func (lc *Lifecycle) phases() {
 			if step.Type == store.Initial {
 				add(i, PhaseAlreadyPresent, "created "+pod.CreationTimestamp.UTC().Format(time.RFC3339)+", before the recording began", "", pod.CreationTimestamp.Time)
 			} else {
-				add(i, PhaseCreated, ownerDetail(pod), whoOf(step.Actors), pod.CreationTimestamp.Time)
+				add(i, PhaseCreated, ownerDetail(pod), WhoOf(step.Actors), pod.CreationTimestamp.Time)
 			}
 		}
 		if pod.Spec.NodeName != "" {
 			lc.Node = pod.Spec.NodeName
-			add(i, PhaseScheduled, "to node "+pod.Spec.NodeName, whoOf(actorsFor(step, "spec.nodeName")), conditionTime(pod, corev1.PodScheduled))
+			add(i, PhaseScheduled, "to node "+pod.Spec.NodeName, WhoOf(ActorsFor(step, "spec.nodeName")), conditionTime(pod, corev1.PodScheduled))
 		}
 		if t, ok := started(pod); ok {
 			add(i, PhaseStarted, "", "", t)
@@ -314,9 +313,9 @@ func (lc *Lifecycle) phases() {
 		}
 		switch pod.Status.Phase {
 		case corev1.PodSucceeded:
-			add(i, PhaseSucceeded, exitDetail(pod), whoOf(actorsFor(step, "status.phase")), time.Time{})
+			add(i, PhaseSucceeded, exitDetail(pod), WhoOf(ActorsFor(step, "status.phase")), time.Time{})
 		case corev1.PodFailed:
-			add(i, PhaseFailed, strings.TrimSpace(pod.Status.Reason+" "+exitDetail(pod)), whoOf(actorsFor(step, "status.phase")), time.Time{})
+			add(i, PhaseFailed, strings.TrimSpace(pod.Status.Reason+" "+exitDetail(pod)), WhoOf(ActorsFor(step, "status.phase")), time.Time{})
 		}
 		if pod.DeletionTimestamp != nil {
 			var requested time.Time
@@ -345,8 +344,8 @@ func (lc *Lifecycle) phases() {
 		lc.Outcome = "Deleted"
 	case last.DeletionTimestamp != nil:
 		lc.Outcome = "Terminating"
-		if req, ok := lc.phase(PhaseDeletionRequested); ok && lc.RecordingEnd.After(req.Time) {
-			lc.Terminating = Duration(observedFor(lc.Gaps, req.Time, lc.RecordingEnd))
+		if req, ok := lc.Phase(PhaseDeletionRequested); ok && lc.RecordingEnd.After(req.Time) {
+			lc.Terminating = Duration(ObservedFor(lc.Gaps, req.Time, lc.RecordingEnd))
 		}
 	default:
 		lc.Outcome = string(last.Status.Phase)
@@ -366,8 +365,8 @@ func (lc *Lifecycle) phases() {
 	}
 }
 
-// phase returns the named phase if it was reached.
-func (lc *Lifecycle) phase(name string) (Phase, bool) {
+// Phase returns the named phase if it was reached.
+func (lc *Lifecycle) Phase(name string) (Phase, bool) {
 	for _, p := range lc.Phases {
 		if p.Name == name {
 			return p, true
@@ -395,9 +394,9 @@ func (lc *Lifecycle) DropRevisions() {
 	}
 }
 
-// actorsFor returns the actors of a step that own the change at path, or all
+// ActorsFor returns the actors of a step that own the change at path, or all
 // of the step's actors when none does.
-func actorsFor(step Step, path string) []Actor {
+func ActorsFor(step Step, path string) []Actor {
 	for _, c := range step.Changes {
 		if c.Path == path && c.Manager != "" {
 			for _, a := range step.Actors {
@@ -410,7 +409,7 @@ func actorsFor(step Step, path string) []Actor {
 	return step.Actors
 }
 
-func whoOf(actors []Actor) string {
+func WhoOf(actors []Actor) string {
 	var names []string
 	for _, a := range actors {
 		names = append(names, a.Label())
@@ -506,9 +505,9 @@ func Propagation(p *corev1.Pod) string {
 	return string(metav1.DeletePropagationBackground) + " (no foregroundDeletion or orphan finalizer)"
 }
 
-// replayEvents turns Event revisions into occurrences: a new Event, or a
+// ReplayEvents turns Event revisions into occurrences: a new Event, or a
 // higher count on a known one, is one occurrence.
-func replayEvents(recs []store.Record) []Event {
+func ReplayEvents(recs []store.Record) []Event {
 	var out []Event
 	var dec eventDecoder
 	for i, rec := range recs {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 // Redacted replaces a value that a ticket should not carry.
@@ -106,10 +107,11 @@ func (r *Redactor) Clone() *Redactor {
 	return &Redactor{Keys: r.Keys, Patterns: r.Patterns}
 }
 
-// Redact rewrites the lifecycle's change values in place and returns how
-// many values each rule redacted.
-func (r *Redactor) Redact(lc *diff.Lifecycle) map[string]int {
+// Redact rewrites the lifecycle's change values, messages and findings'
+// text in place and returns how many values each rule redacted.
+func (r *Redactor) Redact(x *explain.Lifecycle) map[string]int {
 	r.counts = map[string]int{}
+	lc := x.Lifecycle
 	for i := range lc.Steps {
 		for j := range lc.Steps[i].Changes {
 			r.change(&lc.Steps[i].Changes[j])
@@ -131,6 +133,18 @@ func (r *Redactor) Redact(lc *diff.Lifecycle) map[string]int {
 			for j := range a.Patches[i].Ops {
 				r.patchOp(&a.Patches[i].Ops[j])
 			}
+		}
+	}
+	// The findings quote events, audit messages and values: their text
+	// goes through the same rules.
+	for i := range x.Findings {
+		f := &x.Findings[i]
+		f.Headline = r.text(f.Headline)
+		for j := range f.Evidence {
+			f.Evidence[j].Text = r.text(f.Evidence[j].Text)
+		}
+		for j := range f.Next {
+			f.Next[j] = r.text(f.Next[j])
 		}
 	}
 	if len(r.counts) > 0 {

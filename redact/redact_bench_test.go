@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/internal/tracetest"
 )
 
@@ -37,7 +38,7 @@ func BenchmarkRedact(b *testing.B) {
 	}
 	for b.Loop() {
 		reset()
-		r.Redact(lc)
+		r.Redact(&explain.Lifecycle{Lifecycle: lc})
 	}
 }
 
@@ -95,7 +96,7 @@ func BenchmarkRedactCrashLoop(b *testing.B) {
 	}
 	for b.Loop() {
 		reset()
-		r.Redact(lc)
+		r.Redact(&explain.Lifecycle{Lifecycle: lc})
 	}
 	b.ReportMetric(float64(n), "changes/op")
 }

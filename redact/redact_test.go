@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -34,7 +35,7 @@ func TestRedact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts := r.Redact(lc)
+	counts := r.Redact(&explain.Lifecycle{Lifecycle: lc})
 	got := ""
 	for _, c := range lc.Steps[0].Changes {
 		got += c.Path + "\n  old: " + c.Old + "\n  new: " + c.New + "\n"
@@ -101,7 +102,7 @@ func TestRedactAuditAndEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Redact(lc)
+	r.Redact(&explain.Lifecycle{Lifecycle: lc})
 	b, _ := json.Marshal(lc)
 	for _, s := range []string{"abc123xyz", "hunter2hunter2", "sidecarsecret", "plainsecret"} {
 		if strings.Contains(string(b), s) {
@@ -643,7 +644,7 @@ func TestRedactMatchesReference(t *testing.T) {
 				}
 			}
 			wantCounts := ref.Redact(want)
-			gotCounts := r.Redact(lc) // one Redactor for all, as podtrace report has
+			gotCounts := r.Redact(&explain.Lifecycle{Lifecycle: lc}) // one Redactor for all, as podtrace report has
 			if d := cmp.Diff(want, lc, cmpopts.IgnoreUnexported(diff.Lifecycle{}, diff.Change{})); d != "" {
 				t.Fatalf("patterns %q, seed %d: lifecycle (-want +got):\n%s", patterns, seed, d)
 			}
@@ -652,7 +653,7 @@ func TestRedactMatchesReference(t *testing.T) {
 			}
 			// Again, with what the Redactor cached from the first time.
 			again := genLifecycle(rand.New(rand.NewPCG(seed, 7)), 40)
-			againCounts := r.Redact(again)
+			againCounts := r.Redact(&explain.Lifecycle{Lifecycle: again})
 			if d := cmp.Diff(want, again, cmpopts.IgnoreUnexported(diff.Lifecycle{}, diff.Change{})); d != "" {
 				t.Fatalf("patterns %q, seed %d, second time: lifecycle (-want +got):\n%s", patterns, seed, d)
 			}
@@ -1050,7 +1051,7 @@ func TestValueCache(t *testing.T) {
 		want.Steps[i].Changes = append([]diff.Change(nil), s.Changes...)
 	}
 	wantCounts := ref.Redact(&want)
-	gotCounts := r.Redact(&lc)
+	gotCounts := r.Redact(&explain.Lifecycle{Lifecycle: &lc})
 	if d := cmp.Diff(want, lc, cmpopts.IgnoreUnexported(diff.Lifecycle{}, diff.Change{})); d != "" {
 		t.Fatalf("lifecycle (-want +got):\n%s", d)
 	}
@@ -1070,5 +1071,30 @@ func TestSummaryCountsOne(t *testing.T) {
 	want := "2 credentials in arguments and values, 1 env value, 1 last-applied-configuration annotation"
 	if got != want {
 		t.Errorf("Summary = %q, want %q", got, want)
+	}
+}
+
+// TestRedactFindings: a finding quotes events and audit messages, which can
+// carry a credential: its text goes through the same rules, and counts.
+func TestRedactFindings(t *testing.T) {
+	lc := &explain.Lifecycle{Lifecycle: &diff.Lifecycle{}, Findings: []explain.Finding{{
+		ID:       "crash-loop",
+		Headline: "container app is crash looping",
+		Evidence: []explain.Evidence{{Text: "event Warning BackOff (x3): app exited: login failed with password=hunter2"}},
+		Next:     []string{"check the client: curl -H 'Authorization: Bearer abc.def.ghi' ..."},
+	}}}
+	r, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := r.Redact(lc)
+	f := lc.Findings[0]
+	for _, s := range []string{f.Evidence[0].Text, f.Next[0]} {
+		if strings.Contains(s, "hunter2") || strings.Contains(s, "abc.def.ghi") {
+			t.Errorf("not redacted: %q", s)
+		}
+	}
+	if counts["credentials in arguments and values"] != 2 {
+		t.Errorf("counts %v, want 2 credentials", counts)
 	}
 }

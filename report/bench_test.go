@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -25,7 +25,7 @@ import (
 // deleted with foregroundDeletion and stays Terminating. It is the shape of
 // a busy pod: several changes per revision, fresh timestamps and container
 // IDs in each.
-func crashLoopStory(tb testing.TB, c *clock, i, revs int) *diff.Lifecycle {
+func crashLoopStory(tb testing.TB, c *clock, i, revs int) *explain.Lifecycle {
 	ns := fmt.Sprintf("team-%02d", i%20)
 	name := fmt.Sprintf("worker-%04d-5d9c7", i)
 	s := newStory(tb, c, ns, name, fmt.Sprintf("%08x-1c2d-4e5f-8a9b-%012x", i, i*7919))
@@ -113,7 +113,7 @@ func crashLoopStory(tb testing.TB, c *clock, i, revs int) *diff.Lifecycle {
 // on every core.
 func syntheticTrace(tb testing.TB, pods, revs int) *Trace {
 	tb.Helper()
-	tr := &Trace{File: "synthetic.db", Generated: fixtureStart.Add(24 * time.Hour), Pods: make([]*diff.Lifecycle, pods)}
+	tr := &Trace{File: "synthetic.db", Generated: fixtureStart.Add(24 * time.Hour), Pods: make([]*explain.Lifecycle, pods)}
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range 2 {
@@ -203,7 +203,7 @@ func BenchmarkPrepareHTML(b *testing.B) {
 func BenchmarkHTMLPrepared(b *testing.B) {
 	bigTraceOnce.Do(func() { bigTrace = syntheticTrace(b, benchPods, 100) })
 	tr := *bigTrace
-	tr.Prepared = make(map[*diff.Lifecycle]*HTMLPod, len(tr.Pods))
+	tr.Prepared = make(map[*explain.Lifecycle]*HTMLPod, len(tr.Pods))
 	for _, p := range tr.Pods {
 		tr.Prepared[p] = PrepareHTML(p)
 	}

@@ -4,12 +4,13 @@ import (
 	"strings"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 // endedLines are the lines that say how a pod ended, for a finding that
 // names a mechanism (diff's ended finding): the mechanism, then who used
 // it and how that is known.
-func endedLines(f diff.Finding) []string {
+func endedLines(f explain.Finding) []string {
 	if f.Mechanism == "" {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -159,9 +160,9 @@ func (s *story) digesterWebhook() {
 	s.in.Webhooks[uid] = append(s.in.Webhooks[uid], s.c.record(s.tb, store.Initial, cfg.APIVersion, cfg.Kind, cfg.ObjectMeta, nil, &cfg))
 }
 
-func (s *story) replay() *diff.Lifecycle {
+func (s *story) replay() *explain.Lifecycle {
 	s.tb.Helper()
-	lc, err := diff.Replay(s.in, diff.Options{})
+	lc, err := explain.Replay(s.in, diff.Options{})
 	if err != nil {
 		s.tb.Fatalf("replay %s/%s: %v", s.pod.Namespace, s.pod.Name, err)
 	}
@@ -193,7 +194,7 @@ const (
 // the runner with digest-pinned images, run to completion, deleted with
 // foregroundDeletion; the garbage collector deletes its pull Secret and its
 // ConfigMap, then nothing: the finalizer is never removed.
-func digesterStory(tb testing.TB, c *clock) *diff.Lifecycle {
+func digesterStory(tb testing.TB, c *clock) *explain.Lifecycle {
 	return digesterRecords(tb, c).replay()
 }
 
@@ -334,7 +335,7 @@ func auditTrace(tb testing.TB) *Trace {
 }
 
 // healthyStory is a Deployment's pod that starts and stays ready.
-func healthyStory(tb testing.TB, c *clock) *diff.Lifecycle {
+func healthyStory(tb testing.TB, c *clock) *explain.Lifecycle {
 	s := newStory(tb, c, "shop", "web-7d9f8c6b5d-q2x8m", "3f2b7c10-8e4a-4d1b-b2a9-6c5d4e3f2a10")
 	ctrl := true
 	// The ReplicaSet's template asks for nginx:1.27; the stored pod has a
@@ -372,7 +373,7 @@ func healthyStory(tb testing.TB, c *clock) *diff.Lifecycle {
 
 // hostileStory is a pod whose labels, annotations, image and events carry
 // markup and markdown that a report must show as text.
-func hostileStory(tb testing.TB, c *clock) *diff.Lifecycle {
+func hostileStory(tb testing.TB, c *clock) *explain.Lifecycle {
 	s := newStory(tb, c, "ci", "hostile", "0badc0de-<b>uid</b>")
 	s.write(store.Added, "kubectl-create", "",
 		`{"f:metadata":{"f:labels":{},"f:annotations":{}},"f:spec":{"f:containers":{}}}`,
@@ -403,7 +404,7 @@ func hostileStory(tb testing.TB, c *clock) *diff.Lifecycle {
 func fixtureTrace(tb testing.TB) *Trace {
 	tb.Helper()
 	c := &clock{now: fixtureStart}
-	pods := []*diff.Lifecycle{digesterStory(tb, c)}
+	pods := []*explain.Lifecycle{digesterStory(tb, c)}
 	c.now = fixtureStart.Add(20 * time.Second)
 	pods = append(pods, healthyStory(tb, c))
 	c.now = fixtureStart.Add(40 * time.Second)
@@ -420,7 +421,7 @@ func fixtureTrace(tb testing.TB) *Trace {
 	}
 }
 
-func fixturePod(tb testing.TB, tr *Trace, name string) *diff.Lifecycle {
+func fixturePod(tb testing.TB, tr *Trace, name string) *explain.Lifecycle {
 	tb.Helper()
 	for _, p := range tr.Pods {
 		if p.Name == name {

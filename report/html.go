@@ -13,7 +13,7 @@ import (
 	"github.com/klauspost/compress/flate"
 
 	"github.com/podtrace/podtrace/admission"
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 // HTMLOptions control the HTML report.
@@ -288,7 +288,7 @@ func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 	for _, k := range names {
 		p.Outcomes = append(p.Outcomes, htmlCount{Name: k, Count: outcomes[k], Class: cssClass(k)})
 	}
-	bySeverity := map[diff.Severity]int{}
+	bySeverity := map[explain.Severity]int{}
 	for _, f := range tr.Findings() {
 		bySeverity[f.Severity]++
 		hf := htmlFinding{Severity: f.Severity.String(), ID: f.ID, Headline: f.Headline,
@@ -308,7 +308,7 @@ func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 		}
 		p.Findings = append(p.Findings, hf)
 	}
-	for s := diff.Critical; s >= diff.Info; s-- {
+	for s := explain.Critical; s >= explain.Info; s-- {
 		if n := bySeverity[s]; n > 0 {
 			p.Severities = append(p.Severities, htmlCount{Name: s.String(), Count: n, Class: s.String()})
 		}

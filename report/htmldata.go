@@ -15,6 +15,7 @@ import (
 
 	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 // htmlData is the trace as the HTML page's script reads it. html/template
@@ -149,7 +150,7 @@ func (h hole) id() int32      { return int32(h.x >> holeKindBits) }
 // PrepareHTML encodes a pod's part of the HTML page's data. A caller that
 // renders many pods hands HTML the pods prepared (see Trace.Prepared), on
 // as many goroutines as it likes; HTML prepares the others itself.
-func PrepareHTML(lc *diff.Lifecycle) *HTMLPod {
+func PrepareHTML(lc *explain.Lifecycle) *HTMLPod {
 	e := podEncoders.Get().(*podEncoder)
 	p := e.encode(lc)
 	podEncoders.Put(e)
@@ -163,7 +164,7 @@ func PrepareHTML(lc *diff.Lifecycle) *HTMLPod {
 // findings, redaction counts, the recording's end. A report that holds
 // many pods until it writes them holds far less; the trace's Prepared
 // must then hold every pod trimmed.
-func TrimPrepared(lc *diff.Lifecycle) {
+func TrimPrepared(lc *explain.Lifecycle) {
 	if len(lc.Steps) > 0 {
 		lc.Steps = []diff.Step{{Seq: lc.Steps[0].Seq, Time: lc.Steps[0].Time}}
 	}
@@ -295,7 +296,7 @@ type pathState struct {
 	next int32 // local id+1 of the path of the change after the last of this one, or 0
 }
 
-func (e *podEncoder) encode(lc *diff.Lifecycle) *HTMLPod {
+func (e *podEncoder) encode(lc *explain.Lifecycle) *HTMLPod {
 	s := &e.scratch
 	*s = HTMLPod{b: s.b[:0], holes: s.holes[:0], times: s.times[:0], strs: s.strs[:0], hashes: s.hashes[:0], uses: s.uses[:0],
 		forced: s.forced[:0], stepOrder: s.stepOrder[:0], actors: s.actors[:0], webhooks: s.webhooks[:0]}
@@ -880,7 +881,7 @@ func (w *pageWriter) str(l int32, inStep bool) {
 	w.b = append(w.b, w.refs[w.refAt[l]:w.refAt[l+1]]...)
 }
 
-func (e *podEncoder) pod(p *diff.Lifecycle) {
+func (e *podEncoder) pod(p *explain.Lifecycle) {
 	e.raw(`{"strings":`)
 	e.hole(holeStrings, 0)
 	e.raw(`,"namespace":`)

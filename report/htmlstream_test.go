@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 // TestHTMLStreamsItsData holds HTML, which encodes the data a pod at a time
@@ -59,7 +59,7 @@ func TestHTMLPrepared(t *testing.T) {
 
 			prepared := make()
 			prepared.Pods = append(prepared.Pods, prepared.Pods[0])
-			prepared.Prepared = map[*diff.Lifecycle]*HTMLPod{}
+			prepared.Prepared = map[*explain.Lifecycle]*HTMLPod{}
 			for i, p := range prepared.Pods {
 				if i%3 == 1 {
 					continue // left to HTML

@@ -8,6 +8,7 @@ import (
 
 	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 // Markdown writes a summary of the trace to paste into a GitHub or GitLab
@@ -68,14 +69,14 @@ func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
 	return t.err
 }
 
-func outcomeText(p *diff.Lifecycle) string {
+func outcomeText(p *explain.Lifecycle) string {
 	if p.Outcome == "Terminating" && p.Terminating != 0 {
 		return p.Outcome + " for " + p.Terminating.String()
 	}
 	return p.Outcome
 }
 
-func (t *textWriter) mdPod(p *diff.Lifecycle) {
+func (t *textWriter) mdPod(p *explain.Lifecycle) {
 	t.printf("\n### %s/%s: %s\n\n", mdText(p.Namespace), mdText(p.Name), mdText(outcomeText(p)))
 	t.printf("UID %s", mdText(p.UID))
 	if p.Node != "" {
@@ -254,7 +255,7 @@ func mdWebhook(w admission.Webhook) string {
 // decisive returns the lines of the fenced block of a pod's decisive
 // changes: every revision that reached a phase or changed the finalizers,
 // the deletion or an image, with those changes.
-func (t *textWriter) decisive(p *diff.Lifecycle) []string {
+func (t *textWriter) decisive(p *explain.Lifecycle) []string {
 	var out []string
 	indent := strings.Repeat(" ", 14)
 	for i, s := range p.Steps {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 // policySuspect is a ValidatingAdmissionPolicy that intercepts a pod
@@ -25,16 +26,15 @@ var policySuspect = admission.Webhook{
 // with its binding, actions, validations and what was not evaluated.
 func TestPolicySuspects(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	lc := &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Terminating", RecordingEnd: t0.Add(time.Minute),
-		Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "100"}},
-		Findings: []diff.Finding{{ID: "stuck-finalizer", Severity: diff.Critical, Headline: "deletion blocked",
-			Suspects: []admission.Webhook{policySuspect}}}}
+	lc := &explain.Lifecycle{Lifecycle: &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Terminating", RecordingEnd: t0.Add(time.Minute),
+		Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "100"}}}, Findings: []explain.Finding{{ID: "stuck-finalizer", Severity: explain.Critical, Headline: "deletion blocked",
+		Suspects: []admission.Webhook{policySuspect}}}}
 	var text bytes.Buffer
 	if err := Explain(&text, lc, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var md bytes.Buffer
-	if err := Markdown(&md, &Trace{Pods: []*diff.Lifecycle{lc}}, TextOptions{}); err != nil {
+	if err := Markdown(&md, &Trace{Pods: []*explain.Lifecycle{lc}}, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string][]string{
@@ -63,12 +63,11 @@ func TestPolicySuspects(t *testing.T) {
 // binding, actions and validations for the script to show.
 func TestPolicySuspectHTML(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	lc := &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Terminating", RecordingEnd: t0.Add(time.Minute),
-		Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "100"}},
-		Findings: []diff.Finding{{ID: "stuck-finalizer", Severity: diff.Critical, Headline: "deletion blocked",
-			Suspects: []admission.Webhook{policySuspect}}}}
+	lc := &explain.Lifecycle{Lifecycle: &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Terminating", RecordingEnd: t0.Add(time.Minute),
+		Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "100"}}}, Findings: []explain.Finding{{ID: "stuck-finalizer", Severity: explain.Critical, Headline: "deletion blocked",
+		Suspects: []admission.Webhook{policySuspect}}}}
 	var page bytes.Buffer
-	if err := HTML(&page, &Trace{Pods: []*diff.Lifecycle{lc}}, HTMLOptions{}); err != nil {
+	if err := HTML(&page, &Trace{Pods: []*explain.Lifecycle{lc}}, HTMLOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{`"kind":"ValidatingAdmissionPolicy"`, `"configuration":"keep-finalizers-ci"`, `"validationActions":["Deny","Audit"]`, `"validations":[`} {
@@ -82,12 +81,11 @@ func TestPolicySuspectHTML(t *testing.T) {
 // without JavaScript, name a policy suspect with its binding and actions.
 func TestPolicySuspectHTMLWithoutScript(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	lc := &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Terminating", RecordingEnd: t0.Add(time.Minute),
-		Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "100"}},
-		Findings: []diff.Finding{{ID: "stuck-finalizer", Severity: diff.Critical, Headline: "deletion blocked",
-			Suspects: []admission.Webhook{policySuspect}}}}
+	lc := &explain.Lifecycle{Lifecycle: &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Terminating", RecordingEnd: t0.Add(time.Minute),
+		Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "100"}}}, Findings: []explain.Finding{{ID: "stuck-finalizer", Severity: explain.Critical, Headline: "deletion blocked",
+		Suspects: []admission.Webhook{policySuspect}}}}
 	var page bytes.Buffer
-	if err := HTML(&page, &Trace{Pods: []*diff.Lifecycle{lc}}, HTMLOptions{}); err != nil {
+	if err := HTML(&page, &Trace{Pods: []*explain.Lifecycle{lc}}, HTMLOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := `<span class="muted">ValidatingAdmissionPolicy, binding keep-finalizers-ci</span><br>validationActions <b>Deny, Audit</b>, failurePolicy <b>Fail</b>`

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -45,10 +46,10 @@ func TestSessionEnds(t *testing.T) {
 // to draw, with their times and words.
 func TestHTMLGaps(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	lc := &diff.Lifecycle{Namespace: "ci", Name: "job", UID: "u1", Outcome: diff.OutcomeGone, RecordingEnd: t0.Add(10 * time.Minute),
+	lc := &explain.Lifecycle{Lifecycle: &diff.Lifecycle{Namespace: "ci", Name: "job", UID: "u1", Outcome: diff.OutcomeGone, RecordingEnd: t0.Add(10 * time.Minute),
 		Steps: []diff.Step{{Seq: 1, Time: t0, Type: store.Added, ResourceVersion: "1"}},
-		Gaps:  []diff.Gap{{Cause: store.GapRecorderDown, Start: t0.Add(time.Minute), End: t0.Add(5 * time.Minute)}}}
-	page := renderHTML(t, &Trace{File: "trace.db", Pods: []*diff.Lifecycle{lc}}, HTMLOptions{})
+		Gaps:  []diff.Gap{{Cause: store.GapRecorderDown, Start: t0.Add(time.Minute), End: t0.Add(5 * time.Minute)}}}}
+	page := renderHTML(t, &Trace{File: "trace.db", Pods: []*explain.Lifecycle{lc}}, HTMLOptions{})
 	_, data := splitPage(t, page)
 	for _, want := range []string{`"gaps": [`, "nothing observed for 4m0s: no recorder was running"} {
 		if !strings.Contains(data, want) {

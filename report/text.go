@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/store"
 )
@@ -55,7 +56,7 @@ type FollowPoint struct {
 }
 
 // FollowEnd is the point after everything lc holds.
-func FollowEnd(lc *diff.Lifecycle) FollowPoint {
+func FollowEnd(lc *explain.Lifecycle) FollowPoint {
 	var p FollowPoint
 	for _, s := range lc.Steps {
 		p.Step = max(p.Step, s.Seq)
@@ -74,7 +75,7 @@ func FollowEnd(lc *diff.Lifecycle) FollowPoint {
 // Follow writes the entries of lc's timeline after p, as Diff writes
 // them (each revision with its actors and changes), and returns the point
 // after them.
-func Follow(w io.Writer, lc *diff.Lifecycle, opts TextOptions, p FollowPoint) (FollowPoint, error) {
+func Follow(w io.Writer, lc *explain.Lifecycle, opts TextOptions, p FollowPoint) (FollowPoint, error) {
 	t := &textWriter{w: w, opts: opts, after: &p}
 	t.timeline(lc)
 	end := FollowEnd(lc)
@@ -139,11 +140,11 @@ func (t *textWriter) stamp(ts time.Time) string {
 	return ts.In(loc).Format("2006-01-02 15:04:05 MST")
 }
 
-func severityColor(s diff.Severity) string {
+func severityColor(s explain.Severity) string {
 	switch s {
-	case diff.Critical:
+	case explain.Critical:
 		return cRed + cBold
-	case diff.Warning:
+	case explain.Warning:
 		return cYellow
 	}
 	return cCyan
@@ -151,7 +152,7 @@ func severityColor(s diff.Severity) string {
 
 // Diff writes the text of `podtrace diff`: the pod, its findings, its phases
 // and its timeline of revisions and events.
-func Diff(w io.Writer, lc *diff.Lifecycle, opts TextOptions) error {
+func Diff(w io.Writer, lc *explain.Lifecycle, opts TextOptions) error {
 	t := &textWriter{w: w, opts: opts}
 	t.header(lc)
 	t.findings(lc.Findings)
@@ -165,20 +166,20 @@ func Diff(w io.Writer, lc *diff.Lifecycle, opts TextOptions) error {
 
 // Explain writes the text of `podtrace explain`: the pod and its findings,
 // or that nothing looks wrong.
-func Explain(w io.Writer, lc *diff.Lifecycle, opts TextOptions) error {
+func Explain(w io.Writer, lc *explain.Lifecycle, opts TextOptions) error {
 	t := &textWriter{w: w, opts: opts}
 	t.header(lc)
 	switch {
 	case len(lc.Findings) == 0:
 		t.printf("\n%s\n", t.paint(cGreen, "Nothing looks wrong: no finding in this pod's recorded life."))
-	case lc.Findings[0].Severity == diff.Info: // most severe first
+	case lc.Findings[0].Severity == explain.Info: // most severe first
 		t.printf("\n%s\n", t.paint(cGreen, "Nothing looks wrong: no warning in this pod's recorded life."))
 	}
 	t.findings(lc.Findings)
 	return t.err
 }
 
-func (t *textWriter) header(lc *diff.Lifecycle) {
+func (t *textWriter) header(lc *explain.Lifecycle) {
 	t.printf("%s %s/%s %s\n", t.paint(cBold, "Pod"), lc.Namespace, lc.Name, t.paint(cDim, "(uid "+lc.UID+")"))
 	if lc.Node != "" {
 		t.printf("Node:     %s\n", lc.Node)
@@ -204,7 +205,7 @@ func (t *textWriter) header(lc *diff.Lifecycle) {
 	}
 }
 
-func (t *textWriter) findings(fs []diff.Finding) {
+func (t *textWriter) findings(fs []explain.Finding) {
 	if len(fs) == 0 {
 		return
 	}
@@ -258,7 +259,7 @@ func (t *textWriter) findings(fs []diff.Finding) {
 	}
 }
 
-func (t *textWriter) phases(lc *diff.Lifecycle) {
+func (t *textWriter) phases(lc *explain.Lifecycle) {
 	t.printf("\n%s\n", t.paint(cBold, "Phases"))
 	for _, p := range lc.Phases {
 		line := fmt.Sprintf("  %s  %-22s", t.clock(p.Time), p.Name)
@@ -275,7 +276,7 @@ func (t *textWriter) phases(lc *diff.Lifecycle) {
 	}
 }
 
-func (t *textWriter) dependents(lc *diff.Lifecycle) {
+func (t *textWriter) dependents(lc *explain.Lifecycle) {
 	if len(lc.Dependents) == 0 {
 		return
 	}
@@ -313,7 +314,7 @@ func isStoryField(c diff.Change) bool {
 	return false
 }
 
-func (t *textWriter) timeline(lc *diff.Lifecycle) {
+func (t *textWriter) timeline(lc *explain.Lifecycle) {
 	if t.after == nil {
 		t.printf("\n%s\n", t.paint(cBold, "Timeline"))
 	}
@@ -548,7 +549,7 @@ func unknownChange(c diff.Change) string {
 	return "removed by a request that left no field manager"
 }
 
-func (t *textWriter) admission(lc *diff.Lifecycle) {
+func (t *textWriter) admission(lc *explain.Lifecycle) {
 	a := lc.Admission
 	if a == nil || (len(a.Changes) == 0 && len(a.Webhooks) == 0 && len(a.Notes) == 0) {
 		return
@@ -588,7 +589,7 @@ func (t *textWriter) admission(lc *diff.Lifecycle) {
 
 // audit writes what the imported audit log says: who made each request
 // and the requests that were denied.
-func (t *textWriter) audit(lc *diff.Lifecycle) {
+func (t *textWriter) audit(lc *explain.Lifecycle) {
 	a := lc.Audit
 	if a == nil {
 		return

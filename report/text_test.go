@@ -8,6 +8,7 @@ import (
 
 	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 )
 
 // TestDiffActorBasis: the timeline says how each actor is known, and a
@@ -16,7 +17,7 @@ import (
 func TestDiffActorBasis(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	unknown := diff.Change{Path: "metadata.finalizers[example.com/cleanup]", Op: diff.OpRemove, Basis: diff.BasisUnknown}
-	lc := &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Running", RecordingEnd: t0.Add(time.Minute), Steps: []diff.Step{
+	lc := &explain.Lifecycle{Lifecycle: &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Running", RecordingEnd: t0.Add(time.Minute), Steps: []diff.Step{
 		{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "100",
 			Actors:  []diff.Actor{{Manager: "kubectl-client-side-apply", Who: "kubectl apply", Basis: diff.BasisManagedFields, Detail: "entry at creation"}},
 			Changes: []diff.Change{{Path: "metadata.finalizers[example.com/cleanup]", Op: diff.OpAdd, Manager: "kubectl-client-side-apply", Basis: diff.BasisManagedFields}}},
@@ -36,7 +37,7 @@ func TestDiffActorBasis(t *testing.T) {
 		{Seq: 5, Time: t0.Add(4 * time.Second), Type: "Deleted", ResourceVersion: "104",
 			Actors:  []diff.Actor{{Who: "the API server", Basis: diff.BasisFieldSemantics, Detail: "removing the pod: no finalizer left, grace period over"}},
 			Changes: []diff.Change{{Path: "metadata.finalizers[last]", Op: diff.OpRemove, Basis: diff.BasisUnknown}}},
-	}}
+	}}}
 	var out bytes.Buffer
 	if err := Diff(&out, lc, TextOptions{AllFields: true}); err != nil {
 		t.Fatal(err)
@@ -75,13 +76,13 @@ func TestAdmissionHeading(t *testing.T) {
 				`webhook MutatingWebhook "digester.example.com"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lc := &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Running", RecordingEnd: t0.Add(time.Minute), Admission: tc.admission,
-				Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "1"}}}
+			lc := &explain.Lifecycle{Lifecycle: &diff.Lifecycle{Namespace: "ci", Name: "job", Outcome: "Running", RecordingEnd: t0.Add(time.Minute), Admission: tc.admission,
+				Steps: []diff.Step{{Seq: 1, Time: t0, Type: "Added", ResourceVersion: "1"}}}}
 			var text, md bytes.Buffer
 			if err := Diff(&text, lc, TextOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := Markdown(&md, &Trace{Pods: []*diff.Lifecycle{lc}}, TextOptions{}); err != nil {
+			if err := Markdown(&md, &Trace{Pods: []*explain.Lifecycle{lc}}, TextOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if tc.want == nil {

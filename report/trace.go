@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/store"
 )
@@ -14,9 +15,9 @@ import (
 // pods.
 type Trace struct {
 	// File is the trace file's name, for the reader's benefit.
-	File     string            `json:"file"`
-	Sessions []store.Session   `json:"sessions"`
-	Pods     []*diff.Lifecycle `json:"pods"`
+	File     string               `json:"file"`
+	Sessions []store.Session      `json:"sessions"`
+	Pods     []*explain.Lifecycle `json:"pods"`
 	// Live is the ID of the session a recorder is writing now (a live
 	// recorder holds the trace's lease); 0 if none. A session without a
 	// stop time that is not Live was interrupted.
@@ -30,7 +31,7 @@ type Trace struct {
 	// Prepared holds the page data of pods that PrepareHTML encoded
 	// ahead of HTML (by the workers that replayed them); HTML encodes the
 	// others. Nil for all but HTML.
-	Prepared map[*diff.Lifecycle]*HTMLPod `json:"-"`
+	Prepared map[*explain.Lifecycle]*HTMLPod `json:"-"`
 }
 
 // SessionEnd says when and how session s ended, its times written by
@@ -96,8 +97,8 @@ func (t *Trace) Outcomes() map[string]int {
 
 // PodFinding is a finding with the pod it is about.
 type PodFinding struct {
-	Pod *diff.Lifecycle
-	diff.Finding
+	Pod *explain.Lifecycle
+	explain.Finding
 }
 
 // Findings returns every pod's findings, most severe first, then by pod.
@@ -113,7 +114,7 @@ func (t *Trace) Findings() []PodFinding {
 }
 
 // PhasePath is the pod's phases as one line: "created > scheduled > ...".
-func PhasePath(lc *diff.Lifecycle) string {
+func PhasePath(lc *explain.Lifecycle) string {
 	names := make([]string, len(lc.Phases))
 	for i, p := range lc.Phases {
 		names[i] = p.Name
@@ -125,7 +126,7 @@ func PhasePath(lc *diff.Lifecycle) string {
 }
 
 // SortPods orders pods by namespace, name, then first revision.
-func SortPods(pods []*diff.Lifecycle) {
+func SortPods(pods []*explain.Lifecycle) {
 	sort.SliceStable(pods, func(i, j int) bool {
 		a, b := pods[i], pods[j]
 		if a.Namespace != b.Namespace {

@@ -230,3 +230,12 @@ func CrashLoop(revs int) (pod, events []store.Record) {
 	}
 	return pod, events
 }
+
+// ManagedEntry is a managedFields entry of an Update by manager (on the
+// subresource, "" for the object itself) at time at, owning fields (a
+// fieldsV1 JSON object).
+func ManagedEntry(manager, subresource string, at time.Time, fields string) metav1.ManagedFieldsEntry {
+	t := metav1.NewTime(at)
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource,
+		APIVersion: "v1", FieldsType: "FieldsV1", Time: &t, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/examples/digester"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/test/cluster"
 )
 
@@ -67,7 +68,7 @@ func TestDigesterCase(t *testing.T) {
 	}
 
 	// The diagnosis: the finalizer stuck, the webhook as suspect.
-	var stuck *diff.Finding
+	var stuck *explain.Finding
 	for i := range lc.Findings {
 		if lc.Findings[i].ID == "stuck-finalizer" {
 			stuck = &lc.Findings[i]

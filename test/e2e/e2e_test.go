@@ -18,6 +18,7 @@ import (
 
 	"github.com/podtrace/podtrace/cmd/podtrace/app"
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/test/cluster"
 )
 
@@ -109,9 +110,9 @@ func podtrace(t *testing.T, args ...string) string {
 }
 
 // lifecycle runs `podtrace diff -o json` and decodes it.
-func lifecycle(t *testing.T, db, ns, pod string) *diff.Lifecycle {
+func lifecycle(t *testing.T, db, ns, pod string) *explain.Lifecycle {
 	t.Helper()
-	var lc diff.Lifecycle
+	var lc explain.Lifecycle
 	out := podtrace(t, "diff", pod, "-n", ns, "--db", db, "-o", "json")
 	if err := json.Unmarshal([]byte(out), &lc); err != nil {
 		t.Fatalf("decode diff -o json: %v\n%s", err, out)
@@ -156,7 +157,7 @@ func podGone(client kubernetes.Interface, ns, name string) func() (bool, error) 
 	}
 }
 
-func phaseNames(lc *diff.Lifecycle) []string {
+func phaseNames(lc *explain.Lifecycle) []string {
 	var out []string
 	for _, p := range lc.Phases {
 		out = append(out, p.Name)
@@ -164,7 +165,7 @@ func phaseNames(lc *diff.Lifecycle) []string {
 	return out
 }
 
-func findPhase(t *testing.T, lc *diff.Lifecycle, name string) diff.Phase {
+func findPhase(t *testing.T, lc *explain.Lifecycle, name string) diff.Phase {
 	t.Helper()
 	for _, p := range lc.Phases {
 		if p.Name == name {
@@ -249,7 +250,7 @@ func TestRecordPodLifecycle(t *testing.T) {
 		t.Errorf("deletion requested detail %q, want the grace period", p.Detail)
 	}
 	// A healthy pod, deleted: its one finding says how it ended.
-	if len(lc.Findings) != 1 || lc.Findings[0].ID != "ended" || lc.Findings[0].Severity != diff.Info || lc.Findings[0].Mechanism != diff.MechanismDelete {
+	if len(lc.Findings) != 1 || lc.Findings[0].ID != "ended" || lc.Findings[0].Severity != explain.Info || lc.Findings[0].Mechanism != explain.MechanismDelete {
 		t.Errorf("findings %+v, want only the ended finding of a DELETE", lc.Findings)
 	}
 	sched := false

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/test/cluster"
 )
 
@@ -41,8 +42,8 @@ type endedCase struct {
 	name    string
 	ns      string
 	run     func(t *testing.T) string
-	check   func(t *testing.T, f diff.Finding)
-	audited func(t *testing.T, f diff.Finding)
+	check   func(t *testing.T, f explain.Finding)
+	audited func(t *testing.T, f explain.Finding)
 	pod     string
 }
 
@@ -115,11 +116,11 @@ func TestEnded(t *testing.T) {
 }
 
 // endedFinding returns the pod's one ended finding, logging explain's text.
-func endedFinding(t *testing.T, db, ns, pod string) diff.Finding {
+func endedFinding(t *testing.T, db, ns, pod string) explain.Finding {
 	t.Helper()
 	explainText(t, db, ns, pod)
-	ex := explain(t, db, ns, pod)
-	var got []diff.Finding
+	ex := explainPod(t, db, ns, pod)
+	var got []explain.Finding
 	for _, f := range ex.Findings {
 		if f.ID == "ended" {
 			got = append(got, f)
@@ -133,7 +134,7 @@ func endedFinding(t *testing.T, db, ns, pod string) diff.Finding {
 
 // wantEnded checks the mechanism, the severity and the actor's basis, and
 // that the actor's who contains who.
-func wantEnded(t *testing.T, f diff.Finding, mechanism string, sev diff.Severity, basis diff.Basis, who string) {
+func wantEnded(t *testing.T, f explain.Finding, mechanism string, sev explain.Severity, basis diff.Basis, who string) {
 	t.Helper()
 	if f.Mechanism != mechanism {
 		t.Errorf("mechanism %q, want %q (headline %q)", f.Mechanism, mechanism, f.Headline)
@@ -149,10 +150,10 @@ func wantEnded(t *testing.T, f diff.Finding, mechanism string, sev diff.Severity
 	}
 }
 
-func wantEvidence(t *testing.T, f diff.Finding, subs ...string) {
+func wantEvidence(t *testing.T, f explain.Finding, subs ...string) {
 	t.Helper()
 	for _, sub := range subs {
-		if !slices.ContainsFunc(f.Evidence, func(e diff.Evidence) bool { return strings.Contains(e.Text, sub) }) {
+		if !slices.ContainsFunc(f.Evidence, func(e explain.Evidence) bool { return strings.Contains(e.Text, sub) }) {
 			var texts []string
 			for _, e := range f.Evidence {
 				texts = append(texts, e.Text)
@@ -164,7 +165,7 @@ func wantEvidence(t *testing.T, f diff.Finding, subs ...string) {
 
 // auditedAs checks an actor the audit log names: the user and the test's
 // user agent, or a controller's service account.
-func auditedAs(t *testing.T, f diff.Finding, mechanism, user, agent string) {
+func auditedAs(t *testing.T, f explain.Finding, mechanism, user, agent string) {
 	t.Helper()
 	wantEnded(t, f, mechanism, f.Severity, diff.BasisAuditLog, user)
 	if f.Actor != nil && agent != "" && !strings.Contains(f.Actor.UserAgent, agent) {
@@ -187,15 +188,15 @@ func deleteCase(client kubernetes.Interface) *endedCase {
 			waitFor(t, "pod deleted", time.Minute, podGone(client, ns, name))
 			return name
 		},
-		check: func(t *testing.T, f diff.Finding) {
-			wantEnded(t, f, diff.MechanismDelete, diff.Info, diff.BasisUnknown, "unknown")
+		check: func(t *testing.T, f explain.Finding) {
+			wantEnded(t, f, explain.MechanismDelete, explain.Info, diff.BasisUnknown, "unknown")
 			if !strings.Contains(f.Actor.Detail, "audit log") {
 				t.Errorf("actor detail %q does not say the audit log names the client", f.Actor.Detail)
 			}
 		},
-		audited: func(t *testing.T, f diff.Finding) {
+		audited: func(t *testing.T, f explain.Finding) {
 			// The cluster's admin client, with the test's user agent.
-			auditedAs(t, f, diff.MechanismDelete, "", "e2e-client")
+			auditedAs(t, f, explain.MechanismDelete, "", "e2e-client")
 		},
 	}
 }
@@ -262,12 +263,12 @@ func scaleDownCase(client kubernetes.Interface) *endedCase {
 			waitFor(t, "one pod left", time.Minute, func() (bool, error) { return len(podNames(t, client, ns, "app="+name)) == 1, nil })
 			return goneOf(t, client, ns, before, podNames(t, client, ns, "app="+name))
 		},
-		check: func(t *testing.T, f diff.Finding) {
-			wantEnded(t, f, diff.MechanismScaleDown, diff.Info, diff.BasisEvent, "replicaset-controller")
+		check: func(t *testing.T, f explain.Finding) {
+			wantEnded(t, f, explain.MechanismScaleDown, explain.Info, diff.BasisEvent, "replicaset-controller")
 			wantEvidence(t, f, "SuccessfulDelete", "spec.replicas 3 -> 1")
 		},
-		audited: func(t *testing.T, f diff.Finding) {
-			auditedAs(t, f, diff.MechanismScaleDown, rsController, "")
+		audited: func(t *testing.T, f explain.Finding) {
+			auditedAs(t, f, explain.MechanismScaleDown, rsController, "")
 		},
 	}
 }
@@ -291,12 +292,12 @@ func rolloutEndedCase(client kubernetes.Interface) *endedCase {
 			}
 			return before[0]
 		},
-		check: func(t *testing.T, f diff.Finding) {
-			wantEnded(t, f, diff.MechanismRollout, diff.Info, diff.BasisEvent, "replicaset-controller")
+		check: func(t *testing.T, f explain.Finding) {
+			wantEnded(t, f, explain.MechanismRollout, explain.Info, diff.BasisEvent, "replicaset-controller")
 			wantEvidence(t, f, "SuccessfulDelete", "which is at revision 2")
 		},
-		audited: func(t *testing.T, f diff.Finding) {
-			auditedAs(t, f, diff.MechanismRollout, rsController, "")
+		audited: func(t *testing.T, f explain.Finding) {
+			auditedAs(t, f, explain.MechanismRollout, rsController, "")
 		},
 	}
 }
@@ -330,8 +331,8 @@ func preemptionCase(client kubernetes.Interface, node string) *endedCase {
 			waitPod(t, client, ns, high, "Ready", podReady)
 			return low
 		},
-		check: func(t *testing.T, f diff.Finding) {
-			wantEnded(t, f, diff.MechanismPreemption, diff.Info, diff.BasisManagedFields, "scheduler")
+		check: func(t *testing.T, f explain.Finding) {
+			wantEnded(t, f, explain.MechanismPreemption, explain.Info, diff.BasisManagedFields, "scheduler")
 			wantEvidence(t, f, "PreemptionByScheduler", "preemptor pod "+ns+"/"+high+" (named by the event's message): priority 1000", "this pod's priority 100")
 		},
 	}
@@ -369,12 +370,12 @@ func evictionCase(client kubernetes.Interface) *endedCase {
 			waitFor(t, "pod evicted", time.Minute, podGone(client, ns, name))
 			return name
 		},
-		check: func(t *testing.T, f diff.Finding) {
-			wantEnded(t, f, diff.MechanismEvictionAPI, diff.Info, diff.BasisUnknown, "unknown")
+		check: func(t *testing.T, f explain.Finding) {
+			wantEnded(t, f, explain.MechanismEvictionAPI, explain.Info, diff.BasisUnknown, "unknown")
 			wantEvidence(t, f, "EvictionByEvictionAPI", "PodDisruptionBudgets are not recorded")
 		},
-		audited: func(t *testing.T, f diff.Finding) {
-			auditedAs(t, f, diff.MechanismEvictionAPI, "", "e2e-client")
+		audited: func(t *testing.T, f explain.Finding) {
+			auditedAs(t, f, explain.MechanismEvictionAPI, "", "e2e-client")
 			wantEvidence(t, f, "create eviction attempt", "(429)")
 		},
 	}
@@ -402,21 +403,21 @@ func taintCase(client kubernetes.Interface) *endedCase {
 			waitFor(t, "pod evicted by the taint", time.Minute, podGone(client, ns, name))
 			return name
 		},
-		check: func(t *testing.T, f diff.Finding) {
-			wantEnded(t, f, diff.MechanismTaintEviction, diff.Info, diff.BasisManagedFields, "kube-controller-manager")
+		check: func(t *testing.T, f explain.Finding) {
+			wantEnded(t, f, explain.MechanismTaintEviction, explain.Info, diff.BasisManagedFields, "kube-controller-manager")
 			wantEvidence(t, f, "DeletionByTaintManager", endedEvictKey+"=now:NoExecute", "tolerationSeconds 2")
 			// The node's managedFields have whole seconds: when the test's
 			// taints land within one second of its earlier write, the
 			// entry's time does not move and the writer is honestly
 			// unknown. Never anyone else.
-			taint := slices.IndexFunc(f.Evidence, func(e diff.Evidence) bool { return strings.Contains(e.Text, endedEvictKey+"=now:NoExecute") })
+			taint := slices.IndexFunc(f.Evidence, func(e explain.Evidence) bool { return strings.Contains(e.Text, endedEvictKey+"=now:NoExecute") })
 			if taint >= 0 {
 				if text := f.Evidence[taint].Text; !strings.Contains(text, "set by e2e-client") && !strings.Contains(text, "its writer unknown") {
 					t.Errorf("the taint's evidence names neither its writer e2e-client nor an unknown one: %q", text)
 				}
 			}
 		},
-		audited: func(t *testing.T, f diff.Finding) {
+		audited: func(t *testing.T, f explain.Finding) {
 			wantEvidence(t, f, "audit log: DELETE by system:serviceaccount:kube-system:")
 		},
 	}
@@ -441,11 +442,11 @@ func podGCCase(client kubernetes.Interface) *endedCase {
 			waitFor(t, "pod deleted by PodGC", 3*time.Minute, podGone(client, ns, name))
 			return name
 		},
-		check: func(t *testing.T, f diff.Finding) {
-			wantEnded(t, f, diff.MechanismPodGC, diff.Warning, diff.BasisManagedFields, "kube-controller-manager")
+		check: func(t *testing.T, f explain.Finding) {
+			wantEnded(t, f, explain.MechanismPodGC, explain.Warning, diff.BasisManagedFields, "kube-controller-manager")
 			wantEvidence(t, f, "DeletionByPodGC")
 		},
-		audited: func(t *testing.T, f diff.Finding) {
+		audited: func(t *testing.T, f explain.Finding) {
 			wantEvidence(t, f, "audit log: DELETE by system:serviceaccount:kube-system:pod-garbage-collector")
 		},
 	}
@@ -486,8 +487,8 @@ func jobBackoffCase(client kubernetes.Interface) *endedCase {
 			}
 			return pods[0]
 		},
-		check: func(t *testing.T, f diff.Finding) {
-			wantEnded(t, f, diff.MechanismJobBackoffLimit, diff.Warning, diff.BasisManagedFields, "kube-controller-manager")
+		check: func(t *testing.T, f explain.Finding) {
+			wantEnded(t, f, explain.MechanismJobBackoffLimit, explain.Warning, diff.BasisManagedFields, "kube-controller-manager")
 			wantEvidence(t, f, "BackoffLimitExceeded", "backoffLimit 0")
 		},
 	}
@@ -527,12 +528,12 @@ func orphanCase(client kubernetes.Interface) *endedCase {
 			waitPod(t, client, ns, pod, "released", func(p *corev1.Pod) bool { return metav1.GetControllerOf(p) == nil })
 			return pod
 		},
-		check: func(t *testing.T, f diff.Finding) {
-			wantEnded(t, f, diff.MechanismOrphaned, diff.Info, diff.BasisUnknown, "unknown")
+		check: func(t *testing.T, f explain.Finding) {
+			wantEnded(t, f, explain.MechanismOrphaned, explain.Info, diff.BasisUnknown, "unknown")
 			wantEvidence(t, f, "ownerReference to ReplicaSet "+name, "no longer match", "by e2e-client")
 		},
-		audited: func(t *testing.T, f diff.Finding) {
-			auditedAs(t, f, diff.MechanismOrphaned, rsController, "")
+		audited: func(t *testing.T, f explain.Finding) {
+			auditedAs(t, f, explain.MechanismOrphaned, rsController, "")
 		},
 	}
 }
@@ -604,9 +605,9 @@ func healthyCase(client kubernetes.Interface) *healthyCaseT {
 			}
 			ended := map[string]int{}
 			for p := range seen {
-				ex := explain(t, db, ns, p)
+				ex := explainPod(t, db, ns, p)
 				for _, f := range ex.Findings {
-					if f.Severity > diff.Info {
+					if f.Severity > explain.Info {
 						t.Errorf("healthy pod %s got %s finding %s: %s", p, f.Severity, f.ID, f.Headline)
 					}
 					if f.ID == "ended" {
@@ -615,7 +616,7 @@ func healthyCase(client kubernetes.Interface) *healthyCaseT {
 				}
 			}
 			t.Logf("ended mechanisms of the healthy pods: %v", ended)
-			if ended[diff.MechanismRollout] == 0 || ended[diff.MechanismScaleDown] == 0 {
+			if ended[explain.MechanismRollout] == 0 || ended[explain.MechanismScaleDown] == 0 {
 				t.Errorf("ended mechanisms %v, want rollouts and scale-downs", ended)
 			}
 		},

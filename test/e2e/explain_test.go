@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/test/cluster"
 )
 
@@ -174,7 +175,7 @@ func customFinalizerCase(client kubernetes.Interface) *explainCase {
 			}
 		},
 		check: func(t *testing.T, db string) {
-			ex := explain(t, db, ns, name)
+			ex := explainPod(t, db, ns, name)
 			if ex.Outcome != "Terminating" {
 				t.Errorf("outcome %q, want Terminating", ex.Outcome)
 			}
@@ -245,7 +246,7 @@ func jobFinalizerCase(client kubernetes.Interface, hooks *webhookServer) *explai
 			}
 			// Give the job controller every chance to remove the finalizer,
 			// longer than explain waits before it says it was not removed.
-			time.Sleep(diff.FinalizerRemovalGrace + 3*time.Second)
+			time.Sleep(explain.FinalizerRemovalGrace + 3*time.Second)
 			p, err := client.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("the job pod is gone (%v): the case did not reproduce", err)
@@ -268,7 +269,7 @@ func jobFinalizerCase(client kubernetes.Interface, hooks *webhookServer) *explai
 			}
 		},
 		check: func(t *testing.T, db string) {
-			ex := explain(t, db, ns, podName)
+			ex := explainPod(t, db, ns, podName)
 			// What the API server showed decides which finding applies: a
 			// finished pod never deleted, or a deleted one held.
 			id := "finalizer-not-removed"
@@ -285,7 +286,7 @@ func jobFinalizerCase(client kubernetes.Interface, hooks *webhookServer) *explai
 			if !hasWebhook(f.Suspects, freezeWebhook) {
 				t.Errorf("webhook %s is not a suspect: %+v", freezeWebhook, f.Suspects)
 			}
-			if !slices.ContainsFunc(f.Evidence, func(e diff.Evidence) bool { return strings.Contains(e.Text, "uncountedTerminatedPods") }) {
+			if !slices.ContainsFunc(f.Evidence, func(e explain.Evidence) bool { return strings.Contains(e.Text, "uncountedTerminatedPods") }) {
 				t.Errorf("no evidence from the Job's status.uncountedTerminatedPods: %+v", f.Evidence)
 			}
 			text := explainText(t, db, ns, podName)
@@ -338,7 +339,7 @@ func lostNodeCase(client kubernetes.Interface, lost *cluster.KwokProcess) *expla
 			}
 		},
 		check: func(t *testing.T, db string) {
-			ex := explain(t, db, ns, name)
+			ex := explainPod(t, db, ns, name)
 			if ex.Outcome != "Terminating" {
 				t.Errorf("outcome %q, want Terminating", ex.Outcome)
 			}
@@ -426,7 +427,7 @@ func imagePullCase(client kubernetes.Interface) *explainCase {
 			})
 		},
 		check: func(t *testing.T, db string) {
-			ex := explain(t, db, ns, name)
+			ex := explainPod(t, db, ns, name)
 			if ex.Outcome != "Pending" {
 				t.Errorf("outcome %q, want Pending", ex.Outcome)
 			}
@@ -468,7 +469,7 @@ func unschedulableCase(client kubernetes.Interface) *explainCase {
 			waitPod(t, client, ns, pinned, "marked unschedulable", unscheduled)
 		},
 		check: func(t *testing.T, db string) {
-			f := findFinding(t, explain(t, db, ns, ssd), "unschedulable")
+			f := findFinding(t, explainPod(t, db, ns, ssd), "unschedulable")
 			for _, want := range []string{"no node fits:", "kwok-node-0", "kwok-node-1", "lack label disk=ssd"} {
 				if !strings.Contains(f.Headline, want) {
 					t.Errorf("%s: headline %q lacks %q", ssd, f.Headline, want)
@@ -479,11 +480,11 @@ func unschedulableCase(client kubernetes.Interface) *explainCase {
 			}) {
 				t.Errorf("%s: next %q does not say how to label a node", ssd, f.Next)
 			}
-			if !slices.ContainsFunc(f.Evidence, func(e diff.Evidence) bool { return strings.Contains(e.Text, "FailedScheduling") }) {
+			if !slices.ContainsFunc(f.Evidence, func(e explain.Evidence) bool { return strings.Contains(e.Text, "FailedScheduling") }) {
 				t.Errorf("%s: the scheduler's message is not in the evidence: %+v", ssd, f.Evidence)
 			}
 
-			f = findFinding(t, explain(t, db, ns, pinned), "unschedulable")
+			f = findFinding(t, explainPod(t, db, ns, pinned), "unschedulable")
 			taint := lostNodeName + " has untolerated taint " + lostTaint + "=true:NoSchedule"
 			for _, want := range []string{"no node fits:", "kwok-node-0 and kwok-node-1 lack label kubernetes.io/hostname=" + lostNodeName, taint} {
 				if !strings.Contains(f.Headline, want) {
@@ -571,7 +572,7 @@ func rolloutCase(client kubernetes.Interface) *explainCase {
 		check: func(t *testing.T, db string) {
 			old := lifecycle(t, db, ns, oldPods[0])
 			// Its one finding says how it ended: by the rollout.
-			if len(old.Findings) != 1 || old.Findings[0].ID != "ended" || old.Findings[0].Severity != diff.Info || old.Findings[0].Mechanism != diff.MechanismRollout {
+			if len(old.Findings) != 1 || old.Findings[0].ID != "ended" || old.Findings[0].Severity != explain.Info || old.Findings[0].Mechanism != explain.MechanismRollout {
 				t.Errorf("old pod %s findings %+v, want only the ended finding of a rollout", oldPods[0], old.Findings)
 			}
 			names := phaseNames(old)
@@ -611,11 +612,11 @@ func rolloutCase(client kubernetes.Interface) *explainCase {
 
 // explained is the output of `podtrace explain -o json`.
 type explained struct {
-	Outcome  string         `json:"outcome"`
-	Findings []diff.Finding `json:"findings"`
+	Outcome  string            `json:"outcome"`
+	Findings []explain.Finding `json:"findings"`
 }
 
-func explain(t *testing.T, db, ns, pod string) *explained {
+func explainPod(t *testing.T, db, ns, pod string) *explained {
 	t.Helper()
 	out := podtrace(t, "explain", pod, "-n", ns, "--db", db, "-o", "json")
 	var ex explained
@@ -633,7 +634,7 @@ func explainText(t *testing.T, db, ns, pod string) string {
 	return text
 }
 
-func findFinding(t *testing.T, ex *explained, id string) diff.Finding {
+func findFinding(t *testing.T, ex *explained, id string) explain.Finding {
 	t.Helper()
 	var ids []string
 	for _, f := range ex.Findings {
@@ -643,7 +644,7 @@ func findFinding(t *testing.T, ex *explained, id string) diff.Finding {
 		ids = append(ids, f.ID)
 	}
 	t.Fatalf("no %s finding; findings: %v\n%+v", id, ids, ex.Findings)
-	return diff.Finding{}
+	return explain.Finding{}
 }
 
 func simplePod(ns, name string) *corev1.Pod {

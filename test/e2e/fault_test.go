@@ -22,6 +22,7 @@ import (
 
 	"github.com/podtrace/podtrace/cmd/podtrace/app"
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/test/cluster"
 	"github.com/podtrace/podtrace/tracer"
@@ -325,7 +326,7 @@ func TestFaultKillAndRestart(t *testing.T) {
 			t.Errorf("%s: gaps %+v, want the recorder's downtime", name, lc.Gaps)
 		}
 		for _, f := range lc.Findings {
-			if f.Severity == diff.Warning || f.Severity == diff.Critical {
+			if f.Severity == explain.Warning || f.Severity == explain.Critical {
 				t.Errorf("%s: phantom finding %s: %s", name, f.ID, f.Headline)
 			}
 		}

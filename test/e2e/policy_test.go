@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/podtrace/podtrace/admission"
-	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/examples/digester"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/test/cluster"
 )
 
@@ -194,7 +194,7 @@ func startFinalizerPolicy(t *testing.T, client kubernetes.Interface) {
 	}
 }
 
-func finding(t *testing.T, lc *diff.Lifecycle, id string) *diff.Finding {
+func finding(t *testing.T, lc *explain.Lifecycle, id string) *explain.Finding {
 	t.Helper()
 	for i := range lc.Findings {
 		if lc.Findings[i].ID == id {

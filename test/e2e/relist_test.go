@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/test/cluster"
 )
@@ -230,7 +231,7 @@ func TestFaultWatchExpired(t *testing.T) {
 			t.Errorf("%s: outcome %q, want Running", name, lc.Outcome)
 		}
 		for _, f := range lc.Findings {
-			if f.Severity == diff.Warning || f.Severity == diff.Critical {
+			if f.Severity == explain.Warning || f.Severity == explain.Critical {
 				t.Errorf("%s: phantom finding %s: %s", name, f.ID, f.Headline)
 			}
 		}

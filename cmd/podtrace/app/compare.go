@@ -13,6 +13,7 @@ import (
 
 	"github.com/podtrace/podtrace/compare"
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 )
@@ -188,11 +189,11 @@ func (o *compareOptions) sides(path string, refs []podRef) ([2]compare.Side, err
 		}
 	}
 	// The replays share nothing they write: on two cores, side by side.
-	var lcs [2]*diff.Lifecycle
+	var lcs [2]*explain.Lifecycle
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i := range refs {
-		wg.Go(func() { lcs[i], errs[i] = diff.Replay(ins[i], diff.Options{}) })
+		wg.Go(func() { lcs[i], errs[i] = explain.Replay(ins[i], diff.Options{}) })
 	}
 	wg.Wait()
 	for i := range refs {
@@ -235,7 +236,7 @@ func (o *compareOptions) runCohort() error {
 		if len(in.Pod) == 0 || json.Unmarshal(in.Pod[0].Object, &m) != nil || !o.sel.Matches(labels.Set(m.Labels)) {
 			continue
 		}
-		lc, err := diff.Replay(in, diff.Options{})
+		lc, err := explain.Replay(in, diff.Options{})
 		if err != nil {
 			return fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}

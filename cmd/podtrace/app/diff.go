@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 )
@@ -76,7 +77,7 @@ func (o *podOptions) Validate() error {
 }
 
 // lifecycle loads and replays the pod.
-func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
+func (o *podOptions) lifecycle() (*explain.Lifecycle, error) {
 	db, err := openTrace(o.db)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func (o *podOptions) lifecycle() (*diff.Lifecycle, error) {
 	if err != nil {
 		return nil, err
 	}
-	lc, err := diff.Replay(in, opts)
+	lc, err := explain.Replay(in, opts)
 	if err != nil {
 		return nil, fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -121,7 +122,7 @@ const maxWorkloadPods = 100
 
 // workloadLifecycle replays the pods a workload owns and returns the one
 // chooseWorkloadPod picks.
-func (o *podOptions) workloadLifecycle(db *store.DB, kind, name string, opts diff.Options) (*diff.Lifecycle, error) {
+func (o *podOptions) workloadLifecycle(db *store.DB, kind, name string, opts diff.Options) (*explain.Lifecycle, error) {
 	if o.uid != "" {
 		return nil, usagef("--uid picks an incarnation of a pod name, not a pod of %s", o.pod)
 	}
@@ -143,7 +144,7 @@ func (o *podOptions) workloadLifecycle(db *store.DB, kind, name string, opts dif
 		if err != nil {
 			return nil, err
 		}
-		lc, err := diff.Replay(in, opts)
+		lc, err := explain.Replay(in, opts)
 		if err != nil {
 			return nil, fmt.Errorf("replay pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
@@ -156,7 +157,7 @@ func (o *podOptions) workloadLifecycle(db *store.DB, kind, name string, opts dif
 
 // action completes and validates the options, replays the pod and hands
 // its lifecycle to render; with --follow, then follows the pod.
-func (o *podOptions) action(render func(*diff.Lifecycle) error) cli.ActionFunc {
+func (o *podOptions) action(render func(*explain.Lifecycle) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		if err := o.Complete(c); err != nil {
 			return err
@@ -210,7 +211,7 @@ func diffCommand(streams Streams) *cli.Command {
 			&cli.BoolFlag{Name: "all-fields", Destination: &o.allFields, Usage: "show every field set at creation, not only images, owners, finalizers and labels"},
 			// Only diff prints the admission section.
 			&cli.BoolFlag{Name: "show-defaults", Destination: &o.showDefaults, Usage: "in the admission section, also show what defaulting and the owning controller set"}),
-		Action: o.action(func(lc *diff.Lifecycle) error {
+		Action: o.action(func(lc *explain.Lifecycle) error {
 			if o.output == "json" {
 				return writeJSON(streams, lc)
 			}
@@ -226,14 +227,14 @@ func explainCommand(streams Streams) *cli.Command {
 		Usage:     "say why a pod is stuck or how it ended, with the evidence from the recording",
 		ArgsUsage: "POD | deploy/NAME | rs/NAME | job/NAME | sts/NAME | ds/NAME",
 		Flags:     o.flags(),
-		Action: o.action(func(lc *diff.Lifecycle) error {
+		Action: o.action(func(lc *explain.Lifecycle) error {
 			if o.output == "json" {
 				return writeJSON(streams, struct {
-					Namespace string         `json:"namespace"`
-					Name      string         `json:"name"`
-					UID       string         `json:"uid"`
-					Outcome   string         `json:"outcome"`
-					Findings  []diff.Finding `json:"findings"`
+					Namespace string            `json:"namespace"`
+					Name      string            `json:"name"`
+					UID       string            `json:"uid"`
+					Outcome   string            `json:"outcome"`
+					Findings  []explain.Finding `json:"findings"`
 				}{lc.Namespace, lc.Name, lc.UID, lc.Outcome, lc.Findings})
 			}
 			return buffered(streams, func(w io.Writer) error { return report.Explain(w, lc, o.textOptions()) })

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 )
@@ -123,7 +124,7 @@ func (o *exportOptions) Run() (err error) {
 	// The redaction is counted as podtrace report counts it, on the pods'
 	// replayed lifecycles: the values the report of the export shows
 	// redacted. Every copy of them in every record is redacted.
-	var lcs []*diff.Lifecycle
+	var lcs []*explain.Lifecycle
 	for _, p := range pods {
 		in, err := loadInput(src, tc, p)
 		if err != nil {
@@ -248,7 +249,7 @@ func (o *exportOptions) which(n int) string {
 // redactedLifecycle replays a pod as the export holds it (inside the
 // window) and redacts it with a redactor of its own: what report counts.
 // Nil when nothing of the pod is in the window.
-func (o *exportOptions) redactedLifecycle(in diff.Input) (*diff.Lifecycle, error) {
+func (o *exportOptions) redactedLifecycle(in diff.Input) (*explain.Lifecycle, error) {
 	in.Pod = o.window(in.Pod)
 	if len(in.Pod) == 0 {
 		return nil, nil
@@ -260,7 +261,7 @@ func (o *exportOptions) redactedLifecycle(in diff.Input) (*diff.Lifecycle, error
 		related[uid] = o.window(h)
 	}
 	in.Related = related
-	lc, err := diff.Replay(in, diff.Options{})
+	lc, err := explain.Replay(in, diff.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/store"
 )
@@ -35,7 +35,7 @@ func TestExportKeepsFindings(t *testing.T) {
 	if !strings.Contains(summary, "exported 1 pod named ci/runner-job-1,") {
 		t.Errorf("export summary %q", summary)
 	}
-	var orig, exported struct{ Findings []diff.Finding }
+	var orig, exported struct{ Findings []explain.Finding }
 	a, _ := runApp(t, "explain", "runner-job-1", "--db", sampleTrace, "-o", "json")
 	b, _ := runApp(t, "explain", "runner-job-1", "--db", out, "-o", "json")
 	if err := json.Unmarshal([]byte(a), &orig); err != nil {
@@ -48,7 +48,7 @@ func TestExportKeepsFindings(t *testing.T) {
 		t.Fatal("the sample trace has no finding: this test proves nothing")
 	}
 	// Records are renumbered in the export; everything else must match.
-	if d := cmp.Diff(orig.Findings, exported.Findings, cmpopts.IgnoreFields(diff.Evidence{}, "Seq")); d != "" {
+	if d := cmp.Diff(orig.Findings, exported.Findings, cmpopts.IgnoreFields(explain.Evidence{}, "Seq")); d != "" {
 		t.Errorf("findings on the export differ (-original +export):\n%s", d)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/report"
 )
 
@@ -19,7 +19,7 @@ var followInterval = time.Second
 // they change. It reads the trace every followInterval, opening it
 // read-only for the read alone, so the recorder writing it is never held
 // up, and returns when ctx is done (Ctrl-C: exit 0).
-func (o *podOptions) followPod(ctx context.Context, first *diff.Lifecycle, explain bool) error {
+func (o *podOptions) followPod(ctx context.Context, first *explain.Lifecycle, explain bool) error {
 	// The pod shown first is the one followed, by its UID, even if a
 	// workload or a name would pick another later.
 	p := *o
@@ -54,7 +54,7 @@ func (o *podOptions) followPod(ctx context.Context, first *diff.Lifecycle, expla
 }
 
 // findingKeys says which findings a lifecycle has, to tell when they change.
-func findingKeys(lc *diff.Lifecycle) string {
+func findingKeys(lc *explain.Lifecycle) string {
 	var b strings.Builder
 	for _, f := range lc.Findings {
 		b.WriteString(f.ID + "\x00" + f.Headline + "\x00")

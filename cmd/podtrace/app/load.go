@@ -13,6 +13,7 @@ import (
 
 	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -371,7 +372,7 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 	}
 	// The pods its events name as another party: the preemptor of the
 	// scheduler's Preempted event.
-	for _, uid := range diff.RelatedPods(in.Events) {
+	for _, uid := range explain.RelatedPods(in.Events) {
 		if _, ok := in.Related[uid]; ok {
 			continue
 		}

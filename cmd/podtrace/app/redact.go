@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/redact"
 )
 
@@ -43,7 +43,7 @@ func (r *redactFlags) Complete() error {
 }
 
 // apply redacts lc, or warns once that redaction is off.
-func (r *redactFlags) apply(lc *diff.Lifecycle, s Streams) {
+func (r *redactFlags) apply(lc *explain.Lifecycle, s Streams) {
 	if r.off {
 		r.warnOff(s)
 		return
@@ -61,10 +61,10 @@ func (r *redactFlags) warnOff(s Streams) {
 
 // forWorker returns what redacts lifecycles on one goroutine, as apply
 // does, with a Redactor of its own; nil under --no-redact.
-func (r *redactFlags) forWorker() func(*diff.Lifecycle) {
+func (r *redactFlags) forWorker() func(*explain.Lifecycle) {
 	if r.off {
 		return nil
 	}
 	red := r.redactor.Clone()
-	return func(lc *diff.Lifecycle) { red.Redact(lc) }
+	return func(lc *explain.Lifecycle) { red.Redact(lc) }
 }

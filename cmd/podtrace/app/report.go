@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 )
@@ -141,7 +142,7 @@ func inNamespace(ns string) string {
 // that order, that failed. With html, each worker also encodes the page
 // data of the pods it replays (report.PrepareHTML), so that the page is
 // mostly written while pods are replayed.
-func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecycle), html bool) (*report.Trace, error) {
+func loadTrace(db *store.DB, ns, name string, newFinish func() func(*explain.Lifecycle), html bool) (*report.Trace, error) {
 	ctx, found, err := scanTrace(db, store.ObjectFilter{Kind: "Pod", Namespace: ns, Name: name})
 	if err != nil {
 		return nil, err
@@ -153,15 +154,15 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecy
 	pods := found[0]
 	generated := now().UTC()
 	workers := min(runtime.GOMAXPROCS(0), len(pods))
-	finish := make([]func(*diff.Lifecycle), workers)
+	finish := make([]func(*explain.Lifecycle), workers)
 	if newFinish != nil {
 		for w := range finish {
 			finish[w] = newFinish()
 		}
 	}
-	var lcs []*diff.Lifecycle // nil when there is no pod, as before
+	var lcs []*explain.Lifecycle // nil when there is no pod, as before
 	if len(pods) > 0 {
-		lcs = make([]*diff.Lifecycle, len(pods))
+		lcs = make([]*explain.Lifecycle, len(pods))
 	}
 	errs := make([]error, len(pods))
 	var prepared []*report.HTMLPod
@@ -200,7 +201,7 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*diff.Lifecy
 	}
 	tr := &report.Trace{Sessions: tc.sessions, Gaps: tc.gaps, Generated: generated, Pods: lcs}
 	if prepared != nil {
-		tr.Prepared = make(map[*diff.Lifecycle]*report.HTMLPod, len(lcs))
+		tr.Prepared = make(map[*explain.Lifecycle]*report.HTMLPod, len(lcs))
 		for i, lc := range lcs {
 			tr.Prepared[lc] = prepared[i]
 		}
@@ -216,12 +217,12 @@ func lowerTo(a *atomic.Int64, v int64) {
 }
 
 // loadPod loads and replays one pod, and finishes its lifecycle.
-func loadPod(db *store.DB, tc *traceContext, p store.Object, finish func(*diff.Lifecycle)) (*diff.Lifecycle, error) {
+func loadPod(db *store.DB, tc *traceContext, p store.Object, finish func(*explain.Lifecycle)) (*explain.Lifecycle, error) {
 	in, err := loadInput(db, tc, p)
 	if err != nil {
 		return nil, err
 	}
-	lc, err := diff.Replay(in, diff.Options{})
+	lc, err := explain.Replay(in, diff.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("replay pod %s/%s: %w", p.Namespace, p.Name, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 )
@@ -74,22 +75,22 @@ func TestWithoutRevisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var full, slim []*diff.Lifecycle
+	var full, slim []*explain.Lifecycle
 	for _, p := range pods[:6] {
 		in, err := loadInput(db, tc, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var lcs [2]*diff.Lifecycle
+		var lcs [2]*explain.Lifecycle
 		for i := range lcs {
-			if lcs[i], err = diff.Replay(in, diff.Options{}); err != nil {
+			if lcs[i], err = explain.Replay(in, diff.Options{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		lcs[1].DropRevisions()
 		full, slim = append(full, lcs[0]), append(slim, lcs[1])
 	}
-	render := func(pods []*diff.Lifecycle) string {
+	render := func(pods []*explain.Lifecycle) string {
 		var b bytes.Buffer
 		tr := &report.Trace{File: bt.path, Generated: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), Pods: pods}
 		for _, lc := range pods {

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -128,7 +128,7 @@ func firstOf(list []string, n int) []string {
 // replayed is a workload's pod, replayed.
 type replayed struct {
 	obj store.Object
-	lc  *diff.Lifecycle
+	lc  *explain.Lifecycle
 }
 
 // worst is the most severe finding's severity, -1 without one.

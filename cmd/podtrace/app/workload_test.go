@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -124,10 +125,10 @@ func TestWorkloadSelectors(t *testing.T) {
 // TestChooseWorkloadPod: the pod with the most severe finding, else the
 // newest.
 func TestChooseWorkloadPod(t *testing.T) {
-	pod := func(name string, sev ...diff.Severity) replayed {
-		lc := &diff.Lifecycle{Name: name, Outcome: "Running"}
+	pod := func(name string, sev ...explain.Severity) replayed {
+		lc := &explain.Lifecycle{Lifecycle: &diff.Lifecycle{Name: name, Outcome: "Running"}}
 		for _, s := range sev {
-			lc.Findings = append(lc.Findings, diff.Finding{ID: "f", Severity: s})
+			lc.Findings = append(lc.Findings, explain.Finding{ID: "f", Severity: s})
 		}
 		return replayed{obj: store.Object{Name: name}, lc: lc}
 	}
@@ -136,8 +137,8 @@ func TestChooseWorkloadPod(t *testing.T) {
 		want string
 	}{
 		{[]replayed{pod("new"), pod("old")}, "new"},
-		{[]replayed{pod("new", diff.Info), pod("mid", diff.Critical), pod("old", diff.Warning)}, "mid"},
-		{[]replayed{pod("new", diff.Warning), pod("old", diff.Warning)}, "new"},
+		{[]replayed{pod("new", explain.Info), pod("mid", explain.Critical), pod("old", explain.Warning)}, "mid"},
+		{[]replayed{pod("new", explain.Warning), pod("old", explain.Warning)}, "new"},
 	} {
 		var notes bytes.Buffer
 		if got := chooseWorkloadPod(tc.pods, "deploy/x", &notes).obj.Name; got != tc.want {

@@ -1,4 +1,4 @@
-package diff
+package explain
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -116,11 +117,11 @@ func endAudit(t *testing.T, at time.Duration, verb, subresource, user, agent str
 
 // endInput builds a replay input of the pod's revisions and the related
 // records, keyed by UID.
-func endInput(pods []store.Record, related map[string][]store.Record) Input {
+func endInput(pods []store.Record, related map[string][]store.Record) diff.Input {
 	if related == nil {
 		related = map[string][]store.Record{}
 	}
-	return Input{Pod: pods, Related: related, End: finStart.Add(time.Minute)}
+	return diff.Input{Pod: pods, Related: related, End: finStart.Add(time.Minute)}
 }
 
 func TestEnded(t *testing.T) {
@@ -161,7 +162,7 @@ func TestEnded(t *testing.T) {
 			gone(t, 21, del),
 		}
 	}
-	jobPod := func(t *testing.T, reason string) Input {
+	jobPod := func(t *testing.T, reason string) diff.Input {
 		created := finJobPod()
 		failed := finFinished(finRunning(created, "101"), "102", corev1.PodFailed)
 		job := finJob("50")
@@ -182,7 +183,7 @@ func TestEnded(t *testing.T) {
 
 	// preempted: the scheduler's condition and DELETE; its Preempted event
 	// names the preemptor as its related object, or in its message only.
-	preempted := func(t *testing.T, related bool) Input {
+	preempted := func(t *testing.T, related bool) diff.Input {
 		var rel *corev1.ObjectReference
 		if related {
 			rel = &corev1.ObjectReference{Kind: "Pod", Namespace: finNS, Name: "urgent", UID: "pre-uid"}
@@ -205,22 +206,22 @@ func TestEnded(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		in        func(t *testing.T) Input
+		in        func(t *testing.T) diff.Input
 		none      bool // no ended finding
 		mechanism string
 		severity  Severity
-		basis     Basis
+		basis     diff.Basis
 		who       string
 		evidence  []string
 	}{{
 		name: "running pod: nothing ended",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return endInput([]store.Record{finRecord(t, 10, 0, store.Added, "Pod", running)}, nil)
 		},
 		none: true,
 	}, {
 		name: "finished Job pod, not deleted: nothing ended",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			created := finJobPod()
 			done := finFinished(finRunning(created, "101"), "102", corev1.PodSucceeded)
 			done.Finalizers = nil
@@ -229,21 +230,21 @@ func TestEnded(t *testing.T) {
 		none: true,
 	}, {
 		name:      "deleted by a client, no audit log: unknown",
-		in:        func(t *testing.T) Input { return endInput(deletedBare(t), nil) },
-		mechanism: MechanismDelete, basis: BasisUnknown, who: "unknown",
+		in:        func(t *testing.T) diff.Input { return endInput(deletedBare(t), nil) },
+		mechanism: MechanismDelete, basis: diff.BasisUnknown, who: "unknown",
 		evidence: []string{"deletion requested: grace period 30s"},
 	}, {
 		name: "deleted by a client, with the audit log",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			in := endInput(deletedBare(t), nil)
 			in.Audit = []store.Record{endAudit(t, 20*time.Second, "delete", "", "alice", "kubectl/v1.37.2", 200), endAudit(t, 22*time.Second, "delete", "", "system:node:node-a", "kubelet", 200)}
 			return in
 		},
-		mechanism: MechanismDelete, basis: BasisAuditLog, who: "alice",
+		mechanism: MechanismDelete, basis: diff.BasisAuditLog, who: "alice",
 		evidence: []string{"audit log: DELETE by alice, kubectl/v1.37.2 (200)"},
 	}, {
 		name: "scale-down: the ReplicaSet controller's event, replicas reduced",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			in := endInput(deletedRS(t), map[string][]store.Record{
 				string(endRSUID): {finRecord(t, 5, -time.Second, store.Added, "ReplicaSet", endRS("1", 3, "1", "kube-controller-manager")),
 					finRecord(t, 18, 19*time.Second, store.Updated, "ReplicaSet", endRS("2", 1, "1", "kube-controller-manager"))},
@@ -252,11 +253,11 @@ func TestEnded(t *testing.T) {
 			in.OwnerEvents = map[string][]store.Record{string(endRSUID): rsDeleted(t)}
 			return in
 		},
-		mechanism: MechanismScaleDown, basis: BasisEvent, who: "replicaset-controller",
+		mechanism: MechanismScaleDown, basis: diff.BasisEvent, who: "replicaset-controller",
 		evidence: []string{"event SuccessfulDelete on ReplicaSet web-1: Deleted pod: web-1-abcde", "spec.replicas 3 -> 1, by a controller in kube-controller-manager", "which is at revision 1"},
 	}, {
 		name: "rollout: an older revision of its Deployment",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			in := endInput(deletedRS(t), map[string][]store.Record{
 				string(endRSUID): {finRecord(t, 5, -time.Second, store.Added, "ReplicaSet", endRS("1", 2, "1", "kube-controller-manager")),
 					finRecord(t, 18, 19*time.Second, store.Updated, "ReplicaSet", endRS("2", 1, "1", "kube-controller-manager"))},
@@ -267,44 +268,44 @@ func TestEnded(t *testing.T) {
 				string(endDepUID): {endEvent(t, 16, 19*time.Second, string(endDepUID), "Deployment", "web", "ScalingReplicaSet", "Scaled down replica set web-1 from 2 to 1", "deployment-controller", nil)}}
 			return in
 		},
-		mechanism: MechanismRollout, basis: BasisEvent, who: "replicaset-controller",
+		mechanism: MechanismRollout, basis: diff.BasisEvent, who: "replicaset-controller",
 		evidence: []string{"revision 1 of Deployment web, which is at revision 2", "Scaled down replica set web-1 from 2 to 1"},
 	}, {
 		name: "a ReplicaSet pod deleted with no controller event: a client's DELETE",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return endInput(deletedRS(t), map[string][]store.Record{
 				string(endRSUID): {finRecord(t, 5, -time.Second, store.Added, "ReplicaSet", endRS("1", 3, "1", "kube-controller-manager"))}})
 		},
-		mechanism: MechanismDelete, basis: BasisUnknown, who: "unknown",
+		mechanism: MechanismDelete, basis: diff.BasisUnknown, who: "unknown",
 	}, {
 		name: "garbage collection: the owner was deleted first",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return endInput(deletedRS(t), map[string][]store.Record{
 				string(endRSUID): {finRecord(t, 5, -time.Second, store.Added, "ReplicaSet", endRS("1", 3, "1", "kube-controller-manager")),
 					finRecord(t, 18, 19*time.Second, store.Deleted, "ReplicaSet", endRS("1", 3, "1", "kube-controller-manager"))}})
 		},
-		mechanism: MechanismGarbageCollection, basis: BasisUnknown, who: "unknown",
+		mechanism: MechanismGarbageCollection, basis: diff.BasisUnknown, who: "unknown",
 		evidence: []string{"owner ReplicaSet web-1 deleted"},
 	}, {
 		name:      "preemption: the scheduler's condition, the preemptor's priority",
-		in:        func(t *testing.T) Input { return preempted(t, true) },
-		mechanism: MechanismPreemption, basis: BasisManagedFields, who: "the scheduler",
+		in:        func(t *testing.T) diff.Input { return preempted(t, true) },
+		mechanism: MechanismPreemption, basis: diff.BasisManagedFields, who: "the scheduler",
 		evidence: []string{"reason PreemptionByScheduler", "preemptor pod ci/urgent (named by the event's related object): priority 1000 (PriorityClass high); this pod's priority 100 (PriorityClass low)", "on node node-a", "Preempted by pod pre-uid"},
 	}, {
 		name:      "preemption: the preemptor named in the event's message only",
-		in:        func(t *testing.T) Input { return preempted(t, false) },
-		mechanism: MechanismPreemption, basis: BasisManagedFields, who: "the scheduler",
+		in:        func(t *testing.T) diff.Input { return preempted(t, false) },
+		mechanism: MechanismPreemption, basis: diff.BasisManagedFields, who: "the scheduler",
 		evidence: []string{"preemptor pod ci/urgent (named by the event's message): priority 1000"},
 	}, {
 		name: "Eviction API, no audit log: the client unknown, the budget not recorded",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return endInput(disruptedBare(t, reasonEvictionByEvictionAPI, "kube-apiserver"), nil)
 		},
-		mechanism: MechanismEvictionAPI, basis: BasisUnknown, who: "unknown",
+		mechanism: MechanismEvictionAPI, basis: diff.BasisUnknown, who: "unknown",
 		evidence: []string{"PodDisruptionBudgets are not recorded"},
 	}, {
 		name: "Eviction API, with the audit log: the client and the refusals",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			in := endInput(disruptedBare(t, reasonEvictionByEvictionAPI, "kube-apiserver"), nil)
 			in.Audit = []store.Record{
 				endAudit(t, 10*time.Second, "create", "eviction", "drainer", "kubectl/v1.37.2", 429),
@@ -313,11 +314,11 @@ func TestEnded(t *testing.T) {
 			}
 			return in
 		},
-		mechanism: MechanismEvictionAPI, basis: BasisAuditLog, who: "drainer",
+		mechanism: MechanismEvictionAPI, basis: diff.BasisAuditLog, who: "drainer",
 		evidence: []string{"2 create eviction attempts by drainer denied (429)", "eviction created by drainer (201)"},
 	}, {
 		name: "taint eviction: the node's taint and the pod's tolerationSeconds",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			five := int64(5)
 			tol := endPod(false)
 			tol.Spec.Tolerations = []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &five}}
@@ -330,40 +331,40 @@ func TestEnded(t *testing.T) {
 			return endInput([]store.Record{finRecord(t, 10, 0, store.Added, "Pod", tol), finRecord(t, 15, 18*time.Second, store.Updated, "Pod", d)},
 				map[string][]store.Record{"node-uid": {finRecord(t, 1, -time.Minute, store.Initial, "Node", node), finRecord(t, 12, 12*time.Second, store.Updated, "Node", tainted)}})
 		},
-		mechanism: MechanismTaintEviction, basis: BasisManagedFields, who: "kube-controller-manager",
+		mechanism: MechanismTaintEviction, basis: diff.BasisManagedFields, who: "kube-controller-manager",
 		evidence: []string{"node node-a taint maintenance=now:NoExecute, set by kubectl (kubectl-taint) (managedFields); by the pod: tolerated for tolerationSeconds 5"},
 	}, {
 		name: "node-pressure eviction by the kubelet: a warning",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			d := endDisrupt(bare, "105", corev1.PodReasonTerminationByKubelet, "kubelet", 18*time.Second)
 			d.Status.Phase, d.Status.Reason, d.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
 			return endInput([]store.Record{finRecord(t, 10, 0, store.Added, "Pod", bare), finRecord(t, 15, 18*time.Second, store.Updated, "Pod", d)}, nil)
 		},
-		mechanism: MechanismNodePressure, severity: Warning, basis: BasisManagedFields, who: "the kubelet",
+		mechanism: MechanismNodePressure, severity: Warning, basis: diff.BasisManagedFields, who: "the kubelet",
 		evidence: []string{"status.reason Evicted: The node was low on resource: memory."},
 	}, {
 		name: "PodGC of a pod on a deleted node: a warning",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return endInput(disruptedBare(t, reasonDeletionByPodGC, "kube-controller-manager"), nil)
 		},
-		mechanism: MechanismPodGC, severity: Warning, basis: BasisManagedFields, who: "kube-controller-manager",
+		mechanism: MechanismPodGC, severity: Warning, basis: diff.BasisManagedFields, who: "kube-controller-manager",
 		evidence: []string{"reason DeletionByPodGC"},
 	}, {
 		name:      "Job backoffLimit exceeded: a warning, the job controller's condition",
-		in:        func(t *testing.T) Input { return jobPod(t, batchv1.JobReasonBackoffLimitExceeded) },
-		mechanism: MechanismJobBackoffLimit, severity: Warning, basis: BasisManagedFields, who: "kube-controller-manager",
+		in:        func(t *testing.T) diff.Input { return jobPod(t, batchv1.JobReasonBackoffLimitExceeded) },
+		mechanism: MechanismJobBackoffLimit, severity: Warning, basis: diff.BasisManagedFields, who: "kube-controller-manager",
 		evidence: []string{"Job build condition Failed=True, reason BackoffLimitExceeded", "backoffLimit 0"},
 	}, {
 		name:      "Job activeDeadlineSeconds",
-		in:        func(t *testing.T) Input { return jobPod(t, batchv1.JobReasonDeadlineExceeded) },
-		mechanism: MechanismJobDeadline, severity: Warning, basis: BasisManagedFields, who: "kube-controller-manager",
+		in:        func(t *testing.T) diff.Input { return jobPod(t, batchv1.JobReasonDeadlineExceeded) },
+		mechanism: MechanismJobDeadline, severity: Warning, basis: diff.BasisManagedFields, who: "kube-controller-manager",
 	}, {
 		name:      "Job podFailurePolicy",
-		in:        func(t *testing.T) Input { return jobPod(t, batchv1.JobReasonPodFailurePolicy) },
-		mechanism: MechanismJobFailurePolicy, severity: Warning, basis: BasisManagedFields, who: "kube-controller-manager",
+		in:        func(t *testing.T) diff.Input { return jobPod(t, batchv1.JobReasonPodFailurePolicy) },
+		mechanism: MechanismJobFailurePolicy, severity: Warning, basis: diff.BasisManagedFields, who: "kube-controller-manager",
 	}, {
 		name: "orphaned by a label change: the release's actor unknown without the audit log",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			relabelled := endRev(running, "101")
 			relabelled.Labels = map[string]string{"app": "debug"}
 			relabelled.ManagedFields = append(relabelled.ManagedFields, endMF("kubectl-label", "", `{"f:metadata":{"f:labels":{"f:app":{}}}}`, 5*time.Second))
@@ -373,15 +374,16 @@ func TestEnded(t *testing.T) {
 				finRecord(t, 12, 6*time.Second, store.Updated, "Pod", released)},
 				map[string][]store.Record{string(endRSUID): {finRecord(t, 5, -time.Second, store.Added, "ReplicaSet", endRS("1", 1, "1", "kube-controller-manager"))}})
 		},
-		mechanism: MechanismOrphaned, basis: BasisUnknown, who: "unknown",
+		mechanism: MechanismOrphaned, basis: diff.BasisUnknown, who: "unknown",
 		evidence: []string{"ownerReference to ReplicaSet web-1 (controller) removed", "no longer match ReplicaSet web-1's selector app=web", "the labels changed at #11, by kubectl label (managedFields)"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			lc, err := Replay(tc.in(t), Options{})
+			lc, err := Replay(tc.in(t), diff.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			golden(t, lc.Findings)
 			f := finFind(lc.Findings, "ended")
 			if tc.none {
 				if f != nil {

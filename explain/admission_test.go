@@ -1,9 +1,6 @@
-package diff
+package explain
 
 import (
-	"github.com/podtrace/podtrace/admission"
-	"github.com/podtrace/podtrace/internal/tracetest"
-
 	"encoding/json"
 	"strings"
 	"testing"
@@ -12,6 +9,9 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podtrace/podtrace/admission"
+	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/internal/tracetest"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -36,7 +36,9 @@ func TestApplyAuditPolicyDenied(t *testing.T) {
 	denied := `pods "p" is forbidden: ValidatingAdmissionPolicy 'keep-finalizers' with binding 'keep-finalizers-ci' denied request: finalizers stay`
 	failure := func(binding string, actions ...string) map[string]string {
 		b, _ := json.Marshal([]map[string]any{{"message": "finalizers stay", "policy": "keep-finalizers", "binding": binding, "expressionIndex": 0, "validationActions": actions}})
-		return map[string]string{validationFailureAnnotation: string(b)}
+		// validation.policy.admission.k8s.io/validation_failure, as the
+		// API server's admission plugin writes it.
+		return map[string]string{"validation.policy.admission.k8s.io/validation_failure": string(b)}
 	}
 	tests := []struct {
 		name string
@@ -55,10 +57,15 @@ func TestApplyAuditPolicyDenied(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			other := admission.Webhook{Kind: "ValidatingWebhookConfiguration", Name: "other.example.com"}
 			recorded := admission.Webhook{Kind: admission.KindValidatingPolicy, Name: "keep-finalizers", Configuration: "keep-finalizers-ci", FailurePolicy: "Fail", Rules: "[UPDATE] [pods]"}
-			lc := &Lifecycle{Findings: []Finding{{ID: "stuck-finalizer", Suspects: []admission.Webhook{other, recorded}}}}
-			in := Input{Audit: append(tc.recs, ev("c", t0.Add(time.Minute), "update", 200, "", failure("audit-only", "Audit")))}
-			auditFindings(lc, applyAudit(lc, in, AdmissionOptions{}))
-			f := lc.Findings[0]
+			in := diff.Input{Pod: []store.Record{finRecord(t, 1, 0, store.Added, "Pod", finJobPod())},
+				Audit: append(tc.recs, ev("c", t0.Add(time.Minute), "update", 200, "", failure("audit-only", "Audit")))}
+			lc, err := diff.Replay(in, diff.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs := []Finding{{ID: "stuck-finalizer", Suspects: []admission.Webhook{other, recorded}}}
+			auditFindings(fs, lc)
+			f := fs[0]
 			if len(lc.Audit.Denied) != 1 || lc.Audit.Denied[0].Policy != "keep-finalizers" || lc.Audit.Denied[0].Binding != "keep-finalizers-ci" || lc.Audit.Denied[0].Count != 2 {
 				t.Fatalf("denied = %+v, want 2 patches by keep-finalizers through keep-finalizers-ci", lc.Audit.Denied)
 			}
@@ -73,10 +80,6 @@ func TestApplyAuditPolicyDenied(t *testing.T) {
 				t.Errorf("evidence lacks the audit-only failure: %+v", f.Evidence)
 			}
 		})
-	}
-	// A webhook's message that quotes a policy's does not name the policy.
-	if p, b := denyingPolicy(`admission webhook "w" denied the request: pods "p" is forbidden: ValidatingAdmissionPolicy 'x' with binding 'y' denied request`, nil); p != "" || b != "" {
-		t.Errorf("denyingPolicy of a webhook's message = %q, %q; want none", p, b)
 	}
 }
 
@@ -118,7 +121,7 @@ func TestBlockedRemovalPolicies(t *testing.T) {
 				in.Policies[uid] = recs
 			}
 			in.Sessions = []store.Session{{Started: finStart.Add(-time.Minute), Unrecorded: tc.unrecorded}}
-			lc, err := Replay(in, Options{})
+			lc, err := Replay(in, diff.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package diff
+package explain
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -84,7 +85,7 @@ func TestUnschedulableNodeFit(t *testing.T) {
 	gpu := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
 	// input: the pod's revisions, a FailedScheduling event at 2s, nodes
 	// recorded from -1m, the end at 10s.
-	input := func(t *testing.T, pods []*corev1.Pod, nodes []*corev1.Node, others ...*corev1.Pod) Input {
+	input := func(t *testing.T, pods []*corev1.Pod, nodes []*corev1.Node, others ...*corev1.Pod) diff.Input {
 		in := finInput(t, nil, nil, false, 10*time.Second)
 		for i, p := range pods {
 			typ := store.Updated
@@ -106,14 +107,14 @@ func TestUnschedulableNodeFit(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		in       func(t *testing.T) Input
+		in       func(t *testing.T) diff.Input
 		headline string
 		next     []string
 		evidence []string
 		notNext  []string
 	}{{
 		name: "one node lacks the label, the other has an untolerated taint",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return input(t, fitPending(ssd), []*corev1.Node{fitNodeObj("kwok-node-0", nil), fitNodeObj("kwok-node-1", map[string]string{"disk": "ssd"}, gpu)})
 		},
 		headline: "never scheduled: no node fits: kwok-node-0 lacks label disk=ssd; kwok-node-1 has untolerated taint dedicated=gpu:NoSchedule",
@@ -122,7 +123,7 @@ func TestUnschedulableNodeFit(t *testing.T) {
 		evidence: []string{"FailedScheduling (x1): " + fitMessage, "node kwok-node-0, as recorded when the scheduler last failed: lacks label disk=ssd"},
 	}, {
 		name: "both nodes lack the label: grouped",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return input(t, fitPending(ssd), []*corev1.Node{fitNodeObj("kwok-node-0", nil), fitNodeObj("kwok-node-1", map[string]string{"disk": "hdd"})})
 		},
 		headline: "never scheduled: no node fits: kwok-node-0 and kwok-node-1 lack label disk=ssd",
@@ -130,7 +131,7 @@ func TestUnschedulableNodeFit(t *testing.T) {
 		evidence: []string{"node kwok-node-1, as recorded when the scheduler last failed: lacks label disk=ssd (it has disk=hdd)"},
 	}, {
 		name: "a label the kubelet sets: no advice to label by hand",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			pods := fitPending(func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "gone"} })
 			return input(t, pods, []*corev1.Node{fitNodeObj("kwok-node-0", nil), fitNodeObj("kwok-node-1", nil, gpu), fitNodeObj("kwok-node-2", nil), fitNodeObj("kwok-node-3", nil), fitNodeObj("kwok-node-4", nil)})
 		},
@@ -139,7 +140,7 @@ func TestUnschedulableNodeFit(t *testing.T) {
 		notNext:  []string{"kubectl label"},
 	}, {
 		name: "the taint tolerated: the node passes, the scheduler's message stands",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			pods := fitPending(func(p *corev1.Pod) {
 				p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 			})
@@ -149,14 +150,14 @@ func TestUnschedulableNodeFit(t *testing.T) {
 		next:     []string{"kwok-node-1 passes every check podtrace makes: the scheduler's message says what else rules it out"},
 	}, {
 		name: "no node recorded: the scheduler's message, shortened at a sentence, and the gap said",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return input(t, fitPending(ssd), nil)
 		},
 		headline: "never scheduled: condition PodScheduled=False Unschedulable: 0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: gpu}. ...",
 		evidence: []string{"the trace holds no node recorded as of 2026-05-04T10:00:02Z", "condition PodScheduled=False Unschedulable: " + fitMessage},
 	}, {
 		name: "too little cpu left by the pods recorded on the node; a finished pod holds none",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return input(t, fitPending(nil), []*corev1.Node{fitNodeObj("kwok-node-0", nil)},
 				boundPod("busy", "kwok-node-0", "1500m", corev1.PodRunning), boundPod("done", "kwok-node-0", "1", corev1.PodSucceeded))
 		},
@@ -164,13 +165,13 @@ func TestUnschedulableNodeFit(t *testing.T) {
 		next:     []string{"lower the pod's cpu request (1), or make room on kwok-node-0, or add a node"},
 	}, {
 		name: "room once the other pod finished",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return input(t, fitPending(nil), []*corev1.Node{fitNodeObj("kwok-node-0", nil)}, boundPod("done", "kwok-node-0", "1500m", corev1.PodSucceeded))
 		},
 		next: []string{"kwok-node-0 passes every check podtrace makes"},
 	}, {
 		name: "cordoned and NotReady",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			cordoned := fitNodeObj("kwok-node-0", nil, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
 			cordoned.Spec.Unschedulable = true
 			down := fitNodeObj("kwok-node-1", nil, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
@@ -181,7 +182,7 @@ func TestUnschedulableNodeFit(t *testing.T) {
 		next:     []string{"kubectl uncordon kwok-node-0", "kwok-node-1 not Ready"},
 	}, {
 		name: "required node affinity",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			pods := fitPending(func(p *corev1.Pod) {
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
@@ -194,7 +195,7 @@ func TestUnschedulableNodeFit(t *testing.T) {
 		headline: "never scheduled: no node fits: kwok-node-0 matches no required node affinity term (topology.kubernetes.io/zone In [eu-1], the node has topology.kubernetes.io/zone=us-1)",
 	}, {
 		name: "the node as it was when the scheduler failed, not as it ended",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			in := input(t, fitPending(nil), []*corev1.Node{fitNodeObj("kwok-node-1", nil, gpu)})
 			in.Nodes["uid-kwok-node-1"] = append(in.Nodes["uid-kwok-node-1"], finRecord(t, 50, 5*time.Second, store.Updated, "Node", fitNodeObj("kwok-node-1", nil)))
 			return in
@@ -202,7 +203,7 @@ func TestUnschedulableNodeFit(t *testing.T) {
 		headline: "never scheduled: no node fits: kwok-node-1 has untolerated taint dedicated=gpu:NoSchedule",
 	}, {
 		name: "a gated pod: no node is at fault",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			pods := fitPending(func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/wait"}} })
 			pods[1].Status.Conditions[0].Reason, pods[1].Status.Conditions[0].Message = corev1.PodReasonSchedulingGated, "Scheduling is blocked due to non-empty scheduling gates"
 			in := input(t, pods, []*corev1.Node{fitNodeObj("kwok-node-0", nil, gpu)})
@@ -215,10 +216,11 @@ func TestUnschedulableNodeFit(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			lc, err := Replay(tc.in(t), Options{})
+			lc, err := Replay(tc.in(t), diff.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			golden(t, lc.Findings)
 			f := finFind(lc.Findings, "unschedulable")
 			if f == nil {
 				t.Fatalf("no unschedulable finding: %+v", lc.Findings)
@@ -260,7 +262,7 @@ func TestUnschedulableThenScheduled(t *testing.T) {
 		finRecord(t, 22, 3*time.Second, store.Updated, "Pod", bound),
 	}, nil, false, 10*time.Second)
 	in.Events = []store.Record{fitEvent(t, 30, 2*time.Second)}
-	lc, err := Replay(in, Options{})
+	lc, err := Replay(in, diff.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package diff
+package explain
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -71,7 +72,7 @@ type nodeFit struct {
 
 // scheduleTime is when the pod's node fit is evaluated: the last
 // FailedScheduling event, else the end of the recording.
-func scheduleTime(lc *Lifecycle) time.Time {
+func scheduleTime(lc *diff.Lifecycle) time.Time {
 	t := lc.RecordingEnd
 	for _, e := range lc.Events {
 		if e.Reason == "FailedScheduling" && !e.Time.IsZero() {
@@ -83,13 +84,13 @@ func scheduleTime(lc *Lifecycle) time.Time {
 
 // podAt returns the pod as last recorded at or before t, else its first
 // revision.
-func (lc *Lifecycle) podAt(t time.Time) *corev1.Pod {
-	p := lc.pods[0]
+func podAt(lc *diff.Lifecycle, t time.Time) *corev1.Pod {
+	p := lc.Pods()[0]
 	for i, s := range lc.Steps {
 		if s.Time.After(t) {
 			break
 		}
-		p = lc.pods[i]
+		p = lc.Pods()[i]
 	}
 	return p
 }
@@ -108,7 +109,7 @@ func recordAt(recs []store.Record, t time.Time) (store.Record, bool) {
 }
 
 // nodesAt decodes the nodes recorded as present at t, by name.
-func nodesAt(in Input, t time.Time) ([]*corev1.Node, []store.Record) {
+func nodesAt(in diff.Input, t time.Time) ([]*corev1.Node, []store.Record) {
 	type at struct {
 		node *corev1.Node
 		rec  store.Record
@@ -143,7 +144,7 @@ func nodesAt(in Input, t time.Time) ([]*corev1.Node, []store.Record) {
 // boundAt sums the requests of the pods recorded bound to each node at t
 // that had not finished, and counts them: what the scheduler holds against
 // a node's allocatable, as far as the trace recorded those pods.
-func boundAt(in Input, self string, t time.Time) (map[string]corev1.ResourceList, map[string]int) {
+func boundAt(in diff.Input, self string, t time.Time) (map[string]corev1.ResourceList, map[string]int) {
 	used, count := map[string]corev1.ResourceList{}, map[string]int{}
 	for uid, recs := range in.NodePods {
 		if uid == self {
@@ -388,12 +389,12 @@ func nonNegative(q resource.Quantity) string {
 
 // fitNodes evaluates every node recorded at the time the scheduler last
 // failed. It returns nil when the trace holds no node then.
-func fitNodes(lc *Lifecycle, in Input, t time.Time) []nodeFit {
+func fitNodes(lc *diff.Lifecycle, in diff.Input, t time.Time) []nodeFit {
 	nodes, recs := nodesAt(in, t)
 	if len(nodes) == 0 {
 		return nil
 	}
-	pod := lc.podAt(t)
+	pod := podAt(lc, t)
 	used, count := boundAt(in, lc.UID, t)
 	out := make([]nodeFit, len(nodes))
 	for i, n := range nodes {

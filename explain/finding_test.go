@@ -1,4 +1,4 @@
-package diff
+package explain
 
 import (
 	"encoding/json"
@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podtrace/podtrace/diff"
+	"github.com/podtrace/podtrace/internal/tracetest"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -132,13 +134,13 @@ func finFreeze() *admissionv1.ValidatingWebhookConfiguration {
 // finInput builds a replay input: the pod's revisions, the Job's, the
 // namespace (labelled frozen=true when frozen) and the freeze webhook, and
 // the recording's end at start+end.
-func finInput(t *testing.T, pods []store.Record, jobs []store.Record, frozen bool, end time.Duration) Input {
+func finInput(t *testing.T, pods []store.Record, jobs []store.Record, frozen bool, end time.Duration) diff.Input {
 	t.Helper()
 	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: finNS, UID: "ns-uid-1"}}
 	if frozen {
 		ns.Labels = map[string]string{"frozen": "true"}
 	}
-	in := Input{
+	in := diff.Input{
 		Pod: pods,
 		Related: map[string][]store.Record{
 			"ns-uid-1": {finRecord(t, 1, -time.Minute, store.Initial, "Namespace", ns)},
@@ -213,12 +215,12 @@ func TestFinalizerFindings(t *testing.T) {
 
 	tests := []struct {
 		name  string
-		in    func(t *testing.T) Input
+		in    func(t *testing.T) diff.Input
 		want  []string // finding ids, in order
 		check func(t *testing.T, fs []Finding)
 	}{{
 		name: "finished job pod keeps job-tracking past the grace, a webhook intercepts pod UPDATE",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return finInput(t, jobPod(t, succeeded), jobRecs(t), true, past)
 		},
 		want: []string{"finalizer-not-removed"},
@@ -238,13 +240,13 @@ func TestFinalizerFindings(t *testing.T) {
 			}
 			// In time order: the finalizer at creation (#10), then the
 			// revision that finished the pod (#13).
-			if f.Evidence[0].Seq != 10 || f.Evidence[1].Seq != 13 || !strings.Contains(f.Evidence[1].Text, PhaseSucceeded) {
+			if f.Evidence[0].Seq != 10 || f.Evidence[1].Seq != 13 || !strings.Contains(f.Evidence[1].Text, diff.PhaseSucceeded) {
 				t.Errorf("evidence %+v, want the finalizer's revision (#10), then the one that finished the pod (#13)", f.Evidence[:2])
 			}
 		},
 	}, {
 		name: "failed job pod keeps job-tracking: failed and finalizer-not-removed",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return finInput(t, jobPod(t, failed), jobRecs(t), false, past)
 		},
 		want: []string{"finalizer-not-removed", "failed"},
@@ -259,13 +261,13 @@ func TestFinalizerFindings(t *testing.T) {
 		},
 	}, {
 		name: "within the grace after finishing: nothing yet",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return finInput(t, jobPod(t, succeeded), jobRecs(t), true, 5*time.Second+FinalizerRemovalGrace-time.Second)
 		},
 		want: nil,
 	}, {
 		name: "the job controller removed the finalizer",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			done := succeeded.DeepCopy()
 			done.ResourceVersion = "103"
 			done.Finalizers = nil
@@ -275,13 +277,13 @@ func TestFinalizerFindings(t *testing.T) {
 		want: nil,
 	}, {
 		name: "running job pod keeps its finalizer: normal",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			return finInput(t, jobPod(t, running)[:2], jobRecs(t)[:1], true, past)
 		},
 		want: nil,
 	}, {
 		name: "finished pod keeps a custom finalizer: its controller may remove it on deletion only",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			recs := []store.Record{
 				finRecord(t, 10, 0, store.Added, "Pod", custom(created)),
 				finRecord(t, 11, 2*time.Second, store.Updated, "Pod", custom(running)),
@@ -292,7 +294,7 @@ func TestFinalizerFindings(t *testing.T) {
 		want: nil,
 	}, {
 		name: "deleted pod held by a custom finalizer, grace period over",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			recs := []store.Record{
 				finRecord(t, 10, 0, store.Added, "Pod", custom(created)),
 				finRecord(t, 11, 2*time.Second, store.Updated, "Pod", custom(running)),
@@ -316,7 +318,7 @@ func TestFinalizerFindings(t *testing.T) {
 		},
 	}, {
 		name: "deleted pod held by a custom finalizer, within its grace period",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			recs := []store.Record{
 				finRecord(t, 10, 0, store.Added, "Pod", custom(created)),
 				finRecord(t, 12, 4*time.Second, store.Updated, "Pod", finDeleted(custom(running), "102", 4*time.Second, 30)),
@@ -326,7 +328,7 @@ func TestFinalizerFindings(t *testing.T) {
 		want: []string{"ended"}, // asked to end: how, ended says
 	}, {
 		name: "deleted job pod held by job-tracking: stuck-finalizer names the job controller and the webhook",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			recs := append(jobPod(t, succeeded), finRecord(t, 15, 7*time.Second, store.Updated, "Pod", finDeleted(succeeded, "103", 7*time.Second, 0)))
 			return finInput(t, recs, jobRecs(t), true, past)
 		},
@@ -345,7 +347,7 @@ func TestFinalizerFindings(t *testing.T) {
 		},
 	}, {
 		name: "finished job pod whose Job was deleted",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			jobs := append(jobRecs(t), finRecord(t, 16, 8*time.Second, store.Deleted, "Job", finJob("52", finPodUID)))
 			return finInput(t, jobPod(t, succeeded), jobs, true, past)
 		},
@@ -358,10 +360,11 @@ func TestFinalizerFindings(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			lc, err := Replay(tc.in(t), Options{})
+			lc, err := Replay(tc.in(t), diff.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			golden(t, lc.Findings)
 			if got := finIDs(lc.Findings); !slices.Equal(got, tc.want) {
 				t.Fatalf("findings %v, want %v\n%+v", got, tc.want, lc.Findings)
 			}
@@ -438,7 +441,7 @@ func TestUnownedFinalizer(t *testing.T) {
 	}
 	// history: created at 0, running at 2s, deleted at 4s with a grace
 	// period of 2s; the end at 10s.
-	history := func(t *testing.T, created, running *corev1.Pod, typ store.EventType) Input {
+	history := func(t *testing.T, created, running *corev1.Pod, typ store.EventType) diff.Input {
 		recs := []store.Record{
 			finRecord(t, 10, 0, typ, "Pod", created),
 			finRecord(t, 11, 2*time.Second, store.Updated, "Pod", running),
@@ -447,16 +450,16 @@ func TestUnownedFinalizer(t *testing.T) {
 		return finInput(t, recs, nil, false, 10*time.Second)
 	}
 	noOwner := func(p *corev1.Pod) *corev1.Pod { p = p.DeepCopy(); p.OwnerReferences = nil; return p }
-	kubectl := entry("kubectl-create", "", 0, `{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/hold\"":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"work\"}":{".":{},"f:image":{},"f:name":{}}}}}`)
+	kubectl := tracetest.ManagedEntry("kubectl-create", "", finStart, `{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/hold\"":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"work\"}":{".":{},"f:image":{},"f:name":{}}}}}`)
 	for _, tc := range []struct {
 		name     string
-		in       func(t *testing.T) Input
+		in       func(t *testing.T) diff.Input
 		want     []string // in the next step about fin
 		wantNot  []string
 		evidence string
 	}{{
 		name: "created with it by kubectl: the manifest, nothing removes it",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			p := managed(withFin(noOwner(base()), "other.example.com/keep", fin), kubectl)
 			return history(t, p, finRunning(p, "101"), store.Added)
 		},
@@ -466,26 +469,26 @@ func TestUnownedFinalizer(t *testing.T) {
 		evidence: `finalizer "example.com/hold" appeared, added by kubectl create (managedFields)`,
 	}, {
 		name: "created with it from a Job's template by kube-controller-manager",
-		in: func(t *testing.T) Input {
-			p := managed(withFin(base(), fin), entry("kube-controller-manager", "", 0, finFields))
+		in: func(t *testing.T) diff.Input {
+			p := managed(withFin(base(), fin), tracetest.ManagedEntry("kube-controller-manager", "", finStart, finFields))
 			return history(t, p, finRunning(p, "101"), store.Added)
 		},
 		want:    []string{"from the pod template of its owner Job build: that controller copies the template and does not remove it"},
 		wantNot: []string{"in the manifest"},
 	}, {
 		name: "created with it by an operator: the operator is named, not dismissed",
-		in: func(t *testing.T) Input {
-			p := managed(withFin(noOwner(base()), fin), entry("hold-operator", "", 0, finFields))
+		in: func(t *testing.T) diff.Input {
+			p := managed(withFin(noOwner(base()), fin), tracetest.ManagedEntry("hold-operator", "", finStart, finFields))
 			return history(t, p, finRunning(p, "101"), store.Added)
 		},
 		want:    []string{"created with it by hold-operator (managedFields): if that is a controller, it is the one to remove it"},
 		wantNot: []string{"none may ever remove it"},
 	}, {
 		name: "added later by a controller: named, no patch advised",
-		in: func(t *testing.T) Input {
-			created := managed(noOwner(base()), entry("kubectl-create", "", 0, specFields))
+		in: func(t *testing.T) diff.Input {
+			created := managed(noOwner(base()), tracetest.ManagedEntry("kubectl-create", "", finStart, specFields))
 			running := finRunning(created, "101")
-			running = managed(withFin(running, fin), entry("kubectl-create", "", 0, specFields), entry("hold-operator", "", 2, finFields))
+			running = managed(withFin(running, fin), tracetest.ManagedEntry("kubectl-create", "", finStart, specFields), tracetest.ManagedEntry("hold-operator", "", finStart.Add(2*time.Second), finFields))
 			return history(t, created, running, store.Added)
 		},
 		want:     []string{`"example.com/hold": no built-in controller owns it; it was added at #11 by hold-operator (managedFields): check that controller`},
@@ -493,7 +496,7 @@ func TestUnownedFinalizer(t *testing.T) {
 		evidence: `finalizer "example.com/hold" appeared, added by hold-operator (managedFields)`,
 	}, {
 		name: "present when the recording began: who added it is not recorded",
-		in: func(t *testing.T) Input {
+		in: func(t *testing.T) diff.Input {
 			p := managed(withFin(noOwner(base()), fin), kubectl)
 			return history(t, p, finRunning(p, "101"), store.Initial)
 		},
@@ -501,10 +504,11 @@ func TestUnownedFinalizer(t *testing.T) {
 		wantNot: []string{"kubectl patch", "kubectl create"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			lc, err := Replay(tc.in(t), Options{})
+			lc, err := Replay(tc.in(t), diff.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			golden(t, lc.Findings)
 			f := finFind(lc.Findings, "stuck-finalizer")
 			if f == nil {
 				t.Fatalf("no stuck-finalizer: %+v", lc.Findings)

@@ -1,4 +1,4 @@
-package diff
+package explain
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
+	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -125,13 +126,13 @@ var controllerDeletes = map[string]struct{ reason, message string }{
 // ended finds how the pod ended, or was asked to: a pod deleted, gone,
 // terminating, disrupted (DisruptionTarget), failed with its Job, or
 // released by its controller.
-func ended(lc *Lifecycle, in Input) []Finding {
+func ended(lc *diff.Lifecycle, in diff.Input) []Finding {
 	var out []Finding
 	if f, ok := orphaned(lc, in); ok {
 		out = append(out, f)
 	}
-	_, requested := lc.phase(PhaseDeletionRequested)
-	gone := lc.Outcome == "Deleted" || lc.Outcome == OutcomeGone
+	_, requested := lc.Phase(diff.PhaseDeletionRequested)
+	gone := lc.Outcome == "Deleted" || lc.Outcome == diff.OutcomeGone
 	var f Finding
 	var ok bool
 	if f, ok = disrupted(lc, in); !ok {
@@ -152,8 +153,8 @@ func endedFinding(m mechanism) Finding {
 
 // disruptionCondition returns the index of the first revision whose
 // DisruptionTarget condition is True, and the condition.
-func (lc *Lifecycle) disruptionCondition() (int, *corev1.PodCondition) {
-	for i, p := range lc.pods {
+func disruptionCondition(lc *diff.Lifecycle) (int, *corev1.PodCondition) {
+	for i, p := range lc.Pods() {
 		for j := range p.Status.Conditions {
 			if c := &p.Status.Conditions[j]; c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
 				return i, c
@@ -166,18 +167,18 @@ func (lc *Lifecycle) disruptionCondition() (int, *corev1.PodCondition) {
 // disrupted explains a pod with a DisruptionTarget condition: preempted,
 // evicted, deleted by the taint eviction controller or PodGC, terminated
 // by the kubelet.
-func disrupted(lc *Lifecycle, in Input) (Finding, bool) {
-	i, c := lc.disruptionCondition()
+func disrupted(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
+	i, c := disruptionCondition(lc)
 	if c == nil {
 		return Finding{}, false
 	}
-	pod, step := lc.pods[i], lc.Steps[i]
+	pod, step := lc.Pods()[i], lc.Steps[i]
 	m, known := disruptions[c.Reason]
 	if !known {
 		m = mechanism{name: "disruption", severity: Info, what: "a disruption target: condition DisruptionTarget, reason " + c.Reason}
 	}
 	if c.Reason == corev1.PodReasonTerminationByKubelet {
-		last := lc.pods[len(lc.pods)-1]
+		last := lc.Pods()[len(lc.Pods())-1]
 		if k, ok := kubeletReasons[last.Status.Reason]; ok {
 			m = k
 		}
@@ -196,9 +197,9 @@ func disrupted(lc *Lifecycle, in Input) (Finding, bool) {
 	case MechanismEvictionAPI:
 		// The API server adds the condition inside the eviction request: no
 		// manager's entry records it, only the audit log names the client.
-		f.Actor = &Actor{Who: "unknown", Basis: BasisUnknown, Detail: "named only in the audit log, by its create of pods/eviction: podtrace import --audit-log FILE --db TRACE"}
+		f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "named only in the audit log, by its create of pods/eviction: podtrace import --audit-log FILE --db TRACE"}
 		if r := audit.first("create", "eviction"); r != nil {
-			a := auditActor(*r)
+			a := r.Actor()
 			f.Actor = &a
 			f.Evidence = append(f.Evidence, Evidence{Time: r.Time, Text: fmt.Sprintf("audit log: eviction created by %s (%d)", r.Identity(), r.Code)})
 		}
@@ -217,12 +218,12 @@ func disrupted(lc *Lifecycle, in Input) (Finding, bool) {
 	default:
 		f.Actor = writer
 	}
-	if f.Actor != nil && f.Actor.Basis == BasisManagedFields && m.by != "" {
+	if f.Actor != nil && f.Actor.Basis == diff.BasisManagedFields && m.by != "" {
 		// The manager says which binary wrote; the reason, which part of it.
 		f.Actor.Detail = fmt.Sprintf("wrote the DisruptionTarget condition (%s): %s", c.Reason, m.by)
 	}
 	if f.Actor == nil {
-		f.Actor = &Actor{Who: "unknown", Basis: BasisUnknown, Detail: "no managedFields entry accounts for the DisruptionTarget condition; the audit log names the client"}
+		f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "no managedFields entry accounts for the DisruptionTarget condition; the audit log names the client"}
 	}
 	if m.name != MechanismEvictionAPI {
 		// The DELETE that followed the condition.
@@ -240,26 +241,12 @@ func disrupted(lc *Lifecycle, in Input) (Finding, bool) {
 
 // conditionWriter is the actor of revision i's DisruptionTarget
 // condition: the managedFields manager whose entry owns it.
-func conditionWriter(lc *Lifecycle, i int) *Actor {
+func conditionWriter(lc *diff.Lifecycle, i int) *diff.Actor {
 	var prev []metav1.ManagedFieldsEntry
 	if i > 0 {
-		prev = lc.pods[i-1].ManagedFields
+		prev = lc.Pods()[i-1].ManagedFields
 	}
-	return fieldWriter(prev, lc.pods[i].ManagedFields, fieldPath{"f:status", "f:conditions", `k:{"type":"DisruptionTarget"}`})
-}
-
-// fieldWriter returns the actor whose managedFields entry wrote at this
-// revision (see writers) and owns the field at p, or nil.
-func fieldWriter(prev, cur []metav1.ManagedFieldsEntry, p fieldPath) *Actor {
-	var sets fieldSets
-	for _, w := range sets.writers(prev, cur) {
-		if w.after.owns(p) {
-			a := actorOf(w.entry)
-			a.Detail = w.detail
-			return &a
-		}
-	}
-	return nil
+	return diff.FieldWriter(prev, lc.Pods()[i].ManagedFields, "f:status", "f:conditions", `k:{"type":"DisruptionTarget"}`)
 }
 
 // RelatedPods returns the UIDs of the pods that the pod's events (recs)
@@ -302,7 +289,7 @@ func preemptorOf(rec store.Record) (string, string) {
 // preemptor describes the pod the scheduler preempted this one for, as
 // its Preempted event names it, and its priority, when it was recorded,
 // against this pod's.
-func preemptor(lc *Lifecycle, in Input, pod *corev1.Pod) []Evidence {
+func preemptor(lc *diff.Lifecycle, in diff.Input, pod *corev1.Pod) []Evidence {
 	mine := fmt.Sprintf("this pod's priority %s", priorityOf(pod))
 	for _, rec := range in.Events {
 		uid, how := preemptorOf(rec)
@@ -336,8 +323,8 @@ func priorityOf(p *corev1.Pod) string {
 // taintEvidence names the NoExecute taints of the pod's node as recorded
 // when the condition appeared, who set each, and how long the pod
 // tolerated them.
-func taintEvidence(lc *Lifecycle, in Input, pod *corev1.Pod, at time.Time) []Evidence {
-	recs := nodeRecords(in, pod.Spec.NodeName)
+func taintEvidence(lc *diff.Lifecycle, in diff.Input, pod *corev1.Pod, at time.Time) []Evidence {
+	recs := in.RelatedNamed("Node", pod.Spec.NodeName)
 	if len(recs) == 0 {
 		return []Evidence{{Text: "node " + pod.Spec.NodeName + " was not recorded: its taints are not known"}}
 	}
@@ -359,7 +346,7 @@ func taintEvidence(lc *Lifecycle, in Input, pod *corev1.Pod, at time.Time) []Evi
 			}
 			seen[key] = true
 			who := "its writer unknown"
-			if a := fieldWriter(prevMF, node.ManagedFields, fieldPath{"f:spec", "f:taints"}); a != nil {
+			if a := diff.FieldWriter(prevMF, node.ManagedFields, "f:spec", "f:taints"); a != nil {
 				who = "set by " + a.Label()
 			}
 			tol := "not tolerated"
@@ -383,8 +370,8 @@ func taintEvidence(lc *Lifecycle, in Input, pod *corev1.Pod, at time.Time) []Evi
 
 // jobFailed explains a pod of a failed Job: it failed, or was deleted once
 // the Job failed.
-func jobFailed(lc *Lifecycle, in Input) (Finding, bool) {
-	owner := controllerRef(lc.pods)
+func jobFailed(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
+	owner := controllerRef(lc.Pods())
 	if owner == nil || owner.Kind != "Job" {
 		return Finding{}, false
 	}
@@ -399,8 +386,8 @@ func jobFailed(lc *Lifecycle, in Input) (Finding, bool) {
 			if c.Type != batchv1.JobFailed || c.Status != corev1.ConditionTrue {
 				continue
 			}
-			failed, fok := lc.phase(PhaseFailed)
-			req, rok := lc.phase(PhaseDeletionRequested)
+			failed, fok := lc.Phase(diff.PhaseFailed)
+			req, rok := lc.Phase(diff.PhaseDeletionRequested)
 			// The pod ended with its Job: it failed (counted toward the
 			// Job's failure), or its deletion came after the Job failed.
 			if !fok && !(rok && !req.Time.Before(c.LastTransitionTime.Time)) {
@@ -412,11 +399,11 @@ func jobFailed(lc *Lifecycle, in Input) (Finding, bool) {
 			}
 			f := endedFinding(m)
 			f.Headline = fmt.Sprintf("%s (Job %s)", m.what, job.Name)
-			f.Actor = fieldWriter(prev, job.ManagedFields, fieldPath{"f:status", "f:conditions", `k:{"type":"Failed"}`})
+			f.Actor = diff.FieldWriter(prev, job.ManagedFields, "f:status", "f:conditions", `k:{"type":"Failed"}`)
 			if f.Actor != nil {
 				f.Actor.Detail = "wrote the Job's Failed condition: " + m.by
 			} else {
-				f.Actor = &Actor{Who: "unknown", Basis: BasisUnknown, Detail: "no managedFields entry of the Job accounts for its Failed condition"}
+				f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "no managedFields entry of the Job accounts for its Failed condition"}
 			}
 			f.Evidence = append(f.Evidence, Evidence{Seq: rec.Seq, Time: rec.Observed, Text: fmt.Sprintf("Job %s condition Failed=True, reason %s: %s", job.Name, c.Reason, c.Message)})
 			if fok {
@@ -457,8 +444,8 @@ func controllerRef(pods []*corev1.Pod) *metav1.OwnerReference {
 // deleted explains a pod whose deletion was requested or that is gone
 // with no DisruptionTarget condition: its owner was deleted first, its
 // controller deleted it (scale-down, rollout), or a client did.
-func deleted(lc *Lifecycle, in Input) Finding {
-	req, requested := lc.phase(PhaseDeletionRequested)
+func deleted(lc *diff.Lifecycle, in diff.Input) Finding {
+	req, requested := lc.Phase(diff.PhaseDeletionRequested)
 	at := req.Time
 	if !requested {
 		at = lc.Steps[len(lc.Steps)-1].Time
@@ -466,15 +453,15 @@ func deleted(lc *Lifecycle, in Input) Finding {
 	audit := auditOf(in)
 	del := audit.first("delete", "")
 	var f Finding
-	var evActor *Actor
-	owner := controllerRef(lc.pods)
+	var evActor *diff.Actor
+	owner := controllerRef(lc.Pods())
 	if requested {
 		// The controller when the deletion was asked for; one released
 		// before is not the pod's.
 		owner = nil
-		for i := range lc.pods {
+		for i := range lc.Pods() {
 			if lc.Steps[i].Seq <= req.Seq {
-				owner = metav1.GetControllerOfNoCopy(lc.pods[i])
+				owner = metav1.GetControllerOfNoCopy(lc.Pods()[i])
 			}
 		}
 	}
@@ -497,7 +484,7 @@ func deleted(lc *Lifecycle, in Input) Finding {
 		if who == "" {
 			who = "the " + owner.Kind + " controller"
 		}
-		evActor = &Actor{Who: who, Basis: BasisEvent, Detail: fmt.Sprintf("its %s event on %s %s", ev.Reason, owner.Kind, owner.Name)}
+		evActor = &diff.Actor{Who: who, Basis: diff.BasisEvent, Detail: fmt.Sprintf("its %s event on %s %s", ev.Reason, owner.Kind, owner.Name)}
 		f.Evidence = append(f.Evidence, rolloutEvidence(lc, in, owner, at, m.name)...)
 	case !requested:
 		f = endedFinding(deletions[MechanismNotObserved])
@@ -506,29 +493,29 @@ func deleted(lc *Lifecycle, in Input) Finding {
 	}
 	switch {
 	case del != nil:
-		a := auditActor(*del)
+		a := del.Actor()
 		f.Actor = &a
 		f.Evidence = append(f.Evidence, Evidence{Time: del.Time, Text: fmt.Sprintf("audit log: DELETE by %s, %s (%d)", del.Identity(), del.UserAgent, del.Code)})
 	case evActor != nil:
 		f.Actor = evActor
 	case f.Mechanism == MechanismGarbageCollection:
-		f.Actor = &Actor{Who: "unknown", Basis: BasisUnknown, Detail: "the owner went first, and the garbage collector deletes the dependents of a deleted owner; only the audit log names the client"}
+		f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "the owner went first, and the garbage collector deletes the dependents of a deleted owner; only the audit log names the client"}
 	case !requested:
-		f.Actor = &Actor{Who: "unknown", Basis: BasisUnknown, Detail: "the deletion was not observed; the audit log names the client"}
+		f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "the deletion was not observed; the audit log names the client"}
 	default:
-		f.Actor = &Actor{Who: "unknown", Basis: BasisUnknown, Detail: "named only in the audit log (a DELETE leaves no managedFields entry): podtrace import --audit-log FILE --db TRACE"}
+		f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "named only in the audit log (a DELETE leaves no managedFields entry): podtrace import --audit-log FILE --db TRACE"}
 	}
 	f.Evidence = append(f.Evidence, deletionEvidence(lc)...)
 	return f
 }
 
 // deletionEvidence is the deletion request and the deletion, as recorded.
-func deletionEvidence(lc *Lifecycle) []Evidence {
+func deletionEvidence(lc *diff.Lifecycle) []Evidence {
 	var out []Evidence
-	if req, ok := lc.phase(PhaseDeletionRequested); ok {
+	if req, ok := lc.Phase(diff.PhaseDeletionRequested); ok {
 		out = append(out, Evidence{Seq: req.Seq, Time: req.Time, Text: "deletion requested: " + req.Detail})
 	}
-	if d, ok := lc.phase(PhaseDeleted); ok {
+	if d, ok := lc.Phase(diff.PhaseDeleted); ok {
 		text := "deleted"
 		if d.Detail != "" {
 			text += ": " + d.Detail
@@ -541,7 +528,7 @@ func deletionEvidence(lc *Lifecycle) []Evidence {
 // ownerGoneBefore reports whether the owner was deleted, or its deletion
 // requested, before at (a second of slack: the recorder sees the owner's
 // and the pod's revisions from different watches).
-func ownerGoneBefore(in Input, owner *metav1.OwnerReference, at time.Time) bool {
+func ownerGoneBefore(in diff.Input, owner *metav1.OwnerReference, at time.Time) bool {
 	for _, rec := range in.Related[string(owner.UID)] {
 		if rec.Observed.After(at.Add(time.Second)) {
 			break
@@ -557,7 +544,7 @@ func ownerGoneBefore(in Input, owner *metav1.OwnerReference, at time.Time) bool 
 	return false
 }
 
-func ownerGoneEvidence(in Input, owner *metav1.OwnerReference) []Evidence {
+func ownerGoneEvidence(in diff.Input, owner *metav1.OwnerReference) []Evidence {
 	for _, rec := range in.Related[string(owner.UID)] {
 		var m metav1.PartialObjectMetadata
 		if rec.Type == store.Deleted || rec.Type == store.DeletedUnknown {
@@ -572,7 +559,7 @@ func ownerGoneEvidence(in Input, owner *metav1.OwnerReference) []Evidence {
 
 // controllerDelete finds the owner's event saying it deleted the pod, and
 // for a ReplicaSet whether a scale-down or a rollout made it.
-func controllerDelete(lc *Lifecycle, in Input, owner *metav1.OwnerReference) (mechanism, *Event) {
+func controllerDelete(lc *diff.Lifecycle, in diff.Input, owner *metav1.OwnerReference) (mechanism, *diff.Event) {
 	tmpl, ok := controllerDeletes[owner.Kind]
 	if !ok {
 		return mechanism{}, nil
@@ -582,8 +569,8 @@ func controllerDelete(lc *Lifecycle, in Input, owner *metav1.OwnerReference) (me
 		args = append(args, owner.Name)
 	}
 	want := fmt.Sprintf(tmpl.message, args...)
-	var ev *Event
-	for _, e := range replayEvents(in.OwnerEvents[string(owner.UID)]) {
+	var ev *diff.Event
+	for _, e := range diff.ReplayEvents(in.OwnerEvents[string(owner.UID)]) {
 		if e.Reason == tmpl.reason && e.Message == want {
 			e := e
 			ev = &e
@@ -611,7 +598,7 @@ const revisionAnnotation = "deployment.kubernetes.io/revision"
 
 // rsAt returns the ReplicaSet's revision last recorded by at (with a
 // second of slack), and the one before it.
-func rsAt(in Input, uid string, at time.Time) (cur, prev *appsv1.ReplicaSet, rec store.Record) {
+func rsAt(in diff.Input, uid string, at time.Time) (cur, prev *appsv1.ReplicaSet, rec store.Record) {
 	for _, r := range in.Related[uid] {
 		if r.Observed.After(at.Add(time.Second)) {
 			break
@@ -626,7 +613,7 @@ func rsAt(in Input, uid string, at time.Time) (cur, prev *appsv1.ReplicaSet, rec
 }
 
 // deploymentAt returns the owner Deployment of rs as last recorded by at.
-func deploymentAt(in Input, rs *appsv1.ReplicaSet, at time.Time) (*appsv1.Deployment, store.Record) {
+func deploymentAt(in diff.Input, rs *appsv1.ReplicaSet, at time.Time) (*appsv1.Deployment, store.Record) {
 	ref := metav1.GetControllerOfNoCopy(rs)
 	if ref == nil || ref.Kind != "Deployment" {
 		return nil, store.Record{}
@@ -648,7 +635,7 @@ func deploymentAt(in Input, rs *appsv1.ReplicaSet, at time.Time) (*appsv1.Deploy
 // olderRevision reports whether the ReplicaSet was an older revision of
 // its Deployment at time at: the deployment controller numbers both, and
 // a rollout scales the older ReplicaSets down.
-func olderRevision(in Input, owner *metav1.OwnerReference, at time.Time) bool {
+func olderRevision(in diff.Input, owner *metav1.OwnerReference, at time.Time) bool {
 	rs, _, _ := rsAt(in, string(owner.UID), at)
 	if rs == nil {
 		return false
@@ -666,7 +653,7 @@ func olderRevision(in Input, owner *metav1.OwnerReference, at time.Time) bool {
 // down at a revision recorded in the pod's life, from its first revision
 // to at (with a second of slack: the watches of the ReplicaSet and of the
 // pod deliver apart).
-func replicasReduced(in Input, owner *metav1.OwnerReference, from, at time.Time) bool {
+func replicasReduced(in diff.Input, owner *metav1.OwnerReference, from, at time.Time) bool {
 	var prev *int32
 	for _, r := range in.Related[string(owner.UID)] {
 		if r.Observed.After(at.Add(time.Second)) {
@@ -687,7 +674,7 @@ func replicasReduced(in Input, owner *metav1.OwnerReference, from, at time.Time)
 // rolloutEvidence says, for a pod of a ReplicaSet, what the owner chain
 // shows: the ReplicaSet's replicas and who changed them, its revision
 // against its Deployment's, the Deployment's scaling events.
-func rolloutEvidence(lc *Lifecycle, in Input, owner *metav1.OwnerReference, at time.Time, mech string) []Evidence {
+func rolloutEvidence(lc *diff.Lifecycle, in diff.Input, owner *metav1.OwnerReference, at time.Time, mech string) []Evidence {
 	if owner.Kind != "ReplicaSet" {
 		return nil
 	}
@@ -709,7 +696,7 @@ func rolloutEvidence(lc *Lifecycle, in Input, owner *metav1.OwnerReference, at t
 		}
 		if prev != nil && prev.Spec.Replicas != nil && rs.Spec.Replicas != nil && *rs.Spec.Replicas < *prev.Spec.Replicas {
 			who := "writer unknown"
-			if a := fieldWriter(prev.ManagedFields, rs.ManagedFields, fieldPath{"f:spec", "f:replicas"}); a != nil {
+			if a := diff.FieldWriter(prev.ManagedFields, rs.ManagedFields, "f:spec", "f:replicas"); a != nil {
 				who = "by " + a.Label()
 			}
 			down = &Evidence{Seq: r.Seq, Time: r.Observed, Text: fmt.Sprintf("ReplicaSet %s spec.replicas %d -> %d, %s", rs.Name, *prev.Spec.Replicas, *rs.Spec.Replicas, who)}
@@ -746,7 +733,7 @@ func rolloutEvidence(lc *Lifecycle, in Input, owner *metav1.OwnerReference, at t
 			}
 			if pd != nil && ptrOr(dep.Spec.Replicas, 1) < ptrOr(pd.Spec.Replicas, 1) {
 				who := "writer unknown"
-				if a := fieldWriter(pd.ManagedFields, dep.ManagedFields, fieldPath{"f:spec", "f:replicas"}); a != nil {
+				if a := diff.FieldWriter(pd.ManagedFields, dep.ManagedFields, "f:spec", "f:replicas"); a != nil {
 					who = "by " + a.Label()
 				}
 				out = append(out, Evidence{Seq: r.Seq, Time: r.Observed, Text: fmt.Sprintf("Deployment %s spec.replicas %d -> %d, %s", dep.Name, ptrOr(pd.Spec.Replicas, 1), ptrOr(dep.Spec.Replicas, 1), who)})
@@ -754,7 +741,7 @@ func rolloutEvidence(lc *Lifecycle, in Input, owner *metav1.OwnerReference, at t
 			pd = &dep
 		}
 	}
-	for _, e := range replayEvents(in.OwnerEvents[string(d.UID)]) {
+	for _, e := range diff.ReplayEvents(in.OwnerEvents[string(d.UID)]) {
 		// The deployment controller's "Scaled down replica set NAME ..."
 		// (pkg/controller/deployment/sync.go) about this ReplicaSet.
 		if e.Reason == "ScalingReplicaSet" && !e.Time.Before(lc.Steps[0].Time) && !e.Time.After(at.Add(time.Second)) &&
@@ -782,16 +769,16 @@ func ptrOr(p *int32, def int32) int32 {
 // orphaned finds the revision where the pod's controller ownerReference
 // was removed: the controller released it (a label change made it stop
 // matching the controller's selector), or a client removed it.
-func orphaned(lc *Lifecycle, in Input) (Finding, bool) {
-	for i := 1; i < len(lc.pods); i++ {
-		before := metav1.GetControllerOfNoCopy(lc.pods[i-1])
-		if before == nil || metav1.GetControllerOfNoCopy(lc.pods[i]) != nil {
+func orphaned(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
+	for i := 1; i < len(lc.Pods()); i++ {
+		before := metav1.GetControllerOfNoCopy(lc.Pods()[i-1])
+		if before == nil || metav1.GetControllerOfNoCopy(lc.Pods()[i]) != nil {
 			continue
 		}
 		if t := lc.Steps[i].Type; t == store.Deleted || t == store.DeletedUnknown {
 			continue
 		}
-		step, pod := lc.Steps[i], lc.pods[i]
+		step, pod := lc.Steps[i], lc.Pods()[i]
 		f := endedFinding(deletions[MechanismOrphaned])
 		f.Headline = fmt.Sprintf("released by its %s %s: its controller ownerReference was removed", before.Kind, before.Name)
 		f.Evidence = append(f.Evidence, Evidence{Seq: step.Seq, Time: step.Time, Text: fmt.Sprintf("ownerReference to %s %s (controller) removed", before.Kind, before.Name)})
@@ -799,10 +786,10 @@ func orphaned(lc *Lifecycle, in Input) (Finding, bool) {
 		// a request that only removes fields leaves no managedFields entry.
 		a := step.Actors[0]
 		if len(step.Actors) != 1 {
-			a = unknownActor(step)
+			a = diff.UnknownActor(step)
 		}
 		if r := auditOf(in).forRevision(step.ResourceVersion); r != nil {
-			a = auditActor(*r)
+			a = r.Actor()
 		}
 		f.Actor = &a
 		// Why: the labels no longer match the owner's selector.
@@ -810,7 +797,7 @@ func orphaned(lc *Lifecycle, in Input) (Finding, bool) {
 			if !sel.Matches(labels.Set(pod.Labels)) {
 				text := fmt.Sprintf("labels %v no longer match %s %s's selector %s: its controller releases a pod that does not match", pod.Labels, before.Kind, before.Name, sel)
 				for j := i; j > 0; j-- {
-					if !sel.Matches(labels.Set(lc.pods[j].Labels)) && sel.Matches(labels.Set(lc.pods[j-1].Labels)) {
+					if !sel.Matches(labels.Set(lc.Pods()[j].Labels)) && sel.Matches(labels.Set(lc.Pods()[j-1].Labels)) {
 						if la := labelWriter(lc, j); la != nil {
 							text += fmt.Sprintf("; the labels changed at #%d, by %s", lc.Steps[j].Seq, la.Label())
 						}
@@ -823,8 +810,8 @@ func orphaned(lc *Lifecycle, in Input) (Finding, bool) {
 			}
 		}
 		// Adopted again later?
-		for j := i + 1; j < len(lc.pods); j++ {
-			if ref := metav1.GetControllerOfNoCopy(lc.pods[j]); ref != nil {
+		for j := i + 1; j < len(lc.Pods()); j++ {
+			if ref := metav1.GetControllerOfNoCopy(lc.Pods()[j]); ref != nil {
 				f.Evidence = append(f.Evidence, Evidence{Seq: lc.Steps[j].Seq, Time: lc.Steps[j].Time, Text: fmt.Sprintf("adopted by %s %s", ref.Kind, ref.Name)})
 				break
 			}
@@ -835,7 +822,7 @@ func orphaned(lc *Lifecycle, in Input) (Finding, bool) {
 }
 
 // labelWriter is the actor of step j's metadata.labels change.
-func labelWriter(lc *Lifecycle, j int) *Actor {
+func labelWriter(lc *diff.Lifecycle, j int) *diff.Actor {
 	for _, c := range lc.Steps[j].Changes {
 		if strings.HasPrefix(c.Path, "metadata.labels") && c.Manager != "" {
 			for _, a := range lc.Steps[j].Actors {
@@ -852,7 +839,7 @@ func labelWriter(lc *Lifecycle, j int) *Actor {
 }
 
 // ownerSelector returns the selector of the owner as recorded by at.
-func ownerSelector(in Input, owner *metav1.OwnerReference, at time.Time) labels.Selector {
+func ownerSelector(in diff.Input, owner *metav1.OwnerReference, at time.Time) labels.Selector {
 	var sel labels.Selector
 	for _, r := range in.Related[string(owner.UID)] {
 		if sel != nil && r.Observed.After(at.Add(time.Second)) {
@@ -876,41 +863,20 @@ func ownerSelector(in Input, owner *metav1.OwnerReference, at time.Time) labels.
 // audited is the pod's audit log, read for the ended finding: the
 // successful requests and the refused ones.
 type audited struct {
-	requests []AuditRequest
-	denied   []DeniedRequests
+	requests []diff.AuditRequest
+	denied   []diff.DeniedRequests
 }
 
 // auditOf reads the pod's imported audit events.
-func auditOf(in Input) audited {
+func auditOf(in diff.Input) audited {
 	var a audited
-	for _, rec := range in.Audit {
-		var ev auditEvent
-		if json.Unmarshal(rec.Object, &ev) != nil {
-			continue
-		}
-		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
-			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
-		if r.Code >= 400 {
-			d := DeniedRequests{User: r.User, ImpersonatedUser: r.ImpersonatedUser, UserAgent: r.UserAgent, Verb: r.Verb, Subresource: r.Subresource,
-				Code: r.Code, Message: ev.ResponseStatus.Message, Count: 1, First: r.Time, Last: r.Time}
-			if n := len(a.denied); n > 0 {
-				if p := &a.denied[n-1]; p.User == d.User && p.Verb == d.Verb && p.Subresource == d.Subresource && p.Code == d.Code && p.Message == d.Message {
-					p.Count++
-					p.Last = d.Last
-					continue
-				}
-			}
-			a.denied = append(a.denied, d)
-			continue
-		}
-		a.requests = append(a.requests, r)
-	}
+	a.requests, a.denied = diff.ReadAudit(in.Audit)
 	return a
 }
 
 // first returns the first successful request with that verb and
 // subresource, or nil.
-func (a audited) first(verb, subresource string) *AuditRequest {
+func (a audited) first(verb, subresource string) *diff.AuditRequest {
 	for i := range a.requests {
 		if r := &a.requests[i]; r.Verb == verb && r.Subresource == subresource {
 			return r
@@ -921,7 +887,7 @@ func (a audited) first(verb, subresource string) *AuditRequest {
 
 // forRevision returns the first successful request whose response carried
 // the revision, or nil.
-func (a audited) forRevision(rv string) *AuditRequest {
+func (a audited) forRevision(rv string) *diff.AuditRequest {
 	if rv == "" {
 		return nil
 	}
