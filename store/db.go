@@ -54,6 +54,11 @@ var (
 	// bucketGaps is newer than the others: a trace written before it has
 	// none, and readers take that for no gaps.
 	bucketGaps = []byte("gaps")
+	// bucketGone indexes the deletions of namespaced objects by time, for
+	// retention (prune.go); bucketPruned says what retention removed.
+	// Both are newer still: writers create them when they need them.
+	bucketGone   = []byte("gone")
+	bucketPruned = []byte("pruned")
 
 	allBuckets = [][]byte{bucketMeta, bucketSessions, bucketUIDs, bucketRecords, bucketObjects, bucketTime, bucketRefs, bucketDicts}
 
@@ -62,6 +67,8 @@ var (
 	metaCreated   = []byte("created")
 	metaID        = []byte("id")
 	metaJSONBytes = []byte("json-bytes")
+	// metaGoneSeq is the Seq up to which every deletion is in bucketGone.
+	metaGoneSeq = []byte("gone-seq")
 )
 
 // Options configure Open.
@@ -87,8 +94,13 @@ type Options struct {
 	// goes on while the Writer buffers (see NewWriter).
 	CheckTimeout time.Duration
 	// Warn, if set, is told what a Writer cannot say as an error: a check
-	// cut short, and what it found later.
+	// cut short, and what it found later; a size budget that pruning
+	// cannot meet.
 	Warn func(msg string)
+	// Retention, if set, makes a Writer prune the trace while it records:
+	// the history of objects gone longer than Retention.Age, and the oldest
+	// gone ones while the trace outgrows Retention.MaxBytes (see prune.go).
+	Retention Retention
 }
 
 // DefaultCheckTimeout is how long NewWriter waits for the check of an
@@ -254,7 +266,7 @@ func (db *DB) init() error {
 		return err
 	}
 	return db.bolt.Update(func(tx *bolt.Tx) error {
-		for _, name := range append(allBuckets, bucketGaps) {
+		for _, name := range append(allBuckets, bucketGaps, bucketGone) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create trace %q: %w", db.path, err)
 			}
@@ -273,6 +285,7 @@ func (db *DB) init() error {
 			string(metaCreated):   time.Now().UTC().Format(time.RFC3339Nano),
 			string(metaID):        db.id,
 			string(metaJSONBytes): "0",
+			string(metaGoneSeq):   "0",
 		} {
 			if err := meta.Put([]byte(k), []byte(v)); err != nil {
 				return fmt.Errorf("create trace %q: %w", db.path, err)

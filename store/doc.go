@@ -18,6 +18,14 @@ NewWriter to Close, so that it is the trace's only writer:
 	err = w.EndSession(s.ID, time.Now())
 	err = w.Close()          // the last flush, then Compact
 
+With Options.Retention, each flush then prunes the history of what is gone
+from the cluster, for at most 100 ms, in small transactions (see Retention):
+
+	w, err := store.NewWriter("trace.db", store.Options{
+		Retention: store.Retention{Age: 7 * 24 * time.Hour, MaxBytes: 10 << 30},
+	})
+	prunes, err := db.Prunes() // what was pruned: readers say so
+
 Readers open the file read-only; they wait up to Options.Timeout for a flush
 in progress:
 
@@ -41,7 +49,8 @@ writer), ErrNotFound (no object with that UID).
 
 A trace is a bbolt database (https://pkg.go.dev/go.etcd.io/bbolt) of eight
 top-level buckets, and a ninth, gaps, in traces written since gaps were
-recorded. All integers in keys are big-endian, so keys sort in
+recorded; gone, in traces written since retention, and pruned, in traces
+that retention pruned. All integers in keys are big-endian, so keys sort in
 numeric order. Every UID the trace mentions has a 4-byte object number, given
 in order of first mention; keys use the number, not the 36-byte UID, which
 keeps the indexes small.
@@ -55,6 +64,8 @@ keeps the indexes small.
 	refs      referenced number + referring number   -> empty
 	dicts     dictionary ID (uint32)                 -> dictionary
 	gaps      sequence (uint64)                      -> Gap as JSON
+	gone      deletion time (int64) + object number  -> empty
+	pruned    sequence (uint64)                      -> Prune as JSON
 
 # meta
 
@@ -66,6 +77,7 @@ Text values, readable as they are:
 	created     when, RFC 3339 UTC
 	id          128 random bits in hex, telling trace files apart
 	json-bytes  the total size of the JSON of every record written
+	gone-seq    the Seq up to which every deletion is in gone (below)
 
 # sessions
 
@@ -85,6 +97,31 @@ the time between two sessions (recorder-down, written by BeginSession), an
 API server that did not answer, a watch that was restarted with a new list,
 records dropped because the trace could not be written. A trace without the
 bucket has no recorded gaps; writers create it when they first need it.
+
+# gone and pruned
+
+gone indexes the deletions of namespaced objects (an object whose last record
+is Deleted or DeletedFinalStateUnknown) by the deletion's observed time, Unix
+nanoseconds, then the object number: the objects gone longest come first,
+for retention (Options.Retention, prune.go). Writers add an entry with each
+deletion they write, and move gone-seq on when the index covered the file
+before their batch; a trace written before the index, or by an older build
+since, has a gone-seq behind the last Seq (or none), and a Writer with
+retention indexes it again from the object summaries before it prunes.
+Entries may be stale (an object recorded again after its deletion): pruning
+checks each against its summary, and drops the entries of objects that go
+with others.
+
+pruned holds one JSON Prune (see record.go) per session and reason (age,
+size), rewritten by each prune transaction: what was pruned, when, and the
+deletions of the pods it covered. A pruned object leaves nothing behind:
+its records, time entries, summary, gone entry and refs are deleted, and the
+uids entries of the UIDs nothing refers to any more. The last record of the
+file is never pruned, so that Seq still rises across the file.
+
+Older builds read a pruned trace as it is (they ignore gone and pruned);
+one that records into it leaves gone-seq behind, which the next pruning
+Writer catches up on. So SchemaVersion stays 1.
 
 # uids and objects
 
@@ -198,7 +235,7 @@ written.
 The bbolt command (go install go.etcd.io/bbolt/cmd/bbolt@v1.5.0) reads a
 trace; it waits while a recorder flushes:
 
-	bbolt buckets trace.db                   # dicts meta objects records refs sessions time uids
+	bbolt buckets trace.db                   # dicts gaps gone meta objects records refs sessions time uids
 	bbolt get trace.db meta schema           # 1
 	bbolt keys -f hex trace.db sessions      # 00000001 ...
 	bbolt get --parse-format hex trace.db sessions 00000001      # the Session, as JSON

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -131,7 +132,7 @@ func checkIndexes(tx *bolt.Tx) error {
 	if len(perObject) > 0 {
 		return fmt.Errorf("%d objects have records and no summary", len(perObject))
 	}
-	return tx.Bucket(bucketRefs).ForEach(func(k, v []byte) error {
+	err = tx.Bucket(bucketRefs).ForEach(func(k, v []byte) error {
 		if len(k) != 8 || len(v) != 0 {
 			return fmt.Errorf("refs entry %x: %x", k, v)
 		}
@@ -140,6 +141,27 @@ func checkIndexes(tx *bolt.Tx) error {
 		}
 		if tx.Bucket(bucketObjects).Get(k[4:]) == nil {
 			return fmt.Errorf("refs entry %x: no object %x", k, k[4:])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Where the gone index says it covers the file, every deletion of a
+	// namespaced object is in it, until pruning removes the entries of
+	// objects that go with others (prune.go).
+	gs, err := strconv.ParseUint(string(tx.Bucket(bucketMeta).Get(metaGoneSeq)), 10, 64)
+	if err != nil || gs != lastSeq || tx.Bucket(bucketPruned) != nil {
+		return nil
+	}
+	gone := tx.Bucket(bucketGone)
+	return tx.Bucket(bucketObjects).ForEach(func(k, v []byte) error {
+		o, err := parseObject(binary.BigEndian.Uint32(k), v)
+		if err != nil {
+			return err
+		}
+		if o.Deleted && indexedGone(&o) && (gone == nil || gone.Get(goneKey(&o)) == nil) {
+			return fmt.Errorf("gone index: no entry for the deletion of %s %s/%s", o.Kind, o.Namespace, o.Name)
 		}
 		return nil
 	})

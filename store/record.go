@@ -138,3 +138,35 @@ type Gap struct {
 	// Dropped counts the records lost to a GapWriteFailed gap.
 	Dropped int `json:"dropped,omitempty"`
 }
+
+// Prune says what retention (Options.Retention) removed from a trace: the
+// history of objects gone from the cluster, pruned while a session
+// recorded. Each session has at most one Prune per reason, updated by each
+// of its prune transactions. A pruned object is not in the trace at all:
+// readers say that the history of pods gone before Before was pruned.
+type Prune struct {
+	Session uint32      `json:"session"`
+	Reason  PruneReason `json:"reason"`
+	// Retain is the session's Retention.Age (for PruneAge), MaxBytes its
+	// Retention.MaxBytes (for PruneSize).
+	Retain   time.Duration `json:"retain,omitempty"`
+	MaxBytes int64         `json:"maxBytes,omitempty"`
+	// First and Last are when the first and the last of its transactions
+	// ran.
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	// Pods, Objects (pods included), Records and Bytes (of keys and values)
+	// count what was pruned.
+	Pods    int   `json:"pods"`
+	Objects int   `json:"objects"`
+	Records int   `json:"records"`
+	Bytes   int64 `json:"bytes"`
+	// OldestGone and NewestGone are the first and the last deletion of
+	// the pods pruned.
+	OldestGone time.Time `json:"oldestGone,omitzero"`
+	NewestGone time.Time `json:"newestGone,omitzero"`
+	// Before: every pod gone before it was pruned. For PruneAge, the
+	// last cutoff (the last pruning's time less Retain); for PruneSize,
+	// NewestGone (the oldest gone go first).
+	Before time.Time `json:"before,omitzero"`
+}

@@ -87,7 +87,8 @@ type encoder struct {
 	// Else epoch moves on, and they are read back again.
 	lastSeq uint64
 	epoch   uint64
-	current bool // this batch: the file's last Seq was lastSeq
+	current bool   // this batch: the file's last Seq was lastSeq
+	prevSeq uint64 // this batch: the file's last Seq before it
 
 	// nums caches the numbers of UIDs, up to maxNums of them; a number
 	// never changes once committed. newNums are the numbers the batch
@@ -356,6 +357,7 @@ func (e *encoder) write(tx *bolt.Tx, recs []Record) error {
 			return err
 		}
 	}
+	var gone *bolt.Bucket
 	for _, c := range e.order {
 		o := e.objects[c.uid]
 		start := len(arena)
@@ -363,6 +365,18 @@ func (e *encoder) write(tx *bolt.Tx, recs []Record) error {
 		arena = appendObject(arena, o)
 		if err := b.objects.Put(arena[start:start+4], arena[start+4:]); err != nil {
 			return err
+		}
+		if o.Deleted && indexedGone(o) {
+			// Its deletion, for retention: found by time, oldest first.
+			if gone == nil {
+				var err error
+				if gone, err = tx.CreateBucketIfNotExists(bucketGone); err != nil {
+					return err
+				}
+			}
+			if err := gone.Put(goneKey(o), nil); err != nil {
+				return err
+			}
 		}
 	}
 	e.arena = arena[:0]
@@ -375,7 +389,18 @@ func (e *encoder) write(tx *bolt.Tx, recs []Record) error {
 	}
 	meta := tx.Bucket(bucketMeta)
 	total, _ := strconv.ParseUint(string(meta.Get(metaJSONBytes)), 10, 64)
-	return meta.Put(metaJSONBytes, strconv.AppendUint(nil, total+jsonBytes, 10))
+	if err := meta.Put(metaJSONBytes, strconv.AppendUint(nil, total+jsonBytes, 10)); err != nil {
+		return err
+	}
+	// The gone index covers this batch; it covers the file if it covered
+	// everything before (else an older build wrote since, and a pruning
+	// Writer indexes the file again first: see catchUp).
+	if gs := meta.Get(metaGoneSeq); gs != nil {
+		if n, err := strconv.ParseUint(string(gs), 10, 64); err == nil && n == e.prevSeq {
+			return meta.Put(metaGoneSeq, strconv.AppendUint(nil, e.jobs[len(e.jobs)-1].seq, 10))
+		}
+	}
+	return nil
 }
 
 // resolve assigns each record its Seq, finds or makes its object's summary
@@ -390,6 +415,7 @@ func (e *encoder) resolve(b *buckets, recs []Record) error {
 		}
 		seq = binary.BigEndian.Uint64(k)
 	}
+	e.prevSeq = seq
 	e.current = e.lastSeq != 0 && seq == e.lastSeq
 	if !e.current {
 		// Written by someone else since, or not by this encoder yet: the

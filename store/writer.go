@@ -69,6 +69,8 @@ type Writer struct {
 	flushMu sync.Mutex // one open of the file at a time; guards closed, wrote
 	closed  bool
 	wrote   bool // records or a session written
+
+	pruning pruneState // see prune.go; guarded by flushMu, its stats by mu
 }
 
 // NewWriter creates the trace file at path if it is missing, checks it and
@@ -356,7 +358,7 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 	w.mu.Lock()
 	idle := len(w.pending) == 0 && len(w.gaps) == 0 && len(w.listings) == 0
 	w.mu.Unlock()
-	if fn == nil && idle && (w.session == 0 || now.Sub(w.alive) < AliveEvery) {
+	if fn == nil && idle && !w.pruning.more && (w.session == 0 || now.Sub(w.alive) < AliveEvery) {
 		return 0, nil
 	}
 	if err := w.waitChecked(timeout); err != nil {
@@ -436,6 +438,19 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 			return written, fmt.Errorf("reconcile trace %q with the new lists: %w", w.path, err)
 		}
 		written += len(recs)
+	}
+	// Retention, in transactions of its own: what this flush wrote is in
+	// the file whatever becomes of them.
+	if err := w.prune(db, now); errors.Is(err, ErrCorrupt) {
+		return written, fmt.Errorf("prune trace %q: %w", w.path, err)
+	} else if err != nil && !w.pruning.failing {
+		// A full disk: deleting takes new pages too. Tried again at the
+		// next flush; the records are written.
+		w.opts.warn("cannot prune trace %q: %v; retrying at the next flush", w.path, err)
+		w.pruning.failing = true
+	} else if err == nil && w.pruning.failing {
+		w.opts.warn("pruning trace %q again", w.path)
+		w.pruning.failing = false
 	}
 	if fn != nil {
 		return written, fn(db)
