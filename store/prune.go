@@ -117,7 +117,7 @@ type pruneState struct {
 	// under 90%; stuck: warned that nothing more can be pruned; failing:
 	// warned that pruning failed.
 	sizing, stuck, failing bool
-	stats         PruneStats
+	stats                  PruneStats
 }
 
 type pruneEntry struct {
@@ -407,20 +407,20 @@ func (w *Writer) PruneStats() PruneStats {
 
 // pruneTx is one prune transaction's state.
 type pruneTx struct {
-	tx                             *bolt.Tx
-	uids, objects, records, times  *bolt.Bucket
-	refs, gone                     *bolt.Bucket
-	reason                         PruneReason
-	cutoff                         int64 // owners and lone objects gone after it stay
-	maxSeq                         uint64
-	summaries                      map[uint32]*Object // read in this transaction; nil: none
-	keys                           int                // deleted so far
-	full                           bool               // the next plan waits for another transaction
-	counts                         PruneCounts
-	oldest, newest                 time.Time // deletions of the pods pruned
-	pruned, freedUIDs              []string
-	seqs                           []uint64 // scratch
-	candidates                     []string // UIDs whose numbers may go
+	tx                            *bolt.Tx
+	uids, objects, records, times *bolt.Bucket
+	refs, gone                    *bolt.Bucket
+	reason                        PruneReason
+	cutoff                        int64 // owners and lone objects gone after it stay
+	maxSeq                        uint64
+	summaries                     map[uint32]*Object // read in this transaction; nil: none
+	keys                          int                // deleted so far
+	full                          bool               // the next plan waits for another transaction
+	counts                        PruneCounts
+	oldest, newest                time.Time // deletions of the pods pruned
+	pruned, freedUIDs             []string
+	seqs                          []uint64 // scratch
+	candidates                    []string // UIDs whose numbers may go
 }
 
 func newPruneTx(tx *bolt.Tx, reason PruneReason, cutoff int64) *pruneTx {

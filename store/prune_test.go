@@ -118,7 +118,7 @@ func TestPruneByAge(t *testing.T) {
 	path := tracePath(t)
 	t0 := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
 	now := t0.Add(10 * 24 * time.Hour)
-	old := t0.Add(time.Hour)          // gone 10 days ago
+	old := t0.Add(time.Hour)           // gone 10 days ago
 	recent := now.Add(-24 * time.Hour) // gone a day ago
 
 	ns := newObj("Namespace", "", "ci")
@@ -132,8 +132,8 @@ func TestPruneByAge(t *testing.T) {
 	podC := newObj("Pod", "ci", "web-0-c", rsGone.uid) // gone long ago with its owner
 	podD := newObj("Pod", "ci", "build-d", job.uid)    // gone recently, its owner long ago
 	evA := newObj("Event", "ci", "web-1-a.1", podA.uid)
-	evB := newObj("Event", "ci", "web-1-b.1", podB.uid)   // expired long ago: about a live pod
-	evRS := newObj("Event", "ci", "web-1.1", rsLive.uid)  // expired long ago: about a live owner
+	evB := newObj("Event", "ci", "web-1-b.1", podB.uid)  // expired long ago: about a live pod
+	evRS := newObj("Event", "ci", "web-1.1", rsLive.uid) // expired long ago: about a live owner
 	evNode := newObj("Event", "default", "node-1.1", node.uid)
 	evC := newObj("Event", "ci", "web-0-c.1", podC.uid)
 	evRSGone := newObj("Event", "ci", "web-0.1", rsGone.uid)
@@ -193,14 +193,14 @@ func TestPruneByAge(t *testing.T) {
 	w := newPruneWriter(t, path, Retention{Age: 7 * 24 * time.Hour}, now)
 	w.flush(t) // the session's first flush prunes
 	want := []string{
-		"Event ci/web-1-b.1",    // about a live pod
-		"Job ci/build",          // its pod is kept
-		"Namespace /ci",         // cluster-scoped
-		"Node /node-1",          // cluster-scoped
-		"Node /node-gone",       // cluster-scoped, even gone
-		"Pod ci/build-d",        // gone a day ago
-		"Pod ci/web-1-b",        // live
-		"ReplicaSet ci/web-1",   // live, owns a live pod
+		"Event ci/web-1-b.1",     // about a live pod
+		"Job ci/build",           // its pod is kept
+		"Namespace /ci",          // cluster-scoped
+		"Node /node-1",           // cluster-scoped
+		"Node /node-gone",        // cluster-scoped, even gone
+		"Pod ci/build-d",         // gone a day ago
+		"Pod ci/web-1-b",         // live
+		"ReplicaSet ci/web-1",    // live, owns a live pod
 		"Secret ci/build-d-pull", // belongs to a kept pod
 		"Secret ci/web-1-a-keep", // not gone
 		"Secret ci/web-1-b-pull", // belongs to a live pod
