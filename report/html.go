@@ -197,6 +197,7 @@ type htmlPage struct {
 	Generated    string
 	Sessions     []htmlSession
 	Window       string
+	Pruned       []string
 	Redaction    string
 	PodCount     int
 	Outcomes     []htmlCount
@@ -278,6 +279,7 @@ func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 	if start, end := tr.Window(); !start.IsZero() {
 		p.Window = fmt.Sprintf("%s to %s (%s)", stampUTC(start), stampUTC(end), end.Sub(start).Round(time.Second))
 	}
+	p.Pruned = PruneLines(tr.Pruned, stampUTC)
 	p.Redaction = tr.Redaction()
 	outcomes := tr.Outcomes()
 	names := make([]string, 0, len(outcomes))

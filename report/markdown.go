@@ -42,6 +42,9 @@ func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
 	if start, end := tr.Window(); !start.IsZero() {
 		t.printf("**Window** %s to %s (%s)  \n", t.stamp(start), t.stamp(end), end.Sub(start).Round(1e9))
 	}
+	for _, l := range PruneLines(tr.Pruned, t.stamp) {
+		t.printf("**Pruned** %s  \n", mdText(l))
+	}
 	t.printf("**Pods** %d: %s  \n", len(tr.Pods), mdText(outcomeLine(tr.Outcomes())))
 	fs := tr.Findings()
 	t.printf("**Findings** %d\n\n", len(fs))

@@ -21,6 +21,9 @@ func Text(w io.Writer, tr *Trace, opts TextOptions) error {
 	if !start.IsZero() {
 		t.printf("Window:  %s to %s (%s)\n", t.stamp(start), t.stamp(end), end.Sub(start).Round(1e9))
 	}
+	for _, l := range PruneLines(tr.Pruned, t.stamp) {
+		t.printf("Pruned:  %s\n", l)
+	}
 	t.printf("Pods:    %d (%s)\n", len(tr.Pods), outcomeLine(tr.Outcomes()))
 	t.printf("Redaction: %s\n", tr.Redaction())
 

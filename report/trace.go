@@ -24,6 +24,9 @@ type Trace struct {
 	Live uint32 `json:"live,omitempty"`
 	// Gaps are the trace's recorded gaps in observation.
 	Gaps []store.Gap `json:"gaps,omitempty"`
+	// Pruned says what retention removed: the history of pods gone
+	// before a time is not in the trace (see PruneLines).
+	Pruned []store.Prune `json:"pruned,omitempty"`
 	// Generated is when the report was made.
 	Generated time.Time `json:"generated"`
 	// Unredacted says the values were not redacted (--no-redact).

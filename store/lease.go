@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,4 +184,32 @@ func refuseRecorded(path string) error {
 		return recordingError(path, path+LockSuffix, l)
 	}
 	return nil
+}
+
+// WaitForRecorder waits until no live recorder holds the trace at path (see
+// Recorder), looking every poll, or until ctx is done. waiting, if not nil,
+// is told once who holds it, when one does. It returns nil once none does,
+// and ctx's error if ctx is done first. A Writer started afterwards may
+// still find the trace taken (by another that waited too): NewWriter says
+// so with ErrRecording.
+func WaitForRecorder(ctx context.Context, path string, poll time.Duration, waiting func(Lease)) error {
+	told := false
+	for {
+		l, live, err := Recorder(path)
+		if err != nil && !live {
+			return err
+		}
+		if !live {
+			return nil
+		}
+		if !told && waiting != nil {
+			waiting(l)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }

@@ -81,8 +81,28 @@ func incarnations(objs []store.Object) string {
 	return strings.Join(parts, "; ")
 }
 
-// noSuchPod says that no pod of that name was recorded, and what was.
+// noSuchPod says that no pod of that name was recorded, and what was; and
+// that it may have been pruned, in a trace that retention pruned.
 func noSuchPod(db *store.DB, ns, name string) error {
+	err := noSuchRecordedPod(db, ns, name)
+	if prunes, perr := db.Prunes(); perr == nil && len(prunes) > 0 && err != nil {
+		var pods int
+		var before time.Time
+		for _, p := range prunes {
+			pods += p.Pods
+			if p.Before.After(before) {
+				before = p.Before
+			}
+		}
+		if pods > 0 {
+			err = fmt.Errorf("%w (retention pruned %s gone before %s from this trace: it may have been one of them)",
+				err, plural(pods, "pod"), before.UTC().Format(time.RFC3339))
+		}
+	}
+	return err
+}
+
+func noSuchRecordedPod(db *store.DB, ns, name string) error {
 	pods, err := db.Objects(store.ObjectFilter{Kind: "Pod", Namespace: ns})
 	if err != nil {
 		return err
@@ -143,6 +163,7 @@ func sortedSet(m map[string]bool) []string {
 type traceContext struct {
 	sessions []store.Session
 	gaps     []store.Gap
+	prunes   []store.Prune // what retention removed
 	webhooks map[string][]store.Record
 	policies map[string][]store.Record // admission policies and bindings
 
@@ -205,6 +226,9 @@ func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
 	// its last sign of life (store.Session.End), never at the reader's
 	// clock: the same trace tells the same story now and in an hour.
 	if tc.gaps, err = db.Gaps(); err != nil {
+		return nil, err
+	}
+	if tc.prunes, err = db.Prunes(); err != nil {
 		return nil, err
 	}
 	for i, kind := range webhookKinds {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/tracer"
 	"github.com/podtrace/podtrace/tracer/auditlog"
@@ -38,8 +39,13 @@ type recordOptions struct {
 	Duration      time.Duration
 	AuditLog      string
 	Listen        string
+	Retain        string
+	MaxSize       string
+	WaitForLease  time.Duration
 
-	args []string // the command line, for the session
+	retain  time.Duration // Retain, parsed
+	maxSize int64         // MaxSize, parsed
+	args    []string      // the command line, for the session
 }
 
 func defaultRecordOptions() *recordOptions {
@@ -66,6 +72,9 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "trace file to write", Value: o.Out, Destination: &o.Out},
 			&cli.DurationFlag{Name: "duration", Usage: "stop after this long, e.g. 10m (0: until Ctrl-C)", Destination: &o.Duration},
 			&cli.StringFlag{Name: "listen", Usage: "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. 127.0.0.1:9090 or :9090 (port 0: a free one, printed); none by default", Destination: &o.Listen},
+			&cli.StringFlag{Name: "retain", Usage: "prune, while recording, the history of pods gone (deleted) longer than this, with their events and dependents, e.g. 7d or 36h; live pods are never pruned, and the trace says what was (default: keep everything)", Destination: &o.Retain},
+			&cli.StringFlag{Name: "max-size", Usage: "prune the oldest gone pods while the trace's pages in use exceed 95% of this, e.g. 10GiB or 500MiB (the file itself is reused, not shrunk, until record stops and compacts it)", Destination: &o.MaxSize},
+			&cli.DurationFlag{Name: "wait-for-lease", Usage: "if another recorder holds the trace (one stopping, as a Deployment's old pod does), wait up to this long for it to let go, e.g. 2m30s, instead of failing at once; /healthz answers meanwhile", Destination: &o.WaitForLease},
 			&cli.StringFlag{Name: "audit-log", Usage: "follow this kube-apiserver audit log (its --audit-log-path) while recording and keep its events about the recorded pods; read from its end on, through rotation (add older lines with podtrace import)", Destination: &o.AuditLog, TakesFile: true},
 		},
 		Action: func(c *cli.Context) error {
@@ -123,6 +132,23 @@ func (o *recordOptions) Validate() error {
 	if fi, err := os.Stat(o.Out); err == nil && fi.IsDir() {
 		return usagef("--out %q is a directory; name a trace file, e.g. %s", o.Out, strings.TrimSuffix(o.Out, "/")+"/podtrace.db")
 	}
+	if o.Retain != "" {
+		d, err := parseRetain(o.Retain)
+		if err != nil {
+			return usagef("--retain %q: %v", o.Retain, err)
+		}
+		o.retain = d
+	}
+	if o.MaxSize != "" {
+		n, err := parseSize(o.MaxSize)
+		if err != nil {
+			return usagef("--max-size %q: %v", o.MaxSize, err)
+		}
+		o.maxSize = n
+	}
+	if o.WaitForLease < 0 {
+		return usagef("--wait-for-lease must be positive (or 0 to fail at once), got %s", o.WaitForLease)
+	}
 	return nil
 }
 
@@ -135,14 +161,51 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	status := newStatusLine(streams.ErrOut)
 	warn := func(msg string) { status.println("podtrace: warning: " + msg) }
 
+	var srv *recordServer
+	startServer := func() error {
+		var err error
+		if srv, err = listen(o.Listen, o.Out); err != nil {
+			return err
+		}
+		srv.serve()
+		status.println(fmt.Sprintf("podtrace: serving /metrics, /healthz and /readyz on http://%s", srv.Addr()))
+		return nil
+	}
+	defer func() {
+		if srv != nil {
+			srv.shutdown()
+		}
+	}()
+	if o.WaitForLease > 0 {
+		// Waiting for the recorder before this one (a Deployment's old
+		// pod, flushing and compacting in its termination grace period):
+		// the probes are answered meanwhile.
+		if o.Listen != "" {
+			if err := startServer(); err != nil {
+				return err
+			}
+		}
+		if err := o.waitForLease(ctx, srv, status); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintln(streams.ErrOut, "podtrace: interrupted before recording started")
+			return nil
+		}
+	}
+
 	// The trace first: a second recorder of it, or a damaged or unwritable
 	// file, is refused before the cluster is asked anything. NewWriter
 	// writes nothing into an existing file; a trace it creates is removed
 	// if recording does not start.
 	_, statErr := os.Stat(o.Out)
 	existed := statErr == nil
-	w, err := store.NewWriter(o.Out, store.Options{Version: Version, Warn: warn})
+	w, err := store.NewWriter(o.Out, store.Options{Version: Version, Warn: warn,
+		Retention: store.Retention{Age: o.retain, MaxBytes: o.maxSize}})
 	if err != nil {
+		if errors.Is(err, store.ErrRecording) && o.WaitForLease > 0 {
+			return fmt.Errorf("%w (after waiting %s with --wait-for-lease)", err, o.WaitForLease)
+		}
 		return err // store's errors name the file and what to do
 	}
 	begun := false
@@ -157,14 +220,13 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	}()
 
 	// The listener next: a port in use fails before the cluster is asked.
-	var srv *recordServer
-	if o.Listen != "" {
-		if srv, err = listen(o.Listen, o.Out); err != nil {
+	if o.Listen != "" && srv == nil {
+		if err := startServer(); err != nil {
 			return err
 		}
-		srv.serve()
-		defer srv.shutdown()
-		status.println(fmt.Sprintf("podtrace: serving /metrics, /healthz and /readyz on http://%s", srv.Addr()))
+	}
+	if srv != nil {
+		srv.setWriter(w)
 	}
 
 	cfg, contextName, defaultNS, err := o.restConfig()
@@ -301,10 +363,62 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	if lost > 0 {
 		fmt.Fprintf(streams.ErrOut, "%s of them were dropped: the trace could not be written (recorded as gaps)\n", thousands(lost))
 	}
+	if ps := w.PruneStats(); ps.Age.Objects+ps.Size.Objects > 0 {
+		fmt.Fprintf(streams.ErrOut, "pruned %s", pruneLine(ps.Age, "gone longer than "+report.RetainText(o.retain)))
+		if ps.Size.Objects > 0 {
+			if ps.Age.Objects > 0 {
+				fmt.Fprint(streams.ErrOut, "; and ")
+			}
+			fmt.Fprint(streams.ErrOut, pruneLine(ps.Size, "the oldest gone, for --max-size "+humanBytes(o.maxSize)))
+		}
+		fmt.Fprintf(streams.ErrOut, " (%s transactions, the longest %s)\n", thousands(ps.Transactions), ps.MaxTx.Round(time.Millisecond))
+	}
 	if audit != nil {
 		audit.summary(streams.ErrOut)
 	}
 	return nil
+}
+
+// waitForLease waits, up to --wait-for-lease, for the recorder that holds
+// the trace to let go of it. It returns nil when none holds it, or when
+// the wait is over (NewWriter then says who holds it), or ctx is done.
+func (o *recordOptions) waitForLease(ctx context.Context, srv *recordServer, status *statusLine) error {
+	wctx, cancel := context.WithTimeout(ctx, o.WaitForLease)
+	defer cancel()
+	began := time.Now()
+	var holder string
+	err := store.WaitForRecorder(wctx, o.Out, leasePoll, func(l store.Lease) {
+		holder = l.String()
+		status.println(fmt.Sprintf("podtrace: trace %s is being recorded by %s: waiting up to %s for it to stop (--wait-for-lease)", o.Out, holder, o.WaitForLease))
+		if srv != nil {
+			srv.setWaiting(fmt.Sprintf("waiting for %s, which records into %s, to stop (--wait-for-lease %s)", holder, o.Out, o.WaitForLease))
+		}
+	})
+	if srv != nil {
+		srv.setWaiting("")
+	}
+	switch {
+	case err == nil:
+		if holder != "" {
+			status.println(fmt.Sprintf("podtrace: %s stopped after %s: recording into %s", holder, time.Since(began).Round(100*time.Millisecond), o.Out))
+		}
+		return nil
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return nil
+	}
+	return err
+}
+
+// leasePoll is how often record --wait-for-lease looks at the trace's lock.
+const leasePoll = 100 * time.Millisecond
+
+// pruneLine describes what retention pruned, for the summary.
+func pruneLine(c store.PruneCounts, why string) string {
+	if c.Objects == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s %s (%s, %s, %s of the trace)", plural(c.Pods, "pod"), why,
+		plural(c.Objects, "object"), plural(c.Records, "record"), humanBytes(c.Bytes))
 }
 
 // restConfig loads the kubeconfig like kubectl: --kubeconfig, else

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/tracer"
 )
 
@@ -38,6 +39,11 @@ type recordServer struct {
 	tr    recordingTracer // nil until the tracer is built
 	sink  *traceSink      // nil until the session begins
 	audit *auditFollower  // nil without --audit-log
+	// writer is the trace's, for its retention counters; nil until it is
+	// made. waiting says what the recorder waits for before it records
+	// (--wait-for-lease); "" when it does not.
+	writer  pruneCounter
+	waiting string
 
 	srv *http.Server
 	ln  net.Listener
@@ -65,6 +71,26 @@ func (s *recordServer) set(host string, tr recordingTracer, sink *traceSink, aud
 	if audit != nil {
 		s.audit = audit
 	}
+}
+
+// pruneCounter is what the server reads of a *store.Writer.
+type pruneCounter interface {
+	PruneStats() store.PruneStats
+}
+
+// setWriter tells the server the trace's writer, for its retention counters.
+func (s *recordServer) setWriter(w pruneCounter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writer = w
+}
+
+// setWaiting tells the server what the recorder waits for before it
+// records; "" once it does not.
+func (s *recordServer) setWaiting(why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting = why
 }
 
 func (s *recordServer) parts() (recordingTracer, *traceSink, *auditFollower) {
@@ -140,6 +166,12 @@ func (s *recordServer) handler() http.Handler {
 func (s *recordServer) unready() string {
 	tr, sink, _ := s.parts()
 	if tr == nil || sink == nil {
+		s.mu.Lock()
+		waiting := s.waiting
+		s.mu.Unlock()
+		if waiting != "" {
+			return waiting
+		}
 		return "recording has not started"
 	}
 	select {
@@ -208,12 +240,27 @@ var (
 		"Audit events kept in the trace (about recorded pods).", nil, nil)
 	descAuditSkipped = prometheus.NewDesc("podtrace_audit_lines_skipped_total",
 		"Lines of the --audit-log not kept (other resources, pods not recorded, unreadable lines).", nil, nil)
+	descPrunedPods = prometheus.NewDesc("podtrace_pruned_pods_total",
+		"Gone pods pruned by retention, by reason: age (--retain) or size (--max-size).", []string{"reason"}, nil)
+	descPrunedObjects = prometheus.NewDesc("podtrace_pruned_objects_total",
+		"Objects pruned by retention (pods, their events, dependents and owners), by reason.", []string{"reason"}, nil)
+	descPrunedRecords = prometheus.NewDesc("podtrace_pruned_records_total",
+		"Records (revisions) pruned by retention, by reason.", []string{"reason"}, nil)
+	descPrunedBytes = prometheus.NewDesc("podtrace_pruned_bytes_total",
+		"Bytes of keys and values pruned by retention, by reason.", []string{"reason"}, nil)
+	descPruneTxs = prometheus.NewDesc("podtrace_prune_transactions_total",
+		"Prune transactions committed.", nil, nil)
+	descPruneTxMax = prometheus.NewDesc("podtrace_prune_transaction_seconds_max",
+		"The longest prune transaction so far, from begin to commit: the longest pruning held the file.", nil, nil)
+	descUsedBytes = prometheus.NewDesc("podtrace_trace_used_bytes",
+		"The trace's pages in use (the file less its free pages, which bbolt reuses), after the last flush; with --retain or --max-size.", nil, nil)
 )
 
 func (c *recordCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInfo, descReady, descRevisions, descWatched, descLists, descRelists,
 		descWatches, descWatchErrors, descObjects, descFlushAge, descPending, descBacklog, descDropped,
-		descTraceBytes, descErrors, descAuditRead, descAuditKept, descAuditSkipped} {
+		descTraceBytes, descErrors, descAuditRead, descAuditKept, descAuditSkipped,
+		descPrunedPods, descPrunedObjects, descPrunedRecords, descPrunedBytes, descPruneTxs, descPruneTxMax, descUsedBytes} {
 		ch <- d
 	}
 }
@@ -272,6 +319,23 @@ func (c *recordCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descErrors, writeErrors, "trace_write")
 	counter(descErrors, serverErrors, "api_server")
 	counter(descErrors, watchErrors, "watch")
+	s.mu.Lock()
+	writer := s.writer
+	s.mu.Unlock()
+	if writer != nil {
+		ps := writer.PruneStats()
+		for reason, c := range map[string]store.PruneCounts{"age": ps.Age, "size": ps.Size} {
+			counter(descPrunedPods, int64(c.Pods), reason)
+			counter(descPrunedObjects, int64(c.Objects), reason)
+			counter(descPrunedRecords, int64(c.Records), reason)
+			counter(descPrunedBytes, c.Bytes, reason)
+		}
+		counter(descPruneTxs, int64(ps.Transactions))
+		gauge(descPruneTxMax, ps.MaxTx.Seconds())
+		if ps.UsedBytes > 0 {
+			gauge(descUsedBytes, float64(ps.UsedBytes))
+		}
+	}
 	if audit != nil {
 		counter(descAuditRead, audit.linesRead.Load())
 		counter(descAuditKept, audit.eventsKept.Load())

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/tracer"
 )
 
@@ -76,6 +77,10 @@ next:
 	return 0, false
 }
 
+type fakePruner struct{ st store.PruneStats }
+
+func (f fakePruner) PruneStats() store.PruneStats { return f.st }
+
 func TestRecordServer(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	dir := t.TempDir()
@@ -92,6 +97,16 @@ func TestRecordServer(t *testing.T) {
 	if code, body := get(t, h, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not started") {
 		t.Errorf("/readyz before the recording = %d %q, want 503 saying it has not started", code, body)
 	}
+	s.setWaiting("waiting for pid 7 on host h since 2026-03-01T11:00:00Z, which records into trace.db, to stop")
+	if code, body := get(t, h, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for pid 7") {
+		t.Errorf("/readyz while waiting for the lease = %d %q, want 503 saying whom it waits for", code, body)
+	}
+	s.setWaiting("")
+	if _, ok := scrape(t, mustGet(t, h, "/metrics"))["podtrace_pruned_pods_total"]; ok {
+		t.Errorf("retention metrics before the trace is open")
+	}
+	s.setWriter(fakePruner{store.PruneStats{Age: store.PruneCounts{Pods: 3, Objects: 9, Records: 22, Bytes: 4096},
+		Transactions: 2, MaxTx: 12 * time.Millisecond, UsedBytes: 1 << 20}})
 
 	tr := &fakeTracer{ready: make(chan struct{}), stats: tracer.Stats{
 		Objects: 12, Pods: 5, Events: 4, Revisions: 40,
@@ -148,6 +163,14 @@ func TestRecordServer(t *testing.T) {
 		{"podtrace_pending_records", nil, 0},
 		{"podtrace_trace_bytes", nil, 4096},
 		{"podtrace_info", map[string]string{"version": Version}, 1},
+		{"podtrace_pruned_pods_total", map[string]string{"reason": "age"}, 3},
+		{"podtrace_pruned_pods_total", map[string]string{"reason": "size"}, 0},
+		{"podtrace_pruned_objects_total", map[string]string{"reason": "age"}, 9},
+		{"podtrace_pruned_records_total", map[string]string{"reason": "age"}, 22},
+		{"podtrace_pruned_bytes_total", map[string]string{"reason": "age"}, 4096},
+		{"podtrace_prune_transactions_total", nil, 2},
+		{"podtrace_prune_transaction_seconds_max", nil, 0.012},
+		{"podtrace_trace_used_bytes", nil, 1 << 20},
 	} {
 		if got, ok := value(fams, c.name, c.labels); !ok || got != c.want {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)

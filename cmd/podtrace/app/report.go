@@ -199,7 +199,7 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*explain.Lif
 	if f := failed.Load(); f < int64(len(pods)) {
 		return nil, errs[f]
 	}
-	tr := &report.Trace{Sessions: tc.sessions, Gaps: tc.gaps, Generated: generated, Pods: lcs}
+	tr := &report.Trace{Sessions: tc.sessions, Gaps: tc.gaps, Pruned: tc.prunes, Generated: generated, Pods: lcs}
 	if prepared != nil {
 		tr.Prepared = make(map[*explain.Lifecycle]*report.HTMLPod, len(lcs))
 		for i, lc := range lcs {
