@@ -145,6 +145,8 @@ func TestManifests(t *testing.T) {
 
 	var d appsv1.Deployment
 	find(t, base, "Deployment", &d)
+	var claim corev1.PersistentVolumeClaim
+	find(t, base, "PersistentVolumeClaim", &claim)
 	spec := d.Spec.Template.Spec
 	c := spec.Containers[0]
 	for _, check := range []struct {
@@ -165,6 +167,9 @@ func TestManifests(t *testing.T) {
 		{"--listen on the probes' port", slices.Contains(c.Args, "--listen=:9090") && c.Ports[0].ContainerPort == 9090},
 		{"the trace on the volume", slices.Contains(c.Args, "--out=/data/podtrace.db") && c.VolumeMounts[0].MountPath == "/data"},
 		{"a grace period for the final flush and compaction", spec.TerminationGracePeriodSeconds != nil && *spec.TerminationGracePeriodSeconds >= 60},
+		{"retention by age", slices.Contains(c.Args, "--retain=7d")},
+		{"a size budget and room for the compaction's copy beside it", slices.Contains(c.Args, "--max-size=4GiB") && claim.Spec.Resources.Requests.Storage().Value() >= 2*(4<<30)},
+		{"a wait for the lease longer than the old pod's grace period", waitForLease(c.Args) > time.Duration(*spec.TerminationGracePeriodSeconds)*time.Second},
 		{"the image set by the kustomization", c.Image == "podtrace:dev"},
 	} {
 		if !check.ok {
@@ -176,6 +181,17 @@ func TestManifests(t *testing.T) {
 	if lim := c.Resources.Limits.Memory().Value(); lim < (144+256)<<20 {
 		t.Errorf("memory limit %d MiB < 144 MiB peak + 256 MiB backlog", lim>>20)
 	}
+}
+
+// waitForLease is the --wait-for-lease of args; 0 if none.
+func waitForLease(args []string) time.Duration {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--wait-for-lease="); ok {
+			d, _ := time.ParseDuration(v)
+			return d
+		}
+	}
+	return 0
 }
 
 // warnings collects the API server's warnings.

@@ -55,6 +55,13 @@ type proc struct {
 // initial lists are synced.
 func startRecordProcess(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startRecordProcessUntil(t, "initial lists synced", "sync", args...)
+}
+
+// startRecordProcessUntil starts `podtrace record ARGS` and waits until its
+// stderr says want (what describes it, for messages).
+func startRecordProcessUntil(t *testing.T, want, what string, args ...string) *proc {
+	t.Helper()
 	bin, err := buildPodtrace()
 	if err != nil {
 		t.Fatal(err)
@@ -72,14 +79,14 @@ func startRecordProcess(t *testing.T, args ...string) *proc {
 			<-p.done
 		}
 	})
-	waitFor(t, "podtrace record (pid "+fmt.Sprint(p.cmd.Process.Pid)+") to sync", time.Minute, func() (bool, error) {
+	waitFor(t, "podtrace record (pid "+fmt.Sprint(p.cmd.Process.Pid)+") to "+what, time.Minute, func() (bool, error) {
 		select {
 		case err := <-p.done:
 			p.done <- err
 			t.Fatalf("podtrace record ended early: %v\n%s", err, p.stderr.String())
 		default:
 		}
-		return strings.Contains(p.stderr.String(), "initial lists synced"), nil
+		return strings.Contains(p.stderr.String(), want), nil
 	})
 	p.started = time.Now()
 	return p
