@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-import cluster-binaries kubectl test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-soak bench-import cluster-binaries kubectl test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -96,6 +96,11 @@ bench: build cluster-binaries
 ## bench-record: podtrace record beside a bare informer on a kwok workload (PODS=2000).
 bench-record: build cluster-binaries
 	$(GO) run ./test/bench -pods $(or $(PODS),2000) -podtrace $(PODTRACE) -out $(OUT)/bench
+
+## bench-soak: podtrace record --retain (RETAIN=2m) on a churn of short-lived pods
+## for SOAK=7m: file size and RSS over time, the plateau, no revision of a kept pod lost.
+bench-soak: build cluster-binaries
+	$(GO) run ./test/bench -soak $(or $(SOAK),7m) -retain $(or $(RETAIN),2m) $(if $(MAX_SIZE),-max-size $(MAX_SIZE)) -podtrace $(PODTRACE) -out $(OUT)/soak
 
 ## bench-import: podtrace import on synthetic audit logs (SIZES=100M,1G): peak RSS, anon and file RSS, throughput.
 bench-import: build

@@ -82,8 +82,10 @@ type PruneStats struct {
 	MaxTx        time.Duration
 	LastTx       time.Duration
 	// UsedBytes is the trace's pages in use (the file's pages less the
-	// free ones) after the last flush's pruning; 0 before it.
-	UsedBytes int64
+	// free ones) after the last flush's pruning; PageBytes the file's
+	// pages, used or free (its high-water mark: bbolt grows the file ahead
+	// of them); 0 before it.
+	UsedBytes, PageBytes int64
 }
 
 // PruneCounts count pruned objects.
@@ -173,7 +175,7 @@ func (w *Writer) prune(db *DB, now time.Time) error {
 			}
 		}
 	}
-	used, err := db.usedBytes()
+	used, pages, err := db.pageBytes()
 	if err != nil {
 		return err
 	}
@@ -197,7 +199,7 @@ func (w *Writer) prune(db *DB, now time.Time) error {
 			if err != nil {
 				return err
 			}
-			if used, err = db.usedBytes(); err != nil {
+			if used, pages, err = db.pageBytes(); err != nil {
 				return err
 			}
 			if !more {
@@ -211,7 +213,7 @@ func (w *Writer) prune(db *DB, now time.Time) error {
 		}
 	}
 	w.mu.Lock()
-	p.stats.UsedBytes = used
+	p.stats.UsedBytes, p.stats.PageBytes = used, pages
 	w.mu.Unlock()
 	return nil
 }
@@ -230,14 +232,14 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// usedBytes is the size of the file's pages less its free ones.
-func (db *DB) usedBytes() (int64, error) {
-	var size int64
-	if err := db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
-		return 0, err
+// pageBytes returns the size of the file's pages less its free ones, and
+// the size of its pages.
+func (db *DB) pageBytes() (used, pages int64, err error) {
+	if err := db.bolt.View(func(tx *bolt.Tx) error { pages = tx.Size(); return nil }); err != nil {
+		return 0, 0, err
 	}
 	st := db.bolt.Stats()
-	return size - int64(st.FreePageN+st.PendingPageN)*int64(db.bolt.Info().PageSize), nil
+	return pages - int64(st.FreePageN+st.PendingPageN)*int64(db.bolt.Info().PageSize), pages, nil
 }
 
 // catchUp indexes, in one transaction of up to pruneScanKeys summaries,

@@ -340,7 +340,7 @@ func TestPruneBySize(t *testing.T) {
 	}
 	w0.Close()
 	db := openDB(t, path, Options{})
-	full, err := db.usedBytes()
+	full, _, err := db.pageBytes()
 	if err != nil {
 		t.Fatal(err)
 	}

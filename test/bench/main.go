@@ -7,6 +7,10 @@
 // against the JSON of the revisions it kept.
 //
 //	go run ./test/bench -pods 2000 -podtrace _output/podtrace -out _output/bench
+//
+// With -soak it runs the retention soak instead (soak.go, make bench-soak):
+//
+//	go run ./test/bench -soak 7m -retain 2m -podtrace _output/podtrace -out _output/soak
 package main
 
 import (
@@ -45,6 +49,13 @@ type options struct {
 	timeout  time.Duration
 	profile  string
 	compare  string
+
+	// The soak (soak.go).
+	soak       time.Duration
+	retain     string
+	maxSize    string
+	churnEvery time.Duration
+	eventTTL   time.Duration
 }
 
 func main() {
@@ -56,7 +67,19 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
 	flag.StringVar(&o.profile, "profile", "", "a pprof profile of podtrace record to write to OUT/podtrace.PROFILE.pprof (cpu, heap, allocs...)")
 	flag.StringVar(&o.compare, "compare", "", "another podtrace binary (an earlier version) to run beside the first, for a before/after in one run")
+	flag.DurationVar(&o.soak, "soak", 0, "run the soak instead: churn of short-lived pods for this long under record --retain (see soak.go)")
+	flag.StringVar(&o.retain, "retain", "2m", "the soak's record --retain")
+	flag.StringVar(&o.maxSize, "max-size", "", "the soak's record --max-size (none by default)")
+	flag.DurationVar(&o.churnEvery, "churn-every", 250*time.Millisecond, "the soak creates a short-lived pod this often")
+	flag.DurationVar(&o.eventTTL, "event-ttl", time.Minute, "the soak's kube-apiserver --event-ttl")
 	flag.Parse()
+	if o.soak > 0 {
+		if err := runSoak(o); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.pods < 100 || o.pods > 20000 {
 		fmt.Fprintln(os.Stderr, "bench: -pods must be between 100 and 20000")
 		os.Exit(2)

@@ -254,13 +254,15 @@ var (
 		"The longest prune transaction so far, from begin to commit: the longest pruning held the file.", nil, nil)
 	descUsedBytes = prometheus.NewDesc("podtrace_trace_used_bytes",
 		"The trace's pages in use (the file less its free pages, which bbolt reuses), after the last flush; with --retain or --max-size.", nil, nil)
+	descPageBytes = prometheus.NewDesc("podtrace_trace_page_bytes",
+		"The trace's pages, used or free: the file's high-water mark (bbolt grows the file 16 MiB ahead of it), after the last flush; with --retain or --max-size.", nil, nil)
 )
 
 func (c *recordCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInfo, descReady, descRevisions, descWatched, descLists, descRelists,
 		descWatches, descWatchErrors, descObjects, descFlushAge, descPending, descBacklog, descDropped,
 		descTraceBytes, descErrors, descAuditRead, descAuditKept, descAuditSkipped,
-		descPrunedPods, descPrunedObjects, descPrunedRecords, descPrunedBytes, descPruneTxs, descPruneTxMax, descUsedBytes} {
+		descPrunedPods, descPrunedObjects, descPrunedRecords, descPrunedBytes, descPruneTxs, descPruneTxMax, descUsedBytes, descPageBytes} {
 		ch <- d
 	}
 }
@@ -334,6 +336,7 @@ func (c *recordCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descPruneTxMax, ps.MaxTx.Seconds())
 		if ps.UsedBytes > 0 {
 			gauge(descUsedBytes, float64(ps.UsedBytes))
+			gauge(descPageBytes, float64(ps.PageBytes))
 		}
 	}
 	if audit != nil {

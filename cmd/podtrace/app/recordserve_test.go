@@ -106,7 +106,7 @@ func TestRecordServer(t *testing.T) {
 		t.Errorf("retention metrics before the trace is open")
 	}
 	s.setWriter(fakePruner{store.PruneStats{Age: store.PruneCounts{Pods: 3, Objects: 9, Records: 22, Bytes: 4096},
-		Transactions: 2, MaxTx: 12 * time.Millisecond, UsedBytes: 1 << 20}})
+		Transactions: 2, MaxTx: 12 * time.Millisecond, UsedBytes: 1 << 20, PageBytes: 2 << 20}})
 
 	tr := &fakeTracer{ready: make(chan struct{}), stats: tracer.Stats{
 		Objects: 12, Pods: 5, Events: 4, Revisions: 40,
@@ -171,6 +171,7 @@ func TestRecordServer(t *testing.T) {
 		{"podtrace_prune_transactions_total", nil, 2},
 		{"podtrace_prune_transaction_seconds_max", nil, 0.012},
 		{"podtrace_trace_used_bytes", nil, 1 << 20},
+		{"podtrace_trace_page_bytes", nil, 2 << 20},
 	} {
 		if got, ok := value(fams, c.name, c.labels); !ok || got != c.want {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
