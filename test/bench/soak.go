@@ -234,7 +234,23 @@ func runSoak(o options) (err error) {
 	if err := errors.Join(err, perr); err != nil {
 		return err
 	}
+	bySize := o.maxSize != ""
 	var live, liveRevs, recent, old, oldKept, between, lost, partial int
+	// With --max-size the oldest gone go first, whatever their age: the
+	// newest deletion pruned and the oldest kept.
+	var newestPruned, oldestKept time.Time
+	for uid, tp := range truth.pods {
+		if tp.deleted.IsZero() {
+			continue
+		}
+		if len(recorded[string(uid)]) == 0 {
+			if tp.deleted.After(newestPruned) {
+				newestPruned = tp.deleted
+			}
+		} else if oldestKept.IsZero() || tp.deleted.Before(oldestKept) {
+			oldestKept = tp.deleted
+		}
+	}
 	for uid, tp := range truth.pods {
 		got := recorded[string(uid)]
 		missing := 0
@@ -252,6 +268,8 @@ func runSoak(o options) (err error) {
 			live++
 			liveRevs += len(tp.revs)
 			lost += missing
+		case bySize:
+			// Kept or not by its order; judged below.
 		case goneFor < retain-10*time.Second:
 			recent++
 			lost += missing
@@ -280,6 +298,9 @@ func runSoak(o options) (err error) {
 	// The plateau: from once the first pruned pods were due (retain after
 	// the churn began, plus a minute) to the end.
 	from := retain + time.Minute
+	if bySize {
+		from = o.soak / 2 // the budget is reached within the first half
+	}
 	var tail []soakSample
 	for _, s := range samples {
 		if s.at >= from {
@@ -311,12 +332,22 @@ func runSoak(o options) (err error) {
 		prunedPods += p.Pods
 		prunedRecords += p.Records
 	}
-	w("pods: %d seen by the ground truth: %d live at the end (%d revisions), %d gone less than %s before the stop, %d gone %s-%s before, %d gone longer than %s (of which %d still in the trace)\n",
-		len(truth.pods), live, liveRevs, recent, retain-10*time.Second, between, retain-10*time.Second, retain+30*time.Second, old, retain+30*time.Second, oldKept)
+	if bySize {
+		w("pods: %d seen by the ground truth: %d live at the end (%d revisions), %d gone\n", len(truth.pods), live, liveRevs, len(truth.pods)-live)
+	} else {
+		w("pods: %d seen by the ground truth: %d live at the end (%d revisions), %d gone less than %s before the stop, %d gone %s-%s before, %d gone longer than %s (of which %d still in the trace)\n",
+			len(truth.pods), live, liveRevs, recent, retain-10*time.Second, between, retain-10*time.Second, retain+30*time.Second, old, retain+30*time.Second, oldKept)
+	}
 	w("trace: %d pods pruned (%d records) as its Prune records say\n", prunedPods, prunedRecords)
 	w("revisions of live and recently gone pods the trace lacks: %d (target 0): %s\n", lost, verdict(lost == 0))
 	w("pods pruned in part: %d (target 0): %s\n", partial, verdict(partial == 0))
-	w("pods gone longer than the retention + 30 s still in the trace: %d (target 0): %s\n", oldKept, verdict(oldKept == 0))
+	if bySize {
+		// A second of slack: the ground truth's clock is not the recorder's.
+		w("oldest first: the newest deletion pruned %s, the oldest kept %s: %s\n",
+			newestPruned.Format("15:04:05.000"), oldestKept.Format("15:04:05.000"), verdict(oldestKept.IsZero() || !newestPruned.After(oldestKept.Add(time.Second))))
+	} else {
+		w("pods gone longer than the retention + 30 s still in the trace: %d (target 0): %s\n", oldKept, verdict(oldKept == 0))
+	}
 	summary, _ := podtraceSummary(rec.stderr)
 	w("podtrace summary: %s\n", summary)
 	if line := grepLine(rec.stderr, "pruned "); line != "" {

@@ -369,7 +369,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 			if ps.Age.Objects > 0 {
 				fmt.Fprint(streams.ErrOut, "; and ")
 			}
-			fmt.Fprint(streams.ErrOut, pruneLine(ps.Size, "the oldest gone, for --max-size "+humanBytes(o.maxSize)))
+			fmt.Fprint(streams.ErrOut, pruneLine(ps.Size, "(the oldest gone) for --max-size "+humanBytes(o.maxSize)))
 		}
 		fmt.Fprintf(streams.ErrOut, " (%s transactions, the longest %s)\n", thousands(ps.Transactions), ps.MaxTx.Round(time.Millisecond))
 	}
