@@ -81,7 +81,11 @@ func TestRecordRetention(t *testing.T) {
 		}
 		return !slices.ContainsFunc(objs, func(o store.Object) bool { return o.UID == string(gone.UID) }), nil
 	})
-	t.Logf("FIGURE retention: pruned %s after the deletion (--retain 4s, flushes every second)", time.Since(deleted).Round(100*time.Millisecond))
+	// Pruned at a flush: every second while records come, every 5 s
+	// (store.AliveEvery) while the namespace is quiet.
+	if d := time.Since(deleted); d > 4*time.Second+store.AliveEvery+2*time.Second {
+		t.Errorf("pruned %s after the deletion, want within --retain 4s and a quiet flush's %s", d, store.AliveEvery)
+	}
 	kinds := map[string][]string{}
 	for _, o := range objs {
 		kinds[o.Kind] = append(kinds[o.Kind], o.Name)
@@ -103,6 +107,17 @@ func TestRecordRetention(t *testing.T) {
 		t.Errorf("no Event left in the trace: those about the live pods and the ReplicaSet stay")
 	}
 	rec.stop(t)
+	tdb, err := store.Open(rec.db, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prunes, err := tdb.Prunes()
+	tdb.Close()
+	if err != nil || len(prunes) != 1 || prunes[0].Pods != 1 || prunes[0].Reason != store.PruneAge {
+		t.Fatalf("Prunes = %+v, %v; want one, of one pod, by age", prunes, err)
+	}
+	t.Logf("FIGURE retention: the pod's deletion recorded at %s, pruned at %s (%s later)", prunes[0].NewestGone.Format("15:04:05.000"),
+		prunes[0].First.Format("15:04:05.000"), prunes[0].First.Sub(prunes[0].NewestGone).Round(10*time.Millisecond))
 	if !strings.Contains(rec.stderr.String(), "pruned 1 pod gone longer than 4s") {
 		t.Errorf("record's summary does not say what it pruned:\n%s", rec.stderr.String())
 	}
@@ -122,7 +137,7 @@ func TestRecordRetention(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	err := runPodtrace(&stdout, &stderr, "diff", "gone", "-n", ns, "--db", rec.db)
+	err = runPodtrace(&stdout, &stderr, "diff", "gone", "-n", ns, "--db", rec.db)
 	if err == nil || !strings.Contains(err.Error(), "retention pruned 1 pod gone before") {
 		t.Errorf("diff of the pruned pod: %v; want it to say retention may have pruned it", err)
 	}
