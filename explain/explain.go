@@ -65,3 +65,13 @@ var Rules = []Rule{
 	{IDs: []string{"ended"}, run: ended,
 		Reads: "how a pod that left (or was asked to) ended: DisruptionTarget reasons, Job failure conditions, the controller's events and owner chain, ownerReference removal, the audit log's DELETE"},
 }
+
+// Copy returns a shallow copy: its own Lifecycle struct as well as its
+// own diff.Lifecycle, the slices and maps they hold shared. (Copying an
+// explain.Lifecycle by value would share the diff.Lifecycle.)
+func (lc *Lifecycle) Copy() *Lifecycle {
+	inner := *lc.Lifecycle
+	out := *lc
+	out.Lifecycle = &inner
+	return &out
+}

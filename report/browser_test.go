@@ -714,11 +714,11 @@ func largeTrace(t *testing.T) *Trace {
 	seed := syntheticTrace(t, 10, 100)
 	tr := &Trace{File: "large.db", Sessions: seed.Sessions, Generated: seed.Generated}
 	for i := range 1000 {
-		p := *seed.Pods[i%len(seed.Pods)]
+		p := seed.Pods[i%len(seed.Pods)].Copy()
 		p.Namespace = fmt.Sprintf("team-%02d", i%20)
 		p.Name = fmt.Sprintf("worker-%04d", i)
 		p.UID = fmt.Sprintf("uid-%04d", i)
-		tr.Pods = append(tr.Pods, &p)
+		tr.Pods = append(tr.Pods, p)
 	}
 	SortPods(tr.Pods)
 	return tr

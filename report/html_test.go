@@ -462,9 +462,9 @@ func manyFindings(t *testing.T, n int) *Trace {
 	tr := fixtureTrace(t)
 	hostile := fixturePod(t, tr, "hostile")
 	for i := range n {
-		p := *hostile
+		p := hostile.Copy()
 		p.Name = fmt.Sprintf("clone-%03d", i)
-		tr.Pods = append(tr.Pods, &p)
+		tr.Pods = append(tr.Pods, p)
 	}
 	return tr
 }

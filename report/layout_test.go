@@ -111,13 +111,13 @@ func TestHTMLInBrowserLayout(t *testing.T) {
 			By: "the DefaultTolerationSeconds admission plugin", Certainty: "likely"},
 	}}
 	// An older incarnation of the same name, an hour before.
-	older := *digester
+	older := digester.Copy()
 	older.UID = "00000000-0000-0000-0000-0000000older"
 	older.Steps = append([]diff.Step(nil), digester.Steps...)
 	for i := range older.Steps {
 		older.Steps[i].Time = older.Steps[i].Time.Add(-time.Hour)
 	}
-	tr.Pods = append(tr.Pods, &older)
+	tr.Pods = append(tr.Pods, older)
 	SortPods(tr.Pods)
 	var buf bytes.Buffer
 	if err := HTML(&buf, tr, HTMLOptions{}); err != nil {
