@@ -10,7 +10,6 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ErrForbidden is returned (wrapped) by Preflight when the user may not list
@@ -112,7 +111,7 @@ func (t *Tracer) discover(ctx context.Context) ([]string, error) {
 		}
 		gv := k.gvk.GroupVersion().String()
 		if served[gv] == nil {
-			list, err := t.client.Discovery().ServerResourcesForGroupVersion(gv)
+			list, err := t.client.ServerResourcesForGroupVersion(gv)
 			switch {
 			case apierrors.IsNotFound(err):
 				served[gv] = map[string]bool{}
@@ -233,7 +232,7 @@ func (t *Tracer) allowedIn(ctx context.Context, k *kind, verb, ns string) (bool,
 			},
 		},
 	}
-	res, err := t.client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	res, err := t.client.ReviewAccess(ctx, review)
 	if err != nil {
 		return false, err
 	}

@@ -69,6 +69,17 @@
 // bytes encode writes for the typed pod, byte for byte; what the API server
 // does not send (a field twice, JSON) is decoded typed.
 //
+// # Clients
+//
+// The tracer does not use client-go's typed clientset, informer factory or
+// discovery client: each imports every API group Kubernetes serves, and
+// registers it in its scheme. It lists and watches through REST clients for
+// the group versions it records (client.go), configured as the clientset
+// configures its own (protobuf, one HTTP client, one rate limiter), with a
+// scheme of those group versions alone, and builds its informers as
+// client-go's generated ones do. Tests give it a Client over the fake
+// clientset.
+//
 // # Order of work
 //
 // Informers start in two waves: pods, owners, namespaces, nodes, webhook

@@ -1,21 +1,22 @@
 package tracer
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionv1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
+	admissionv1beta1 "k8s.io/api/admissionregistration/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
-	admissionv1alpha1informers "k8s.io/client-go/informers/admissionregistration/v1alpha1"
-	admissionv1beta1informers "k8s.io/client-go/informers/admissionregistration/v1beta1"
-	appsinformers "k8s.io/client-go/informers/apps/v1"
-	batchinformers "k8s.io/client-go/informers/batch/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -54,8 +55,11 @@ type kind struct {
 	// of the same Kind (versions of one resource, in order of preference)
 	// the first served is watched.
 	ifServed bool
-	// informer builds the kind's informer.
-	informer func(t *Tracer, ns string) cache.SharedIndexInformer
+	// obj is an empty object of the kind as the informer decodes it (nil
+	// for metadata-only kinds).
+	obj runtime.Object
+	// tweak, when set, changes the kind's list options (selectors).
+	tweak func(t *Tracer, o *metav1.ListOptions)
 
 	// Counters for Stats (see KindStats).
 	revisions, lists, watches, watchErrors atomic.Int64
@@ -112,10 +116,9 @@ func gv(group, version, res, kindName string) (schema.GroupVersionResource, sche
 		schema.GroupVersionKind{Group: group, Version: version, Kind: kindName}
 }
 
-func newKind(group, version, res, kindName string, c class, wave int, what string,
-	informer func(t *Tracer, ns string) cache.SharedIndexInformer) *kind {
+func newKind(group, version, res, kindName string, obj runtime.Object, c class, wave int, what string) *kind {
 	gvr, gvk := gv(group, version, res, kindName)
-	return &kind{gvr: gvr, gvk: gvk, apiVersion: gvk.GroupVersion().String(), class: c, wave: wave, what: what, informer: informer}
+	return &kind{gvr: gvr, gvk: gvk, apiVersion: gvk.GroupVersion().String(), obj: obj, class: c, wave: wave, what: what}
 }
 
 // noIndex: the recorder reads nothing back from the informers' caches.
@@ -123,82 +126,41 @@ var noIndex = cache.Indexers{}
 
 // kinds returns the resources the tracer watches, in start order.
 func kinds() []*kind {
-	pods := newKind("", "v1", "pods", "Pod", classPod, 0, "pods",
-		func(t *Tracer, ns string) cache.SharedIndexInformer {
-			selector := func(o *metav1.ListOptions) { o.LabelSelector = t.opts.PodSelector }
-			if t.pods != nil {
-				return rawPodInformer(t.pods, ns, selector)
-			}
-			return coreinformers.NewFilteredPodInformer(t.client, ns, 0, noIndex, selector)
-		})
+	pods := newKind("", "v1", "pods", "Pod", &corev1.Pod{}, classPod, 0, "pods")
+	pods.tweak = func(t *Tracer, o *metav1.ListOptions) { o.LabelSelector = t.opts.PodSelector }
 	pods.required = true
-	events := newKind("", "v1", "events", "Event", classEvent, 1, "events",
-		func(t *Tracer, ns string) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredEventInformer(t.client, ns, 0, noIndex, nil)
-		})
+	events := newKind("", "v1", "events", "Event", &corev1.Event{}, classEvent, 1, "events")
 	events.required = true
-	namespaces := newKind("", "v1", "namespaces", "Namespace", classAll, 0, "namespaces",
-		func(t *Tracer, _ string) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredNamespaceInformer(t.client, 0, noIndex, func(o *metav1.ListOptions) {
-				if t.opts.Namespace != "" {
-					o.FieldSelector = fields.OneTermEqualSelector("metadata.name", t.opts.Namespace).String()
-				}
-			})
-		})
+	namespaces := newKind("", "v1", "namespaces", "Namespace", &corev1.Namespace{}, classAll, 0, "namespaces")
+	namespaces.tweak = func(t *Tracer, o *metav1.ListOptions) {
+		if t.opts.Namespace != "" {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", t.opts.Namespace).String()
+		}
+	}
 	namespaces.cluster = true
-	nodes := newKind("", "v1", "nodes", "Node", classAll, 0, "nodes",
-		func(t *Tracer, _ string) cache.SharedIndexInformer {
-			return coreinformers.NewFilteredNodeInformer(t.client, 0, noIndex, nil)
-		})
+	nodes := newKind("", "v1", "nodes", "Node", &corev1.Node{}, classAll, 0, "nodes")
 	nodes.cluster = true
 	mutating := newKind("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
-		"MutatingWebhookConfiguration", classAll, 0, "mutating webhook configurations",
-		func(t *Tracer, _ string) cache.SharedIndexInformer {
-			return admissioninformers.NewFilteredMutatingWebhookConfigurationInformer(t.client, 0, noIndex, nil)
-		})
+		"MutatingWebhookConfiguration", &admissionv1.MutatingWebhookConfiguration{}, classAll, 0, "mutating webhook configurations")
 	mutating.cluster = true
 	validating := newKind("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
-		"ValidatingWebhookConfiguration", classAll, 0, "validating webhook configurations",
-		func(t *Tracer, _ string) cache.SharedIndexInformer {
-			return admissioninformers.NewFilteredValidatingWebhookConfigurationInformer(t.client, 0, noIndex, nil)
-		})
+		"ValidatingWebhookConfiguration", &admissionv1.ValidatingWebhookConfiguration{}, classAll, 0, "validating webhook configurations")
 	validating.cluster = true
 
 	return append([]*kind{
 		pods,
 		namespaces,
 		nodes,
-		newKind("apps", "v1", "replicasets", "ReplicaSet", classAll, 0, "ReplicaSets",
-			func(t *Tracer, ns string) cache.SharedIndexInformer {
-				return appsinformers.NewFilteredReplicaSetInformer(t.client, ns, 0, noIndex, nil)
-			}),
-		newKind("apps", "v1", "deployments", "Deployment", classAll, 0, "Deployments",
-			func(t *Tracer, ns string) cache.SharedIndexInformer {
-				return appsinformers.NewFilteredDeploymentInformer(t.client, ns, 0, noIndex, nil)
-			}),
-		newKind("apps", "v1", "statefulsets", "StatefulSet", classAll, 0, "StatefulSets",
-			func(t *Tracer, ns string) cache.SharedIndexInformer {
-				return appsinformers.NewFilteredStatefulSetInformer(t.client, ns, 0, noIndex, nil)
-			}),
-		newKind("apps", "v1", "daemonsets", "DaemonSet", classAll, 0, "DaemonSets",
-			func(t *Tracer, ns string) cache.SharedIndexInformer {
-				return appsinformers.NewFilteredDaemonSetInformer(t.client, ns, 0, noIndex, nil)
-			}),
-		newKind("batch", "v1", "jobs", "Job", classAll, 0, "Jobs",
-			func(t *Tracer, ns string) cache.SharedIndexInformer {
-				return batchinformers.NewFilteredJobInformer(t.client, ns, 0, noIndex, nil)
-			}),
-		newKind("batch", "v1", "cronjobs", "CronJob", classAll, 0, "CronJobs",
-			func(t *Tracer, ns string) cache.SharedIndexInformer {
-				return batchinformers.NewFilteredCronJobInformer(t.client, ns, 0, noIndex, nil)
-			}),
+		newKind("apps", "v1", "replicasets", "ReplicaSet", &appsv1.ReplicaSet{}, classAll, 0, "ReplicaSets"),
+		newKind("apps", "v1", "deployments", "Deployment", &appsv1.Deployment{}, classAll, 0, "Deployments"),
+		newKind("apps", "v1", "statefulsets", "StatefulSet", &appsv1.StatefulSet{}, classAll, 0, "StatefulSets"),
+		newKind("apps", "v1", "daemonsets", "DaemonSet", &appsv1.DaemonSet{}, classAll, 0, "DaemonSets"),
+		newKind("batch", "v1", "jobs", "Job", &batchv1.Job{}, classAll, 0, "Jobs"),
+		newKind("batch", "v1", "cronjobs", "CronJob", &batchv1.CronJob{}, classAll, 0, "CronJobs"),
 		mutating,
 		validating,
 		events,
-		newKind("", "v1", "services", "Service", classDependent, 1, "pod-owned Services",
-			func(t *Tracer, ns string) cache.SharedIndexInformer {
-				return coreinformers.NewFilteredServiceInformer(t.client, ns, 0, noIndex, nil)
-			}),
+		newKind("", "v1", "services", "Service", &corev1.Service{}, classDependent, 1, "pod-owned Services"),
 		metadataKind("secrets", "Secret", "pod-owned Secrets"),
 		metadataKind("configmaps", "ConfigMap", "pod-owned ConfigMaps"),
 		metadataKind("persistentvolumeclaims", "PersistentVolumeClaim", "pod-owned PersistentVolumeClaims"),
@@ -213,9 +175,8 @@ func kinds() []*kind {
 // the spec: typed informers, whole objects.
 func policyKinds() []*kind {
 	const group = "admissionregistration.k8s.io"
-	k := func(version, res, kindName, what string, informer func(t *Tracer) cache.SharedIndexInformer) *kind {
-		k := newKind(group, version, res, kindName, classAll, 0, what,
-			func(t *Tracer, _ string) cache.SharedIndexInformer { return informer(t) })
+	k := func(version, res, kindName string, obj runtime.Object, what string) *kind {
+		k := newKind(group, version, res, kindName, obj, classAll, 0, what)
 		k.cluster, k.ifServed = true, true
 		return k
 	}
@@ -224,42 +185,61 @@ func policyKinds() []*kind {
 		mutating, mutatingb     = "mutating admission policies", "mutating admission policy bindings"
 	)
 	return []*kind{
-		k("v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", validating, func(t *Tracer) cache.SharedIndexInformer {
-			return admissioninformers.NewFilteredValidatingAdmissionPolicyInformer(t.client, 0, noIndex, nil)
-		}),
-		k("v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", validatingb, func(t *Tracer) cache.SharedIndexInformer {
-			return admissioninformers.NewFilteredValidatingAdmissionPolicyBindingInformer(t.client, 0, noIndex, nil)
-		}),
-		k("v1", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", mutating, func(t *Tracer) cache.SharedIndexInformer {
-			return admissioninformers.NewFilteredMutatingAdmissionPolicyInformer(t.client, 0, noIndex, nil)
-		}),
-		k("v1beta1", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", mutating, func(t *Tracer) cache.SharedIndexInformer {
-			return admissionv1beta1informers.NewFilteredMutatingAdmissionPolicyInformer(t.client, 0, noIndex, nil)
-		}),
-		k("v1alpha1", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", mutating, func(t *Tracer) cache.SharedIndexInformer {
-			return admissionv1alpha1informers.NewFilteredMutatingAdmissionPolicyInformer(t.client, 0, noIndex, nil)
-		}),
-		k("v1", "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", mutatingb, func(t *Tracer) cache.SharedIndexInformer {
-			return admissioninformers.NewFilteredMutatingAdmissionPolicyBindingInformer(t.client, 0, noIndex, nil)
-		}),
-		k("v1beta1", "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", mutatingb, func(t *Tracer) cache.SharedIndexInformer {
-			return admissionv1beta1informers.NewFilteredMutatingAdmissionPolicyBindingInformer(t.client, 0, noIndex, nil)
-		}),
-		k("v1alpha1", "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", mutatingb, func(t *Tracer) cache.SharedIndexInformer {
-			return admissionv1alpha1informers.NewFilteredMutatingAdmissionPolicyBindingInformer(t.client, 0, noIndex, nil)
-		}),
+		k("v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", &admissionv1.ValidatingAdmissionPolicy{}, validating),
+		k("v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", &admissionv1.ValidatingAdmissionPolicyBinding{}, validatingb),
+		k("v1", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", &admissionv1.MutatingAdmissionPolicy{}, mutating),
+		k("v1beta1", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", &admissionv1beta1.MutatingAdmissionPolicy{}, mutating),
+		k("v1alpha1", "mutatingadmissionpolicies", "MutatingAdmissionPolicy", &admissionv1alpha1.MutatingAdmissionPolicy{}, mutating),
+		k("v1", "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", &admissionv1.MutatingAdmissionPolicyBinding{}, mutatingb),
+		k("v1beta1", "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", &admissionv1beta1.MutatingAdmissionPolicyBinding{}, mutatingb),
+		k("v1alpha1", "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", &admissionv1alpha1.MutatingAdmissionPolicyBinding{}, mutatingb),
 	}
 }
 
 // metadataKind is a core/v1 dependent kind watched through the metadata API,
 // so that only its metadata is ever requested.
 func metadataKind(res, kindName, what string) *kind {
-	k := newKind("", "v1", res, kindName, classDependent, 1, what, nil)
+	k := newKind("", "v1", res, kindName, nil, classDependent, 1, what)
 	k.metadataOnly = true
-	k.informer = func(t *Tracer, ns string) cache.SharedIndexInformer {
-		return metadatainformer.NewFilteredMetadataInformer(t.meta, k.gvr, ns, 0, noIndex, nil).Informer()
-	}
 	return k
+}
+
+// informer returns kind k's informer in namespace ns ("" for all, and for a
+// cluster-scoped kind): for a metadata-only kind the metadata API's, for
+// pods the rawPod informer when the tracer built its own clients, else an
+// informer of typed objects over the Client, the one client-go's generated
+// informer of the kind builds (NewFiltered...Informer, no resync).
+func (t *Tracer) informer(k *kind, ns string) cache.SharedIndexInformer {
+	var tweak func(*metav1.ListOptions)
+	if k.tweak != nil {
+		tweak = func(o *metav1.ListOptions) { k.tweak(t, o) }
+	}
+	switch {
+	case k.metadataOnly:
+		return metadataInformer(t.meta, k.gvr, ns)
+	case k.class == classPod && t.pods != nil:
+		return rawPodInformer(t.pods, ns, tweak)
+	}
+	var unnamed *cache.InformerName // as the generated informers, built outside a factory
+	return cache.NewSharedIndexInformerWithOptions(t.client.ListWatch(k.gvr, ns, tweak), k.obj,
+		cache.SharedIndexInformerOptions{Indexers: noIndex, Identifier: unnamed.WithResource(k.gvr)})
+}
+
+// metadataInformer is metadatainformer.NewFilteredMetadataInformer(...).
+// Informer(), with no resync, no index and no tweak; that package imports
+// client-go's informer factory, and through it the typed clientset of every
+// API group (see Client).
+func metadataInformer(c metadata.Interface, gvr schema.GroupVersionResource, ns string) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(
+		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return c.Resource(gvr).Namespace(ns).List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return c.Resource(gvr).Namespace(ns).Watch(ctx, o)
+			},
+		}, c),
+		&metav1.PartialObjectMetadata{}, 0, noIndex)
 }
 
 // String is for messages.

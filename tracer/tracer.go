@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -63,7 +62,7 @@ type Options struct {
 	// and Metadata are given (tests).
 	RESTConfig *rest.Config
 	// Client and Metadata override the clients built from RESTConfig.
-	Client   kubernetes.Interface
+	Client   Client
 	Metadata metadata.Interface
 
 	// Namespace limits the recording to one namespace; "" records all.
@@ -92,10 +91,10 @@ type Options struct {
 // Tracer records pods and what surrounds them. Use New, then Run once.
 type Tracer struct {
 	opts   Options
-	client kubernetes.Interface
+	client Client
 	meta   metadata.Interface
 	// pods, when set, watches pods as rawPods (the tracer built its own
-	// clients); else the typed client does.
+	// clients); else client does, as typed Pods.
 	pods    rest.Interface
 	allPods bool // no pod selector: every event and pod-owned object in scope
 	clock   Clock
@@ -198,7 +197,7 @@ func New(opts Options) (*Tracer, error) {
 		typed := rest.CopyConfig(cfg)
 		typed.ContentType = "application/vnd.kubernetes.protobuf"
 		typed.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-		c, err := kubernetes.NewForConfig(typed)
+		c, err := newRESTClient(typed)
 		if err != nil {
 			return nil, fmt.Errorf("build client: %w", err)
 		}
@@ -252,7 +251,7 @@ func (t *Tracer) Run(ctx context.Context, sink Sink) error {
 			if k.cluster {
 				ns = ""
 			}
-			inf := k.informer(t, ns)
+			inf := t.informer(k, ns)
 			if err := inf.SetTransform(k.transform()); err != nil {
 				return nil, fmt.Errorf("watch %s: %w", k.resource(), err)
 			}

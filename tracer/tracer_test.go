@@ -77,7 +77,7 @@ func rows(recs []store.Record, kinds ...string) []string {
 
 // clients returns fake clients holding objs; metadata-only objects go to
 // the metadata client. Access reviews answer with allow.
-func clients(t *testing.T, allow func(*authorizationv1.ResourceAttributes) bool, objs ...runtime.Object) (*fake.Clientset, *metadatafake.FakeMetadataClient) {
+func clients(t *testing.T, allow func(*authorizationv1.ResourceAttributes) bool, objs ...runtime.Object) (fakeClient, *metadatafake.FakeMetadataClient) {
 	t.Helper()
 	var typed, partial []runtime.Object
 	for _, o := range objs {
@@ -101,7 +101,7 @@ func clients(t *testing.T, allow func(*authorizationv1.ResourceAttributes) bool,
 	m := metadatafake.NewSimpleMetadataClient(scheme, partial...)
 	noteWatches(&c.Fake, c.Tracker())
 	noteWatches(&m.Fake, m.Tracker())
-	return c, m
+	return fakeClient{c}, m
 }
 
 // watching holds "fake/resource" for every watch a fake client has opened.
@@ -169,7 +169,7 @@ func start(t *testing.T, opts Options) *running {
 	case <-time.After(10 * time.Second):
 		t.Fatal("informers did not sync in 10s")
 	}
-	if c, ok := opts.Client.(*fake.Clientset); ok {
+	if c, ok := opts.Client.(fakeClient); ok {
 		waitWatches(t, &c.Fake)
 	}
 	if m, ok := opts.Metadata.(*metadatafake.FakeMetadataClient); ok {

@@ -17,7 +17,6 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -235,7 +234,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	}
 	cfg.UserAgent = "podtrace/" + Version
 
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	disc, err := tracer.NewDiscovery(cfg)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
