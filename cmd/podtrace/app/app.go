@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -102,8 +103,13 @@ func Main(args []string, streams Streams) int {
 // Run runs podtrace with args; Main cancels ctx on Ctrl-C, SIGTERM or SIGHUP.
 func Run(ctx context.Context, args []string, streams Streams) error {
 	prof := &profiler{}
+	name := "podtrace"
+	if len(args) > 0 && filepath.Base(args[0]) == "kubectl-podtrace" {
+		// Installed as a kubectl plugin, run as `kubectl podtrace ...`.
+		name = "kubectl podtrace"
+	}
 	app := &cli.App{
-		Name:                 "podtrace",
+		Name:                 name,
 		Usage:                "record, replay and explain the life of Kubernetes pods",
 		Version:              Version,
 		Reader:               streams.In,

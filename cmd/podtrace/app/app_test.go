@@ -1,6 +1,8 @@
 package app
 
 import (
+	"bytes"
+	"context"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -41,5 +43,17 @@ func TestBuildVersion(t *testing.T) {
 		if got := buildVersion(&tc.info); got != tc.want {
 			t.Errorf("%s: buildVersion = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestKubectlPlugin: installed as kubectl-podtrace, the help names the
+// command as kubectl runs it.
+func TestKubectlPlugin(t *testing.T) {
+	var out bytes.Buffer
+	if err := Run(context.Background(), []string{"/usr/local/bin/kubectl-podtrace", "--help"}, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "kubectl podtrace [global options] command") {
+		t.Errorf("help of the plugin:\n%s", out.String())
 	}
 }

@@ -2,7 +2,9 @@ package app
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -35,7 +37,7 @@ func exportCommand(streams Streams) *cli.Command {
 		Usage: "write a smaller, redacted trace holding just the pods asked for, to attach to a ticket",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "trace file to write (must not exist)", TakesFile: true},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "trace file to write (must not exist); - for standard output", TakesFile: true},
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "only pods in this namespace"},
 			&cli.StringFlag{Name: "pod", Destination: &o.pod, Usage: "only pods of this name"},
 			&cli.StringFlag{Name: "since", Destination: &o.since, Usage: "only what happened from this time (RFC 3339) or this long before the end of the trace (e.g. 1h)"},
@@ -58,7 +60,10 @@ func (o *exportOptions) Validate() error {
 	if o.out == "" {
 		return usagef("--out is required: the file to write the exported trace to")
 	}
-	if _, err := os.Stat(o.out); err == nil {
+	if o.out == "-" && isTerminal(o.streams.Out) {
+		return usagef("--out -: the exported trace is a binary file; redirect standard output to a file (podtrace export -o - > ticket.db)")
+	}
+	if _, err := os.Stat(o.out); err == nil && o.out != "-" {
 		return usagef("--out %s exists: export never overwrites a file; pick a new name", o.out)
 	}
 	if o.until != "" {
@@ -87,7 +92,35 @@ func (o *exportOptions) sinceTime(end time.Time) (time.Time, error) {
 }
 
 // Run copies the chosen pods' stories into a new trace, redacted.
-func (o *exportOptions) Run() (err error) {
+func (o *exportOptions) Run() error {
+	if o.out != "-" {
+		return o.run(o.out)
+	}
+	// Standard output (kubectl exec ... -- podtrace export -o - >
+	// ticket.db): bbolt needs a file, so the trace is written to one of its
+	// own and copied out.
+	dir, err := os.MkdirTemp("", "podtrace-export-")
+	if err != nil {
+		return fmt.Errorf("export to standard output: a temporary file: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	o.out = filepath.Join(dir, "export.db")
+	if err := o.run("standard output"); err != nil {
+		return err
+	}
+	f, err := os.Open(o.out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := io.Copy(o.streams.Out, f); err != nil {
+		return fmt.Errorf("export to standard output: %w", err)
+	}
+	return nil
+}
+
+// run exports to o.out, named to the user as shown.
+func (o *exportOptions) run(shown string) (err error) {
 	src, err := openTrace(o.db)
 	if err != nil {
 		return err
@@ -177,7 +210,7 @@ func (o *exportOptions) Run() (err error) {
 
 	dst, err := store.Open(o.out, store.Options{Version: Version})
 	if err != nil {
-		return fmt.Errorf("export to %s: %w", o.out, err)
+		return fmt.Errorf("export to %s: %w", shown, err)
 	}
 	defer func() {
 		if dst != nil {
@@ -194,12 +227,12 @@ func (o *exportOptions) Run() (err error) {
 		s.Args = append(s.Args, "(exported by podtrace export)")
 		ns, err := dst.BeginSession(s)
 		if err != nil {
-			return fmt.Errorf("export to %s: %w", o.out, err)
+			return fmt.Errorf("export to %s: %w", shown, err)
 		}
 		ids[old] = ns.ID
 		if !stopped.IsZero() {
 			if err := dst.EndSession(ns.ID, stopped); err != nil {
-				return fmt.Errorf("export to %s: %w", o.out, err)
+				return fmt.Errorf("export to %s: %w", shown, err)
 			}
 		}
 	}
@@ -208,15 +241,15 @@ func (o *exportOptions) Run() (err error) {
 		recs[i].Seq = 0
 	}
 	if err := dst.Write(recs); err != nil {
-		return fmt.Errorf("export to %s: %w", o.out, err)
+		return fmt.Errorf("export to %s: %w", shown, err)
 	}
 	err = dst.Close()
 	dst = nil
 	if err != nil {
-		return fmt.Errorf("export to %s: %w", o.out, err)
+		return fmt.Errorf("export to %s: %w", shown, err)
 	}
 	if _, _, err := store.Compact(o.out, store.Options{}); err != nil {
-		return fmt.Errorf("compact %s: %w", o.out, err)
+		return fmt.Errorf("compact %s: %w", shown, err)
 	}
 	st, err := os.Stat(o.out)
 	if err != nil {
@@ -227,7 +260,7 @@ func (o *exportOptions) Run() (err error) {
 		redaction = "redaction " + (&report.Trace{Pods: lcs}).Redaction()
 	}
 	fmt.Fprintf(o.streams.ErrOut, "exported %s, %s to %s (%s); %s\n",
-		o.which(len(pods)), report.Plural(len(recs), "record"), o.out, humanBytes(st.Size()), redaction)
+		o.which(len(pods)), report.Plural(len(recs), "record"), shown, humanBytes(st.Size()), redaction)
 	return nil
 }
 

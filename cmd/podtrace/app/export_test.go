@@ -162,3 +162,35 @@ func TestExportCountsRedactionAsReport(t *testing.T) {
 		}
 	}
 }
+
+// TestExportToStandardOutput: export -o - and report -o - write to
+// standard output (kubectl exec ... -- podtrace export -o - > ticket.db),
+// the export a trace that opens and explains as the file export does, and
+// no temporary file left behind.
+func TestExportToStandardOutput(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	out, summary := runApp(t, "export", "--db", sampleTrace, "-o", "-", "-n", "ci", "--pod", "runner-job-1")
+	if !strings.Contains(summary, "to standard output") {
+		t.Errorf("export summary %q, want it to say standard output", summary)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	got := filepath.Join(t.TempDir(), "ticket.db")
+	if err := os.WriteFile(got, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := runApp(t, "explain", "runner-job-1", "--db", sampleTrace, "--color", "never")
+	b, _ := runApp(t, "explain", "runner-job-1", "--db", got, "--color", "never")
+	if !strings.Contains(b, "stuck-finalizer") || strings.Count(a, "\n") != strings.Count(b, "\n") {
+		t.Errorf("explain of the exported trace:\n%s\nwant as on the original:\n%s", b, a)
+	}
+	page, _ := runApp(t, "report", "--db", sampleTrace, "--html", "-o", "-")
+	if !strings.HasPrefix(page, "<!DOCTYPE html>") {
+		t.Errorf("report --html -o - wrote %.80q, want the page on standard output", page)
+	}
+	if _, err := os.Stat("-"); err == nil {
+		t.Error("report -o - wrote a file named -")
+	}
+}

@@ -41,7 +41,7 @@ func reportCommand(streams Streams) *cli.Command {
 			&cli.StringFlag{Name: "pod", Destination: &o.pod, Usage: "only pods of this name"},
 			&cli.StringFlag{Name: "format", Value: o.format, Destination: &o.format, Usage: "text, markdown or html"},
 			&cli.BoolFlag{Name: "html", Destination: &o.html, Usage: "same as --format html"},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "write to this file instead of standard output", TakesFile: true},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "write to this file instead of standard output (- is standard output)", TakesFile: true},
 			&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto, always or never"},
 		}, o.redact.flags()...),
 		Action: func(c *cli.Context) error {
@@ -66,6 +66,9 @@ func reportCommand(streams Streams) *cli.Command {
 
 // Run loads and replays every pod asked for and writes the report.
 func (o *reportOptions) Run() error {
+	if o.out == "-" {
+		o.out = "" // standard output, as without -o
+	}
 	gc := 200
 	if o.format == "html" {
 		gc = 300 // see batchGC
