@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -58,6 +59,9 @@ type options struct {
 	eventTTL   time.Duration
 }
 
+// interrupted is done once the run is interrupted (main).
+var interrupted = context.Background()
+
 func main() {
 	var o options
 	flag.IntVar(&o.pods, "pods", 2000, "pods the workload creates (100 to 20000)")
@@ -73,6 +77,12 @@ func main() {
 	flag.DurationVar(&o.churnEvery, "churn-every", 250*time.Millisecond, "the soak creates a short-lived pod this often")
 	flag.DurationVar(&o.eventTTL, "event-ttl", time.Minute, "the soak's kube-apiserver --event-ttl")
 	flag.Parse()
+	// Ctrl-C or SIGTERM ends the run through its deferred clean-up: the
+	// recorders, the baseline and the control plane are stopped, never
+	// left running.
+	var stop context.CancelFunc
+	interrupted, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if o.soak > 0 {
 		if err := runSoak(o); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -264,7 +274,7 @@ func (p *proc) kill() {
 
 func run(o options) (err error) {
 	began := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	ctx, cancel := context.WithTimeout(interrupted, o.timeout)
 	defer cancel()
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err

@@ -83,7 +83,7 @@ type soakSample struct {
 
 func runSoak(o options) (err error) {
 	began := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), o.soak+10*time.Minute)
+	ctx, cancel := context.WithTimeout(interrupted, o.soak+10*time.Minute)
 	defer cancel()
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
