@@ -29,13 +29,14 @@ type HTMLOptions struct {
 // see embedData) that the inline script turns into the pod list and, when a
 // pod is opened, its details.
 //
-//go:embed html/report.html.tmpl html/report.css html/report.js
+//go:embed html/report.html.tmpl html/report.css html/report.js html/compare.html.tmpl html/compare.css
 var htmlAssets embed.FS
 
 var (
-	htmlTemplate = template.Must(template.New("report.html.tmpl").ParseFS(htmlAssets, "html/report.html.tmpl"))
-	htmlCSS      = template.CSS(mustAsset("html/report.css"))
-	htmlJS       = template.JS(mustAsset("html/report.js"))
+	htmlTemplate = template.Must(template.New("report.html.tmpl").Funcs(compareFuncs).ParseFS(htmlAssets, "html/report.html.tmpl", "html/compare.html.tmpl"))
+	// htmlCSS is the report's style and the compare view's.
+	htmlCSS = template.CSS(mustAsset("html/report.css") + "\n" + mustAsset("html/compare.css"))
+	htmlJS  = template.JS(mustAsset("html/report.js"))
 )
 
 func mustAsset(name string) string {
