@@ -265,8 +265,8 @@ func (t *textWriter) textCompare(s *compareSection) {
 		for _, r := range it.results {
 			t.printf("    %s beside %s\n", podLine(r.B), podLine(r.A))
 			t.printf("    %s %s\n", t.paint(cBold, "Verdict:"), r.Verdict)
-			if len(r.Decisive) > 0 {
-				t.printf("    First decisive difference: %s\n", t.paint(cYellow, firstDecisive(r)))
+			if first, ok := firstDecisive(r); ok {
+				t.printf("    First decisive difference: %s\n", t.paint(cYellow, first))
 			}
 			t.printf("    %s\n", t.paint(cDim, differencesLine(r)+"; in full: "+s.command(r)))
 		}
@@ -296,18 +296,22 @@ func (t *textWriter) mdCompare(s *compareSection) {
 			t.printf("- B %s (%s) beside A %s (%s)\n", mdCode(r.B.Namespace+"/"+r.B.Name), mdText(outcomeOf(r.B)),
 				mdCode(r.A.Namespace+"/"+r.A.Name), mdText(outcomeOf(r.A)))
 			t.printf("- **Verdict:** %s\n", mdText(r.Verdict))
-			if len(r.Decisive) > 0 {
-				t.printf("- First decisive difference: %s\n", mdText(firstDecisive(r)))
+			if first, ok := firstDecisive(r); ok {
+				t.printf("- First decisive difference: %s\n", mdText(first))
 			}
 			t.printf("- %s; in full: %s\n", differencesLine(r), mdCode(s.command(r)))
 		}
 	}
 }
 
-// firstDecisive is the first decisive difference, without its why.
-func firstDecisive(r *compare.Result) string {
+// firstDecisive is the first decisive difference, without its why; not
+// ok when there is none or the verdict already names it.
+func firstDecisive(r *compare.Result) (string, bool) {
+	if len(r.Decisive) == 0 || strings.Contains(r.Verdict, r.Decisive[0].Subject) {
+		return "", false
+	}
 	d := r.Decisive[0]
-	return fmt.Sprintf("%s: A %s; B %s", d.Subject, d.A, d.B)
+	return fmt.Sprintf("%s: A %s; B %s", d.Subject, d.A, d.B), true
 }
 
 // differencesLine counts the differences: "5 differences, 2 decisive;
