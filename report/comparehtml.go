@@ -42,6 +42,20 @@ var compareFuncs = template.FuncMap{
 	"outcome": outcomeOf,
 	"ignored": ignoredText,
 	"differs": func(p compare.AlignedPhase) bool { return (p.A == nil) != (p.B == nil) },
+	"cells":   phaseCells,
+}
+
+// phaseCellView is one pod's cell of an aligned phase: when it reached it, and
+// whether its detail (the propagation asked for, the exit codes...)
+// differs from the other pod's.
+type phaseCellView struct {
+	At      *compare.PhaseAt
+	Changed bool
+}
+
+func phaseCells(p compare.AlignedPhase) [2]phaseCellView {
+	changed := p.A != nil && p.B != nil && p.A.Detail != p.B.Detail
+	return [2]phaseCellView{{p.A, changed}, {p.B, changed}}
 }
 
 // compareCSS styles the compare view; the page's own style adds the body.
