@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -224,17 +223,6 @@ func (c *cdp) screenshotOf(path, selector string, width int) {
 	if err := json.Unmarshal(c.eval(`(function(){scrollTo(0,0);var r=document.querySelector('`+selector+`').getBoundingClientRect();return {X:r.left,Y:r.top,Width:r.width,Height:r.height}})()`), &clip); err != nil {
 		c.t.Fatal(err)
 	}
-	var shot struct {
-		Data string `json:"data"`
-	}
-	c.must(c.session, "Page.captureScreenshot", map[string]any{"format": "png",
-		"clip": map[string]any{"x": clip.X, "y": clip.Y, "width": clip.Width, "height": clip.Height, "scale": 1}}, &shot)
-	b, err := base64.StdEncoding.DecodeString(shot.Data)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Logf("screenshot: %s", path)
+	c.capture(path, map[string]any{"format": "png",
+		"clip": map[string]any{"x": clip.X, "y": clip.Y, "width": clip.Width, "height": clip.Height, "scale": 1}})
 }

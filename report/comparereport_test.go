@@ -71,6 +71,19 @@ func (s *story) side(lc *diff.Lifecycle) compare.Side {
 	return compare.Side{Lifecycle: lc, Webhooks: s.in.Webhooks, Namespace: ns}
 }
 
+// renderAll renders the trace as text, markdown and HTML.
+func renderAll(t *testing.T, tr *Trace) (text, md, page string) {
+	t.Helper()
+	var tb, mb bytes.Buffer
+	if err := Text(&tb, tr, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&mb, tr, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return tb.String(), mb.String(), renderHTML(t, tr, HTMLOptions{})
+}
+
 // section returns the part of s from the line open to the line before
 // close (or the end).
 func section(t *testing.T, s, open, close string) string {
@@ -93,16 +106,9 @@ func TestCompareSectionGolden(t *testing.T) {
 	if len(tr.Cohorts) != 1 || len(tr.Cohorts[0].Comparisons) != 1 {
 		t.Fatalf("cohorts %+v, want the runner pods' one, compared once", tr.Cohorts)
 	}
-	var text, md bytes.Buffer
-	if err := Text(&text, tr, TextOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := Markdown(&md, tr, TextOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	page := renderHTML(t, tr, HTMLOptions{})
-	golden(t, "report-compare.txt.golden", section(t, text.String(), "\nCompare\n", "\nPods\n"))
-	golden(t, "report-compare.md.golden", section(t, md.String(), "\n### Compare\n", "\n### Pods\n"))
+	text, md, page := renderAll(t, tr)
+	golden(t, "report-compare.txt.golden", section(t, text, "\nCompare\n", "\nPods\n"))
+	golden(t, "report-compare.md.golden", section(t, md, "\n### Compare\n", "\n### Pods\n"))
 	golden(t, "report-compare.html.golden", section(t, page, `<section id="compare"`, `<section id="pods"`))
 	if !strings.Contains(page, `<dt>Compare</dt><dd><a href="#compare">1 cohort of pods that ended differently</a></dd>`) {
 		t.Errorf("the overview does not point to the Compare section")
@@ -121,15 +127,8 @@ func TestCompareSectionNamesTheCause(t *testing.T) {
 	if d := r.Decisive[0]; d.Subject != "deletion propagation" {
 		t.Errorf("first decisive difference %q, want the deletion propagation", d.Subject)
 	}
-	var text, md bytes.Buffer
-	if err := Text(&text, tr, TextOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := Markdown(&md, tr, TextOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	page := renderHTML(t, tr, HTMLOptions{})
-	for name, out := range map[string]string{"text": text.String(), "markdown": md.String(), "html": strings.ReplaceAll(page, "&#39;", "'")} {
+	text, md, page := renderAll(t, tr)
+	for name, out := range map[string]string{"text": text, "markdown": md, "html": strings.ReplaceAll(page, "&#39;", "'")} {
 		for _, want := range []string{
 			"B got foregroundDeletion because its deletion asked for Foreground propagation; A's asked for Background.",
 			"B's finalizer removal was denied 3 times by webhook " + digesterWebhookName,
@@ -155,15 +154,8 @@ func TestCompareSectionOnlyWhenDivided(t *testing.T) {
 	if len(tr.Cohorts) != 0 {
 		t.Fatalf("the fixture's pods (each alone in its cohort, or in none) make cohorts %+v", tr.Cohorts)
 	}
-	var text, md bytes.Buffer
-	if err := Text(&text, tr, TextOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := Markdown(&md, tr, TextOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	page := renderHTML(t, tr, HTMLOptions{})
-	if strings.Contains(text.String(), "\nCompare\n") || strings.Contains(md.String(), "### Compare") || strings.Contains(page, `id="compare"`) || strings.Contains(page, `class="cmp-verdict`) {
+	text, md, page := renderAll(t, tr)
+	if strings.Contains(text, "\nCompare\n") || strings.Contains(md, "### Compare") || strings.Contains(page, `id="compare"`) || strings.Contains(page, `class="cmp-verdict`) {
 		t.Errorf("a trace with nothing to compare has a Compare section")
 	}
 }
@@ -174,11 +166,8 @@ func TestCompareSectionPair(t *testing.T) {
 	tr := cohortTrace(t)
 	tr.Pair = tr.Cohorts[0].Comparisons[0]
 	tr.Cohorts = nil
-	var text bytes.Buffer
-	if err := Text(&text, tr, TextOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	got := section(t, text.String(), "\nCompare\n", "\nPods\n")
+	text, _, page := renderAll(t, tr)
+	got := section(t, text, "\nCompare\n", "\nPods\n")
 	for _, want := range []string{"beside ci/" + cohortGenerateName + "q8w2e, as asked (--compare)", "Verdict: B got foregroundDeletion"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the Compare section lacks %q:\n%s", want, got)
@@ -187,7 +176,6 @@ func TestCompareSectionPair(t *testing.T) {
 	if strings.Contains(got, "share an owner") {
 		t.Errorf("the pair alone is introduced as cohorts:\n%s", got)
 	}
-	page := renderHTML(t, tr, HTMLOptions{})
 	if !strings.Contains(page, `<a href="#compare">the pair asked for</a>`) {
 		t.Errorf("the overview does not point to the pair")
 	}
@@ -198,12 +186,9 @@ func TestCompareSectionPair(t *testing.T) {
 func TestCompareSectionNotCompared(t *testing.T) {
 	tr := cohortTrace(t)
 	tr.Cohorts[0].Comparisons = nil
-	var md bytes.Buffer
-	if err := Markdown(&md, tr, TextOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	_, md, _ := renderAll(t, tr)
 	want := "not compared here (too many cohorts): `podtrace compare ci/" + cohortGenerateName + "m2p9d ci/" + cohortGenerateName + "q8w2e --db"
-	if !strings.Contains(md.String(), want) {
-		t.Errorf("the markdown lacks %q:\n%s", want, section(t, md.String(), "\n### Compare\n", "\n### Pods\n"))
+	if !strings.Contains(md, want) {
+		t.Errorf("the markdown lacks %q:\n%s", want, section(t, md, "\n### Compare\n", "\n### Pods\n"))
 	}
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,17 +22,12 @@ import (
 // pods run, and the namespace ci, labelled team-token=s3cr3t.
 func writeCohortTrace(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "trace.db")
-	db, err := store.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	s, err := db.BeginSession(store.Session{Server: "https://127.0.0.1:6443", Started: base})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return writeTestTrace(t, func(session uint32, base time.Time) ([]store.Record, time.Time) {
+		return cohortRecords(t, session, base)
+	})
+}
+
+func cohortRecords(t *testing.T, session uint32, base time.Time) ([]store.Record, time.Time) {
 	var recs []store.Record
 	at := base
 	add := func(typ store.EventType, meta metav1.ObjectMeta, apiVersion, kind string, obj any) {
@@ -42,7 +36,7 @@ func writeCohortTrace(t *testing.T) string {
 			t.Fatal(err)
 		}
 		at = at.Add(time.Second)
-		recs = append(recs, store.Record{Session: s.ID, Observed: at, Type: typ, APIVersion: apiVersion, Kind: kind,
+		recs = append(recs, store.Record{Session: session, Observed: at, Type: typ, APIVersion: apiVersion, Kind: kind,
 			Namespace: meta.Namespace, Name: meta.Name, UID: string(meta.UID), ResourceVersion: strconv.Itoa(100 + len(recs)), Object: raw})
 	}
 	ns := corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
@@ -70,13 +64,7 @@ func writeCohortTrace(t *testing.T) string {
 	pod("build-c", "00000000-0000-4000-8000-00000000000c", "Job", "build", "Succeeded", 0)
 	pod("web-1", "00000000-0000-4000-8000-000000000001", "ReplicaSet", "web", "", 0)
 	pod("web-2", "00000000-0000-4000-8000-000000000002", "ReplicaSet", "web", "", 0)
-	if err := db.Write(recs); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.EndSession(s.ID, at.Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return recs, at.Add(time.Minute)
 }
 
 func runReport(t *testing.T, args ...string) (string, string, int) {
