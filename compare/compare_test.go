@@ -469,3 +469,27 @@ func TestCompareTypical(t *testing.T) {
 		t.Errorf("CompareTypical returned %v, want the side's error", err)
 	}
 }
+
+// TestGeneratedNamesAreNoise: two pods of one generateName whose pull
+// Secrets got names from it too (as the runner's do) differ in those
+// names only by the API server's suffixes: noise, not a dependent that
+// one has and the other not.
+func TestGeneratedNamesAreNoise(t *testing.T) {
+	a, b := background, stuck
+	a.generateName, b.generateName = "runner-gen-", "runner-gen-"
+	a.name, b.name = "runner-gen-b2c4d", "runner-gen-f5g6h"
+	sa, sb := side(a, true), side(b, true)
+	sa.Lifecycle.Dependents[0].Name, sb.Lifecycle.Dependents[0].Name = "runner-gen-k8m9n", "runner-gen-q2r4s"
+	r := compare.Compare(sa, sb)
+	for _, d := range append(r.Decisive, r.Other...) {
+		if d.Kind == "dependent" || strings.Contains(d.Subject, "runner-gen-") {
+			t.Errorf("difference %q: the generated names are noise", d.Summary())
+		}
+	}
+	if r.IgnoredBy["generated suffixes"] < 2 {
+		t.Errorf("ignored %v, want the pods' and their Secrets' generated suffixes", r.IgnoredBy)
+	}
+	if r.Decisive[0].Subject != "deletion propagation" {
+		t.Errorf("first decisive difference %q, want the deletion propagation", r.Decisive[0].Subject)
+	}
+}
