@@ -22,8 +22,11 @@ type Cohort struct {
 	Owner  *Owner  `json:"owner,omitempty"`
 	Groups []Group `json:"groups"`
 	// Comparisons compare the typical member of the first group (the one
-	// that ended best) with that of each other group.
+	// that ended best) with that of each other group; in a trace's cohort
+	// (Divided), with that of each group that ended badly.
 	Comparisons []*Result `json:"comparisons,omitempty"`
+
+	badOnly bool
 }
 
 // Group is the pods of a cohort that ended the same way.
@@ -184,25 +187,43 @@ func groups(ms []Member) []Group {
 }
 
 // CompareTypical compares the typical member of the group that ended best
-// with that of each other group, their sides given by side; it stops at
-// the first error side returns.
+// with that of each other group (of a trace's cohort, each group that
+// ended badly: running pods beside deleted ones are no question), their
+// sides given by side; it stops at the first error side returns.
 func (c *Cohort) CompareTypical(side func(Pod) (Side, error)) error {
 	c.Comparisons = nil
-	if len(c.Groups) < 2 {
+	pods := c.Typical()
+	if len(pods) == 0 {
 		return nil
 	}
-	best, err := side(c.Groups[0].Typical)
+	best, err := side(pods[0])
 	if err != nil {
 		return err
 	}
-	for _, g := range c.Groups[1:] {
-		s, err := side(g.Typical)
+	for _, p := range pods[1:] {
+		s, err := side(p)
 		if err != nil {
 			return err
 		}
 		c.Comparisons = append(c.Comparisons, Compare(best, s))
 	}
 	return nil
+}
+
+// Typical returns the pods CompareTypical compares, in its order: the
+// typical member of the group that ended best, then those it is compared
+// with. None when there is one group.
+func (c *Cohort) Typical() []Pod {
+	if len(c.Groups) < 2 {
+		return nil
+	}
+	out := []Pod{c.Groups[0].Typical}
+	for _, g := range c.Groups[1:] {
+		if !c.badOnly || g.score < endedWell {
+			out = append(out, g.Typical)
+		}
+	}
+	return out
 }
 
 // Divided returns the cohorts of a trace (the pods that share a
@@ -234,7 +255,7 @@ func Divided(ms []Member) []*Cohort {
 			continue
 		}
 		owner := *ms[0].Owner
-		out = append(out, &Cohort{Owner: &owner, Groups: gs})
+		out = append(out, &Cohort{Owner: &owner, Groups: gs, badOnly: true})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]

@@ -464,6 +464,21 @@ func TestCompareTypical(t *testing.T) {
 	if len(cs[0].Comparisons) != 1 || cs[0].Comparisons[0].Decisive[0].Subject != "deletion propagation" {
 		t.Errorf("comparisons %+v, want one naming the deletion propagation first", cs[0].Comparisons)
 	}
+	// A group that ended well (running) is listed, not compared.
+	running := a
+	running.name, running.uid, running.running = "runner-r", "00000000-0000-4000-8000-0000000000d1", true
+	sides[running.uid] = side(running, true)
+	cs = compare.Divided([]compare.Member{compare.MemberOf(sides[a.uid].Lifecycle), compare.MemberOf(sides[b.uid].Lifecycle), compare.MemberOf(sides[running.uid].Lifecycle)})
+	asked = nil
+	if err := cs[0].CompareTypical(func(p compare.Pod) (compare.Side, error) { asked = append(asked, p.Name); return sides[p.UID], nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(cs[0].Groups) != 3 || len(cs[0].Comparisons) != 1 || cs[0].Comparisons[0].B.Name != b.name {
+		t.Errorf("groups %d, comparisons %+v: want the stuck group alone compared with the best", len(cs[0].Groups), cs[0].Comparisons)
+	}
+	if d := cmp.Diff([]string{a.name, b.name}, asked); d != "" {
+		t.Errorf("sides asked for, a running group beside (-want +got):\n%s", d)
+	}
 	boom := fmt.Errorf("boom")
 	if err := cs[0].CompareTypical(func(compare.Pod) (compare.Side, error) { return compare.Side{}, boom }); err != boom {
 		t.Errorf("CompareTypical returned %v, want the side's error", err)

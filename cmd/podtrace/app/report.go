@@ -276,8 +276,8 @@ func compareCohorts(db *store.DB, tc *traceContext, pods []store.Object, cohorts
 	}
 	var typical []store.Object
 	for _, c := range cohorts[:min(len(cohorts), compareCohortsUpTo)] {
-		for _, g := range c.Groups {
-			typical = append(typical, byUID[g.Typical.UID])
+		for _, p := range c.Typical() {
+			typical = append(typical, byUID[p.UID])
 		}
 	}
 	sides := make([]compare.Side, len(typical))
