@@ -44,6 +44,10 @@ type job struct {
 	audit         bool
 	at            time.Time // creation
 	pinned        bool      // images rewritten at admission by the webhook
+	// owner is the controller, "Kind/name"; generateName the prefix the
+	// name was made from.
+	owner, generateName string
+	running             bool // never deleted: still running at the end
 }
 
 func (j job) lifecycle() *explain.Lifecycle {
@@ -85,6 +89,20 @@ func (j job) lifecycle() *explain.Lifecycle {
 	}}
 	if j.propagation == "Foreground" {
 		del.Changes = append(del.Changes, diff.Change{Path: "metadata.finalizers[foregroundDeletion]", Op: diff.OpAdd})
+	}
+	if j.owner != "" {
+		kind, name, _ := strings.Cut(j.owner, "/")
+		lc.Steps[0].Changes = append(lc.Steps[0].Changes, diff.Change{Path: "metadata.ownerReferences[uid-" + name + "]", Op: diff.OpAdd,
+			New: `{"apiVersion":"apps/v1","kind":"` + kind + `","name":"` + name + `","uid":"uid-` + name + `","controller":true,"blockOwnerDeletion":true}`})
+	}
+	if j.generateName != "" {
+		lc.Steps[0].Changes = append(lc.Steps[0].Changes, diff.Change{Path: "metadata.generateName", Op: diff.OpAdd, New: j.generateName})
+	}
+	if j.running {
+		lc.Steps = lc.Steps[:3]
+		lc.Outcome = "Running"
+		lc.Phases = []diff.Phase{{Name: diff.PhaseCreated, Time: at(0), Seq: 1}, {Name: diff.PhaseScheduled, Time: at(0.1), Seq: 2}, {Name: diff.PhaseStarted, Time: at(1), Seq: 3}}
+		return lc
 	}
 	lc.Steps = append(lc.Steps, del)
 	lc.Phases = []diff.Phase{
@@ -253,6 +271,9 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if format == "html" {
+					elideViewStyle(t, &b)
+				}
 				path := filepath.Join("testdata", fmt.Sprintf("compare-%s.%s", name, format))
 				if *update {
 					if err := os.MkdirAll("testdata", 0o755); err != nil {
@@ -273,6 +294,23 @@ func TestGolden(t *testing.T) {
 			})
 		}
 	}
+}
+
+// elideViewStyle replaces the compare view's style in a page, which must
+// be report/html/compare.css as it is, by its name: the goldens hold the
+// page, not the style.
+func elideViewStyle(t *testing.T, b *bytes.Buffer) {
+	t.Helper()
+	css, err := os.ReadFile("../report/html/compare.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, string(css)) {
+		t.Fatalf("the page's style lacks report/html/compare.css as it is")
+	}
+	b.Reset()
+	b.WriteString(strings.Replace(page, string(css), "/* report/html/compare.css */\n", 1))
 }
 
 func TestCohorts(t *testing.T) {
@@ -317,5 +355,157 @@ func TestCompareHTMLRunsNothing(t *testing.T) {
 	}
 	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Errorf("the message is not shown escaped")
+	}
+}
+
+// TestDivided groups a trace's pods by owner, a controller or else a
+// generateName in a namespace, and keeps the cohorts whose pods ended in
+// more than one way, one of them badly.
+func TestDivided(t *testing.T) {
+	mk := func(j job, name, uid string, at time.Duration) compare.Member {
+		j.name, j.uid, j.at = name, uid, t0.Add(at)
+		return compare.MemberOf(j.lifecycle())
+	}
+	rs := job{ns: "shop", node: "n", propagation: "Background", owner: "ReplicaSet/web-7d9f8c6b5d"}
+	rsStuck := rs
+	rsStuck.propagation, rsStuck.stuck = "Foreground", true
+	rsRunning := rs
+	rsRunning.running = true
+	gen := job{ns: "ci", node: "n", propagation: "Background", generateName: "runner-"}
+	genStuck := gen
+	genStuck.propagation, genStuck.stuck = "Foreground", true
+	genOther := gen
+	genOther.ns = "ci-off"
+	plain := job{ns: "ci", node: "n", propagation: "Foreground", stuck: true}
+	for _, tc := range []struct {
+		name    string
+		members []compare.Member
+		want    []string // cohort: groups
+	}{{
+		name: "healthy: each cohort ended one way",
+		members: []compare.Member{
+			mk(rs, "web-7d9f8c6b5d-a1", "00000000-0000-4000-8000-0000000000a1", 0),
+			mk(rs, "web-7d9f8c6b5d-a2", "00000000-0000-4000-8000-0000000000a2", time.Second),
+			mk(gen, "runner-x1", "00000000-0000-4000-8000-0000000000b1", 0),
+		},
+	}, {
+		name: "scaled down: deleted beside running is not divided",
+		members: []compare.Member{
+			mk(rs, "web-7d9f8c6b5d-a1", "00000000-0000-4000-8000-0000000000a1", 0),
+			mk(rsRunning, "web-7d9f8c6b5d-a2", "00000000-0000-4000-8000-0000000000a2", time.Second),
+		},
+	}, {
+		name: "pods without owner or generateName are no cohort",
+		members: []compare.Member{
+			mk(plain, "runner-job-1", "00000000-0000-4000-8000-0000000000c1", 0),
+			mk(job{ns: "ci", node: "n", propagation: "Background"}, "runner-job-2", "00000000-0000-4000-8000-0000000000c2", time.Second),
+		},
+	}, {
+		name: "a generateName is per namespace",
+		members: []compare.Member{
+			mk(genStuck, "runner-x1", "00000000-0000-4000-8000-0000000000b1", 0),
+			mk(genOther, "runner-x2", "00000000-0000-4000-8000-0000000000b2", time.Second),
+		},
+	}, {
+		name: "divided cohorts, the worst first, typical members the median",
+		members: []compare.Member{
+			mk(gen, "runner-x1", "00000000-0000-4000-8000-0000000000b1", 0),
+			mk(genStuck, "runner-x2", "00000000-0000-4000-8000-0000000000b2", time.Second),
+			mk(rsStuck, "web-7d9f8c6b5d-a1", "00000000-0000-4000-8000-0000000000a1", 0),
+			mk(rsStuck, "web-7d9f8c6b5d-a2", "00000000-0000-4000-8000-0000000000a2", 2*time.Second),
+			mk(rsStuck, "web-7d9f8c6b5d-a3", "00000000-0000-4000-8000-0000000000a3", time.Second),
+			mk(rsRunning, "web-7d9f8c6b5d-a4", "00000000-0000-4000-8000-0000000000a4", 3*time.Second),
+			mk(rsRunning, "web-7d9f8c6b5d-a5", "00000000-0000-4000-8000-0000000000a5", 4*time.Second),
+		},
+		want: []string{
+			"ReplicaSet shop/web-7d9f8c6b5d: Running: 2, typical web-7d9f8c6b5d-a4; Terminating, held by finalizer foregroundDeletion: 3, typical web-7d9f8c6b5d-a3",
+			"generateName ci/runner-: Deleted: 1, typical runner-x1; Terminating, held by finalizer foregroundDeletion: 1, typical runner-x2",
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, c := range compare.Divided(tc.members) {
+				var gs []string
+				for _, g := range c.Groups {
+					gs = append(gs, fmt.Sprintf("%s: %d, typical %s", g.Ending, len(g.Members), g.Typical.Name))
+				}
+				got = append(got, c.Name()+": "+strings.Join(gs, "; "))
+				if c.Comparisons != nil {
+					t.Errorf("Divided compared %s: that is CompareTypical's", c.Name())
+				}
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("cohorts (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestCompareTypical compares the typical members with the sides it is
+// given, and stops at the first error.
+func TestCompareTypical(t *testing.T) {
+	a, b := background, stuck
+	a.generateName, b.generateName = "runner-", "runner-"
+	sides := map[string]compare.Side{a.uid: side(a, true), b.uid: side(b, true)}
+	cs := compare.Divided([]compare.Member{compare.MemberOf(sides[a.uid].Lifecycle), compare.MemberOf(sides[b.uid].Lifecycle)})
+	if len(cs) != 1 {
+		t.Fatalf("%d cohorts, want 1", len(cs))
+	}
+	var asked []string
+	err := cs[0].CompareTypical(func(p compare.Pod) (compare.Side, error) {
+		asked = append(asked, p.Name)
+		return sides[p.UID], nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{a.name, b.name}, asked); d != "" {
+		t.Errorf("sides asked for (-want +got):\n%s", d)
+	}
+	if len(cs[0].Comparisons) != 1 || cs[0].Comparisons[0].Decisive[0].Subject != "deletion propagation" {
+		t.Errorf("comparisons %+v, want one naming the deletion propagation first", cs[0].Comparisons)
+	}
+	// A group that ended well (running) is listed, not compared.
+	running := a
+	running.name, running.uid, running.running = "runner-r", "00000000-0000-4000-8000-0000000000d1", true
+	sides[running.uid] = side(running, true)
+	cs = compare.Divided([]compare.Member{compare.MemberOf(sides[a.uid].Lifecycle), compare.MemberOf(sides[b.uid].Lifecycle), compare.MemberOf(sides[running.uid].Lifecycle)})
+	asked = nil
+	if err := cs[0].CompareTypical(func(p compare.Pod) (compare.Side, error) { asked = append(asked, p.Name); return sides[p.UID], nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(cs[0].Groups) != 3 || len(cs[0].Comparisons) != 1 || cs[0].Comparisons[0].B.Name != b.name {
+		t.Errorf("groups %d, comparisons %+v: want the stuck group alone compared with the best", len(cs[0].Groups), cs[0].Comparisons)
+	}
+	if d := cmp.Diff([]string{a.name, b.name}, asked); d != "" {
+		t.Errorf("sides asked for, a running group beside (-want +got):\n%s", d)
+	}
+	boom := fmt.Errorf("boom")
+	if err := cs[0].CompareTypical(func(compare.Pod) (compare.Side, error) { return compare.Side{}, boom }); err != boom {
+		t.Errorf("CompareTypical returned %v, want the side's error", err)
+	}
+}
+
+// TestGeneratedNamesAreNoise: two pods of one generateName whose pull
+// Secrets got names from it too (as the runner's do) differ in those
+// names only by the API server's suffixes: noise, not a dependent that
+// one has and the other not.
+func TestGeneratedNamesAreNoise(t *testing.T) {
+	a, b := background, stuck
+	a.generateName, b.generateName = "runner-gen-", "runner-gen-"
+	a.name, b.name = "runner-gen-b2c4d", "runner-gen-f5g6h"
+	sa, sb := side(a, true), side(b, true)
+	sa.Lifecycle.Dependents[0].Name, sb.Lifecycle.Dependents[0].Name = "runner-gen-k8m9n", "runner-gen-q2r4s"
+	r := compare.Compare(sa, sb)
+	for _, d := range append(r.Decisive, r.Other...) {
+		if d.Kind == "dependent" || strings.Contains(d.Subject, "runner-gen-") {
+			t.Errorf("difference %q: the generated names are noise", d.Summary())
+		}
+	}
+	if r.IgnoredBy["generated suffixes"] < 2 {
+		t.Errorf("ignored %v, want the pods' and their Secrets' generated suffixes", r.IgnoredBy)
+	}
+	if r.Decisive[0].Subject != "deletion propagation" {
+		t.Errorf("first decisive difference %q, want the deletion propagation", r.Decisive[0].Subject)
 	}
 }

@@ -63,8 +63,16 @@ func newNormalizer(lc *explain.Lifecycle) *normalizer {
 	if lc.UID != "" {
 		n.rules = append(n.rules, noiseRule{noiseUID, regexp.MustCompile(regexp.QuoteMeta(lc.UID)), "<uid>", has(lc.UID)})
 	}
-	if gen := generateName(lc); gen != "" && strings.HasPrefix(lc.Name, gen) && len(lc.Name) > len(gen) {
+	gen := generateName(lc)
+	if gen != "" && strings.HasPrefix(lc.Name, gen) && len(lc.Name) > len(gen) {
 		n.rules = append(n.rules, noiseRule{noiseSuffix, word(lc.Name), "${1}" + gen + "<suffix>${2}", has(lc.Name)})
+	}
+	if gen != "" {
+		// The other objects named from the same generateName, as a
+		// runner names its pods' Secrets: the API server's suffix is
+		// five of these characters.
+		re := regexp.MustCompile(`(^|[^a-z0-9.-])` + regexp.QuoteMeta(gen) + `[bcdfghjklmnpqrstvwxz2456789]{5}($|[^a-z0-9])`)
+		n.rules = append(n.rules, noiseRule{noiseSuffix, re, "${1}" + gen + "<suffix>${2}", has(gen)})
 	}
 	if lc.Name != "" {
 		n.rules = append(n.rules, noiseRule{noiseName, word(lc.Name), "${1}<name>${2}", has(lc.Name)})

@@ -60,8 +60,26 @@ type finalizerLife struct {
 }
 
 func newProfile(label string, s Side) *profile {
-	lc := s.Lifecycle
-	p := &profile{label: label, lc: lc, norm: newNormalizer(lc), phases: map[string]*PhaseAt{},
+	p := startProfile(s.Lifecycle)
+	p.label, p.norm = label, newNormalizer(s.Lifecycle)
+	p.replaySteps(true)
+	p.deleter()
+	p.readPhases()
+	p.readHooks(s)
+	return p
+}
+
+// endingProfile reads only how the pod ended: the finalizers that held
+// it, when it was created. It is what grouping a cohort needs, made for
+// every pod of a report.
+func endingProfile(lc *explain.Lifecycle) *profile {
+	p := startProfile(lc)
+	p.replaySteps(false)
+	return p
+}
+
+func startProfile(lc *explain.Lifecycle) *profile {
+	p := &profile{lc: lc, phases: map[string]*PhaseAt{},
 		finalizers: map[string]*finalizerLife{}, podLabels: map[string]string{}, updateHooks: map[string]admission.Webhook{},
 		exits: map[string]string{}}
 	for _, ph := range lc.Phases {
@@ -73,10 +91,6 @@ func newProfile(label string, s Side) *profile {
 	if p.created.IsZero() && len(lc.Steps) > 0 {
 		p.created = lc.Steps[0].Time
 	}
-	p.replaySteps()
-	p.deleter()
-	p.readPhases()
-	p.readHooks(s)
 	return p
 }
 
@@ -132,16 +146,17 @@ func (p *profile) readPhases() {
 		if name == phaseCreated {
 			detail := ""
 			if adm := p.lc.Admission; adm != nil {
-				detail = fmt.Sprintf("%d webhooks intercepted the CREATE, %d fields changed", len(adm.Webhooks), len(adm.Changes))
+				detail = fmt.Sprintf("%s intercepted the CREATE, %s changed", count(len(adm.Webhooks), "webhook"), count(len(adm.Changes), "field"))
 			}
 			p.phases[phaseAdmitted] = p.at(ph.Time, ph.Seq, detail)
 		}
 	}
 }
 
-// replaySteps reads the deletion, the finalizers, the labels and the
-// container exits from the changes, and places each step in its phase.
-func (p *profile) replaySteps() {
+// replaySteps reads the deletion and the finalizers from the changes,
+// with full the labels and the container exits too, and places each step
+// in its phase.
+func (p *profile) replaySteps(full bool) {
 	present := map[string]bool{}
 	segment := phaseCreated
 	p.segment = make([]string, len(p.lc.Steps))
@@ -167,8 +182,10 @@ func (p *profile) replaySteps() {
 					fl.gone, fl.removed, fl.removedBy = true, s.Time, who
 				}
 			}
-			p.readLabel(c)
-			p.readExit(c)
+			if full {
+				p.readLabel(c)
+				p.readExit(c)
+			}
 		}
 		if deleted && len(present) > 0 {
 			// The API server removes a pod once its last finalizer is
@@ -544,4 +561,13 @@ func labelsText(m map[string]string) string {
 		parts = append(parts, k+"="+m[k])
 	}
 	return "labels " + strings.Join(parts, ",")
+}
+
+// count writes n things, the noun in the singular for one ("1 webhook",
+// "2 fields"): the nouns here take an s.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

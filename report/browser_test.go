@@ -518,10 +518,16 @@ func (c *cdp) loadWithoutScript(link string) *html.Node {
 
 func (c *cdp) screenshot(path string) {
 	c.t.Helper()
+	c.capture(path, map[string]any{"format": "png"})
+}
+
+// capture writes the screenshot Page.captureScreenshot takes with params.
+func (c *cdp) capture(path string, params map[string]any) {
+	c.t.Helper()
 	var shot struct {
 		Data string `json:"data"`
 	}
-	c.must(c.session, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
+	c.must(c.session, "Page.captureScreenshot", params, &shot)
 	b, err := base64.StdEncoding.DecodeString(shot.Data)
 	if err != nil {
 		c.t.Fatal(err)

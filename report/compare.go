@@ -180,3 +180,142 @@ func CohortMarkdown(w io.Writer, c *compare.Cohort, opts TextOptions) error {
 	}
 	return t.err
 }
+
+// compareSection is what a report shows of its comparisons: the trace's
+// divided cohorts and the pair asked for, each comparison by its typical
+// pods' names.
+type compareSection struct {
+	file  string
+	items []compareItem
+}
+
+// compareItem is a cohort of the trace, or the pair asked for (cohort
+// nil).
+type compareItem struct {
+	cohort *compare.Cohort
+	// results are the comparisons shown: the cohort's, or the pair.
+	results []*compare.Result
+}
+
+func newCompareSection(tr *Trace) *compareSection {
+	if len(tr.Cohorts) == 0 && tr.Pair == nil {
+		return nil
+	}
+	s := &compareSection{file: tr.File}
+	for _, c := range tr.Cohorts {
+		s.items = append(s.items, compareItem{cohort: c, results: c.Comparisons})
+	}
+	if tr.Pair != nil {
+		s.items = append(s.items, compareItem{results: []*compare.Result{tr.Pair}})
+	}
+	return s
+}
+
+// title names the item: the cohort's owner with its size and ways of
+// ending, or the pair.
+func (it compareItem) title() string {
+	if it.cohort == nil {
+		r := it.results[0]
+		return fmt.Sprintf("%s/%s beside %s/%s, as asked (--compare)", r.A.Namespace, r.A.Name, r.B.Namespace, r.B.Name)
+	}
+	c := it.cohort
+	return fmt.Sprintf("%s: %s, %s", c.Name(), Plural(c.Size(), "pod"), Plural(len(c.Groups), "way")+" of ending")
+}
+
+// command is the podtrace compare that shows a comparison in full.
+func (s *compareSection) command(r *compare.Result) string {
+	cmd := "podtrace compare " + r.A.Namespace + "/" + r.A.Name + " " + r.B.Namespace + "/" + r.B.Name
+	if s.file != "" {
+		cmd += " --db " + s.file
+	}
+	return cmd
+}
+
+// notCompared is the comparison a cohort left uncompared would show: its
+// best group's typical member with its worst's.
+func notCompared(c *compare.Cohort) *compare.Result {
+	first, last := c.Groups[0].Typical, c.Groups[len(c.Groups)-1].Typical
+	first.Label, last.Label = "A", "B"
+	return &compare.Result{A: first, B: last}
+}
+
+// compareIntro says what the section holds.
+const compareIntro = "pods that share an owner (a controller, or a generateName) but ended differently: " +
+	"the typical pod of each way of ending (B) beside that of the way that ended best (A)"
+
+// textCompare writes the report's Compare section as text: per cohort,
+// its groups, and per comparison the pods, the verdict and the first
+// decisive difference, with the command that shows the rest.
+func (t *textWriter) textCompare(s *compareSection) {
+	if s == nil {
+		return
+	}
+	t.printf("\n%s\n", t.paint(cBold, "Compare"))
+	if len(s.items) > 0 && s.items[0].cohort != nil {
+		t.printf("  %s\n", t.paint(cDim, compareIntro))
+	}
+	for _, it := range s.items {
+		t.printf("  %s\n", t.paint(cBold, it.title()))
+		if it.cohort != nil {
+			t.printf("    %s\n", it.cohort.String())
+			if len(it.results) == 0 {
+				t.printf("    not compared here (too many cohorts): %s\n", s.command(notCompared(it.cohort)))
+			}
+		}
+		for _, r := range it.results {
+			t.printf("    %s beside %s\n", podLine(r.B), podLine(r.A))
+			t.printf("    %s %s\n", t.paint(cBold, "Verdict:"), r.Verdict)
+			if first, ok := firstDecisive(r); ok {
+				t.printf("    First decisive difference: %s\n", t.paint(cYellow, first))
+			}
+			t.printf("    %s\n", t.paint(cDim, differencesLine(r)+"; in full: "+s.command(r)))
+		}
+	}
+}
+
+// mdCompare writes the report's Compare section as Markdown, as
+// textCompare does.
+func (t *textWriter) mdCompare(s *compareSection) {
+	if s == nil {
+		return
+	}
+	t.printf("\n### Compare\n\n")
+	if len(s.items) > 0 && s.items[0].cohort != nil {
+		t.printf("%s.\n", mdText(strings.ToUpper(compareIntro[:1])+compareIntro[1:]))
+	}
+	for _, it := range s.items {
+		t.printf("\n**%s**", mdText(it.title()))
+		if it.cohort != nil {
+			t.printf(": %s", mdText(it.cohort.String()))
+		}
+		t.printf("\n\n")
+		if it.cohort != nil && len(it.results) == 0 {
+			t.printf("- not compared here (too many cohorts): %s\n", mdCode(s.command(notCompared(it.cohort))))
+		}
+		for _, r := range it.results {
+			t.printf("- B %s (%s) beside A %s (%s)\n", mdCode(r.B.Namespace+"/"+r.B.Name), mdText(outcomeOf(r.B)),
+				mdCode(r.A.Namespace+"/"+r.A.Name), mdText(outcomeOf(r.A)))
+			t.printf("- **Verdict:** %s\n", mdText(r.Verdict))
+			if first, ok := firstDecisive(r); ok {
+				t.printf("- First decisive difference: %s\n", mdText(first))
+			}
+			t.printf("- %s; in full: %s\n", differencesLine(r), mdCode(s.command(r)))
+		}
+	}
+}
+
+// firstDecisive is the first decisive difference, without its why; not
+// ok when there is none or the verdict already names it.
+func firstDecisive(r *compare.Result) (string, bool) {
+	if len(r.Decisive) == 0 || strings.Contains(r.Verdict, r.Decisive[0].Subject) {
+		return "", false
+	}
+	d := r.Decisive[0]
+	return fmt.Sprintf("%s: A %s; B %s", d.Subject, d.A, d.B), true
+}
+
+// differencesLine counts the differences: "5 differences, 2 decisive;
+// 19 ignored as noise".
+func differencesLine(r *compare.Result) string {
+	return fmt.Sprintf("%s, %d decisive; %d ignored as noise", Plural(len(r.Decisive)+len(r.Other), "difference"), len(r.Decisive), r.Ignored)
+}

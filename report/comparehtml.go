@@ -12,63 +12,73 @@ import (
 const compareCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 // CompareHTML writes a comparison as one self-contained HTML page, with no
-// script and no outside resource: the two timelines aligned by phase, the
-// phases one pod reached and the other did not highlighted, the decisive
-// differences, the rest folded.
+// script and no outside resource: the verdict, the decisive differences,
+// the two timelines aligned by phase (the phases one pod reached and the
+// other did not highlighted), the rest folded. The report's Compare
+// section shows the same view (html/compare.html.tmpl).
 func CompareHTML(w io.Writer, r *compare.Result) error {
 	return compareTemplate.Execute(w, struct {
-		CSP string
-		R   *compare.Result
-	}{compareCSP, r})
+		CSP  string
+		CSS  template.CSS
+		View compareView
+	}{compareCSP, compareCSS, newCompareView(r, false)})
 }
 
-var compareTemplate = template.Must(template.New("compare").Funcs(template.FuncMap{
+// compareView is what the compare-view template renders: a comparison,
+// with links to the pods' details when the page has them (the report).
+type compareView struct {
+	R     *compare.Result
+	Pods  []compare.Pod
+	Links bool
+}
+
+func newCompareView(r *compare.Result, links bool) compareView {
+	return compareView{R: r, Pods: []compare.Pod{r.A, r.B}, Links: links}
+}
+
+// compareFuncs are the functions of the compare-view template.
+var compareFuncs = template.FuncMap{
 	"cell":    phaseCell,
 	"outcome": outcomeOf,
 	"ignored": ignoredText,
 	"differs": func(p compare.AlignedPhase) bool { return (p.A == nil) != (p.B == nil) },
-}).Parse(`<!DOCTYPE html>
+	"cells":   phaseCells,
+}
+
+// phaseCellView is one pod's cell of an aligned phase: when it reached it, and
+// whether its detail (the propagation asked for, the exit codes...)
+// differs from the other pod's.
+type phaseCellView struct {
+	At      *compare.PhaseAt
+	Changed bool
+}
+
+func phaseCells(p compare.AlignedPhase) [2]phaseCellView {
+	changed := p.A != nil && p.B != nil && p.A.Detail != p.B.Detail
+	return [2]phaseCellView{{p.A, changed}, {p.B, changed}}
+}
+
+// compareCSS styles the compare view; the page's own style adds the body.
+var compareCSS = template.CSS(mustAsset("html/compare.css"))
+
+var compareTemplate = template.Must(template.Must(template.New("compare").Funcs(compareFuncs).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{{.CSP}}">
-<title>podtrace compare: {{.R.A.Namespace}}/{{.R.A.Name}} with {{.R.B.Namespace}}/{{.R.B.Name}}</title>
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>podtrace compare: {{.View.R.A.Namespace}}/{{.View.R.A.Name}} with {{.View.R.B.Namespace}}/{{.View.R.B.Name}}</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
-table{border-collapse:collapse;margin:.5em 0}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
-tr.differs td{background:#fff3cd}
-.verdict{font-size:1.1em;padding:.6em;border-left:4px solid #c00;background:#fdf0f0}
-.none{color:#888}
-ol.decisive li{margin:.6em 0}
-.why{color:#555;font-style:italic}
-code{font-family:ui-monospace,monospace}
-</style>
+body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;padding:1em 20px 2em;max-width:70em;color:#1d2430}
+h1{font-size:20px;margin:.4em 0}
+h4{font-size:12px;text-transform:uppercase;letter-spacing:.06em;color:#5d6778;margin:18px 0 6px}
+code{font-family:ui-monospace,monospace;font-size:12.5px}
+{{.CSS}}</style>
 </head>
 <body>
 <h1>Compare</h1>
-<table>
-<tr><th></th><th>pod</th><th>uid</th><th>outcome</th></tr>
-<tr><td>A</td><td><code>{{.R.A.Namespace}}/{{.R.A.Name}}</code></td><td><code>{{.R.A.UID}}</code></td><td>{{outcome .R.A}}</td></tr>
-<tr><td>B</td><td><code>{{.R.B.Namespace}}/{{.R.B.Name}}</code></td><td><code>{{.R.B.UID}}</code></td><td>{{outcome .R.B}}</td></tr>
-</table>
-<p class="verdict"><strong>Verdict:</strong> {{.R.Verdict}}</p>
-<h2>Timelines, aligned by phase</h2>
-<table class="phases">
-<tr><th>phase</th><th>A</th><th>B</th></tr>
-{{range .R.Phases}}<tr{{if differs .}} class="differs"{{end}}><td>{{.Name}}</td><td>{{cell .A}}{{with .A}}{{if .Detail}}<br><small>{{.Detail}}</small>{{end}}{{end}}</td><td>{{cell .B}}{{with .B}}{{if .Detail}}<br><small>{{.Detail}}</small>{{end}}{{end}}</td></tr>
-{{end}}</table>
-<h2>Decisive differences ({{len .R.Decisive}})</h2>
-{{if .R.Decisive}}<ol class="decisive">
-{{range .R.Decisive}}<li><strong>{{.Subject}}</strong><br>A: {{.A}}<br>B: {{.B}}{{if .Why}}<br><span class="why">why: {{.Why}}</span>{{end}}</li>
-{{end}}</ol>{{else}}<p class="none">None.</p>{{end}}
-<details><summary>Other differences ({{len .R.Other}})</summary>
-<table>
-<tr><th>phase</th><th>what</th><th>A</th><th>B</th></tr>
-{{range .R.Other}}<tr><td>{{.Phase}}</td><td>{{.Subject}}</td><td>{{.A}}</td><td>{{.B}}</td></tr>
-{{end}}</table>
-</details>
-<p>Ignored: {{ignored .R}}</p>
+{{template "compare-view" .View}}
 </body>
 </html>
-`))
+`)).ParseFS(htmlAssets, "html/compare.html.tmpl"))

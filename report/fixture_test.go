@@ -200,10 +200,28 @@ func digesterStory(tb testing.TB, c *clock) *explain.Lifecycle {
 
 // digesterRecords is the recorded history of the digester story.
 func digesterRecords(tb testing.TB, c *clock) *story {
-	s := newStory(tb, c, "ci", "runner-x7k2p-project-42-concurrent-0", "9d3c6a1e-0f4b-4c55-9a7e-2b1f0c8d7e61")
+	return runnerRecords(tb, c, runner{name: "runner-x7k2p-project-42-concurrent-0", uid: "9d3c6a1e-0f4b-4c55-9a7e-2b1f0c8d7e61"})
+}
+
+// runner is one CI job pod of the digester story: its name (made from
+// generateName when given), and how the runner deleted it.
+type runner struct {
+	name, uid, generateName string
+	// background: deleted with Background propagation, so gone at once
+	// (the garbage collector deletes the dependents after), where the
+	// story's Foreground deletion sticks.
+	background bool
+}
+
+// runnerRecords is the recorded history of a runner's job pod in the
+// digester's namespace: created, run to completion, deleted.
+func runnerRecords(tb testing.TB, c *clock, r runner) *story {
+	s := newStory(tb, c, "ci", r.name, r.uid)
+	s.pod.GenerateName = r.generateName
 	s.namespace(map[string]string{"digest-resolution": "enabled", "kubernetes.io/metadata.name": "ci"})
 	s.digesterWebhook()
-	pull := "runner-x7k2p-project-42-concurrent-0-pull"
+	pull := r.name + "-pull"
+	scripts := r.name + "-scripts"
 	s.write(store.Added, "gitlab-runner", "",
 		`{"f:metadata":{"f:labels":{}},"f:spec":{"f:containers":{},"f:imagePullSecrets":{},"f:restartPolicy":{}}}`,
 		func(p *corev1.Pod) {
@@ -216,8 +234,12 @@ func digesterRecords(tb testing.TB, c *clock) *story {
 			}
 		})
 	c.tick(200 * time.Millisecond)
-	s.dependent(store.Added, "Secret", pull, "5e1f0a22-pull")
-	s.dependent(store.Added, "ConfigMap", "runner-x7k2p-project-42-concurrent-0-scripts", "5e1f0a22-scripts")
+	pullUID, scriptsUID := r.uid[:8]+"-pull", r.uid[:8]+"-scripts"
+	if r.uid == "9d3c6a1e-0f4b-4c55-9a7e-2b1f0c8d7e61" {
+		pullUID, scriptsUID = "5e1f0a22-pull", "5e1f0a22-scripts" // as the goldens have them
+	}
+	s.dependent(store.Added, "Secret", pull, pullUID)
+	s.dependent(store.Added, "ConfigMap", scripts, scriptsUID)
 	c.tick(800 * time.Millisecond)
 	s.write(store.Updated, "kube-scheduler", "binding", bindingFields, func(p *corev1.Pod) { p.Spec.NodeName = "kwok-node-1" })
 	s.event("Normal", "Scheduled", "Successfully assigned ci/"+s.pod.Name+" to kwok-node-1", "default-scheduler", 1)
@@ -258,17 +280,25 @@ func digesterRecords(tb testing.TB, c *clock) *story {
 	})
 	c.tick(4 * time.Second)
 	// The runner deletes the pod with propagationPolicy Foreground: the API
-	// server sets deletionTimestamp and adds foregroundDeletion.
+	// server sets deletionTimestamp and adds foregroundDeletion. With
+	// Background, it adds no finalizer and the pod goes once its
+	// containers stopped.
 	s.write(store.Updated, "", "", "", func(p *corev1.Pod) {
 		grace := int64(30)
 		dt := metav1.NewTime(c.now.Add(30 * time.Second))
 		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &dt, &grace
-		p.Finalizers = append(p.Finalizers, metav1.FinalizerDeleteDependents)
+		if !r.background {
+			p.Finalizers = append(p.Finalizers, metav1.FinalizerDeleteDependents)
+		}
 	})
+	if r.background {
+		c.tick(100 * time.Millisecond)
+		s.write(store.Deleted, "", "", "", nil)
+	}
 	c.tick(300 * time.Millisecond)
-	s.dependent(store.Deleted, "ConfigMap", "runner-x7k2p-project-42-concurrent-0-scripts", "5e1f0a22-scripts")
+	s.dependent(store.Deleted, "ConfigMap", scripts, scriptsUID)
 	c.tick(200 * time.Millisecond)
-	s.dependent(store.Deleted, "Secret", pull, "5e1f0a22-pull")
+	s.dependent(store.Deleted, "Secret", pull, pullUID)
 	c.tick(6*time.Minute + 30*time.Second)
 	s.in.End = c.now
 	return s
@@ -311,6 +341,21 @@ func auditTrace(tb testing.TB) *Trace {
 	tb.Helper()
 	tr := fixtureTrace(tb)
 	s := digesterRecords(tb, &clock{now: fixtureStart})
+	s.runnerAudit(3)
+	lc := s.replay()
+	for i, p := range tr.Pods {
+		if p.UID == lc.UID {
+			tr.Pods[i] = lc
+		}
+	}
+	return tr
+}
+
+// runnerAudit records the audit log of a runner story: the runner's
+// create (patched by the digester webhook) and delete, the scheduler's
+// binding, and denied finalizer removals by the garbage collector. User
+// agents and the denial message carry hostile strings.
+func (s *story) runnerAudit(denied int) {
 	created, bound, deleted := s.in.Pod[0], s.in.Pod[1], s.in.Pod[5]
 	runner := "system:serviceaccount:gitlab:gitlab-runner"
 	patch := `{"configuration":"digester-mutating-webhook-configuration","webhook":"` + digesterWebhookName + `","patch":[` +
@@ -320,18 +365,11 @@ func auditTrace(tb testing.TB) *Trace {
 		map[string]string{"patch.webhook.admission.k8s.io/round_0_index_0": patch})
 	s.audit("a-bind", bound.Observed, "create", "binding", "system:kube-scheduler", "kube-scheduler/v1.37.2", 201, "", "", nil)
 	s.audit("a-delete", deleted.Observed, "delete", "", runner, "gitlab-runner 17.0.0 "+hostileMD, 200, "", deleted.ResourceVersion, nil)
-	denied := `admission webhook "` + digesterWebhookName + `" denied the request: failed to create keychain: secrets "runner-x7k2p-project-42-concurrent-0-pull" not found ` + hostileBreak
-	for i := range 3 {
+	message := `admission webhook "` + digesterWebhookName + `" denied the request: failed to create keychain: secrets "` + s.pod.Name + `-pull" not found ` + hostileBreak
+	for i := range denied {
 		s.audit(fmt.Sprintf("a-gc-%d", i), deleted.Observed.Add(time.Duration(1+90*i)*time.Second), "patch", "",
-			"system:serviceaccount:kube-system:generic-garbage-collector", "kube-controller-manager/v1.37.2 "+hostileScript, 500, denied, "", nil)
+			"system:serviceaccount:kube-system:generic-garbage-collector", "kube-controller-manager/v1.37.2 "+hostileScript, 500, message, "", nil)
 	}
-	lc := s.replay()
-	for i, p := range tr.Pods {
-		if p.UID == lc.UID {
-			tr.Pods[i] = lc
-		}
-	}
-	return tr
 }
 
 // healthyStory is a Deployment's pod that starts and stays ready.

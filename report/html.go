@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/compress/flate"
 
 	"github.com/podtrace/podtrace/admission"
+	"github.com/podtrace/podtrace/compare"
 	"github.com/podtrace/podtrace/explain"
 )
 
@@ -29,13 +30,14 @@ type HTMLOptions struct {
 // see embedData) that the inline script turns into the pod list and, when a
 // pod is opened, its details.
 //
-//go:embed html/report.html.tmpl html/report.css html/report.js
+//go:embed html/report.html.tmpl html/report.css html/report.js html/compare.html.tmpl html/compare.css
 var htmlAssets embed.FS
 
 var (
-	htmlTemplate = template.Must(template.New("report.html.tmpl").ParseFS(htmlAssets, "html/report.html.tmpl"))
-	htmlCSS      = template.CSS(mustAsset("html/report.css"))
-	htmlJS       = template.JS(mustAsset("html/report.js"))
+	htmlTemplate = template.Must(template.New("report.html.tmpl").Funcs(compareFuncs).ParseFS(htmlAssets, "html/report.html.tmpl", "html/compare.html.tmpl"))
+	// htmlCSS is the report's style and the compare view's.
+	htmlCSS = template.CSS(mustAsset("html/report.css") + "\n" + mustAsset("html/compare.css"))
+	htmlJS  = template.JS(mustAsset("html/report.js"))
 )
 
 func mustAsset(name string) string {
@@ -208,8 +210,11 @@ type htmlPage struct {
 	// few enough to list one by one.
 	Groups        []htmlFindingGroup
 	GroupEvidence bool
-	CSS           template.CSS
-	JS            template.JS
+	// Compare is the Compare section; nil when the trace has nothing to
+	// compare (every cohort ended one way, no pair asked for).
+	Compare *htmlCompare
+	CSS     template.CSS
+	JS      template.JS
 	// Data is the trace in the form htmlData describes, as embedData
 	// makes it: JSON with no '<' in it, written as it is.
 	Data template.JS
@@ -238,6 +243,66 @@ type htmlFindingGroup struct {
 	Severity, ID string
 	Count        int
 	Findings     []htmlFinding
+}
+
+// htmlCompare is the Compare section: the cohorts that ended differently
+// and the pair asked for, each comparison in the compare view.
+type htmlCompare struct {
+	Intro   string // when there are cohorts
+	Summary string // for the overview
+	Items   []htmlCompareItem
+}
+
+type htmlCompareItem struct {
+	Title  string
+	Groups []htmlCompareGroup
+	Views  []htmlCompareView
+	// NotCompared is the command that compares a cohort left out.
+	NotCompared string
+}
+
+type htmlCompareGroup struct {
+	Ending  string
+	Count   int
+	Typical compare.Pod
+}
+
+type htmlCompareView struct {
+	View    compareView
+	Command string
+}
+
+func newHTMLCompare(tr *Trace) *htmlCompare {
+	s := newCompareSection(tr)
+	if s == nil {
+		return nil
+	}
+	hc := &htmlCompare{}
+	var parts []string
+	if n := len(tr.Cohorts); n > 0 {
+		hc.Intro = strings.ToUpper(compareIntro[:1]) + compareIntro[1:] + "."
+		parts = append(parts, Plural(n, "cohort")+" of pods that ended differently")
+	}
+	if tr.Pair != nil {
+		parts = append(parts, "the pair asked for")
+	}
+	hc.Summary = strings.Join(parts, "; ")
+	for _, it := range s.items {
+		hi := htmlCompareItem{Title: it.title()}
+		if c := it.cohort; c != nil {
+			for _, g := range c.Groups {
+				hi.Groups = append(hi.Groups, htmlCompareGroup{Ending: g.Ending, Count: len(g.Members), Typical: g.Typical})
+			}
+			if len(it.results) == 0 {
+				hi.NotCompared = s.command(notCompared(c))
+			}
+		}
+		for _, r := range it.results {
+			hi.Views = append(hi.Views, htmlCompareView{View: newCompareView(r, true), Command: s.command(r)})
+		}
+		hc.Items = append(hc.Items, hi)
+	}
+	return hc
 }
 
 type htmlEvidence struct {
@@ -315,6 +380,7 @@ func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 			p.Severities = append(p.Severities, htmlCount{Name: s.String(), Count: n, Class: s.String()})
 		}
 	}
+	p.Compare = newHTMLCompare(tr)
 	p.OpenFindings = len(p.Findings) <= openFindingsUpTo
 	if !p.OpenFindings {
 		p.GroupEvidence = len(p.Findings) <= evidenceUpTo

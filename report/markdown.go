@@ -12,9 +12,11 @@ import (
 )
 
 // Markdown writes a summary of the trace to paste into a GitHub or GitLab
-// issue: the recording, a table of the pods, and for each pod with findings
-// (or requests denied in the audit log) the findings with their evidence,
-// what the audit log says about it and the decisive changes of its life.
+// issue: the recording, the findings, the comparisons of the cohorts that
+// ended differently (and of the pair asked for), a table of the pods, and
+// for each pod with findings (or requests denied in the audit log) the
+// findings with their evidence, what the audit log says about it and the
+// decisive changes of its life.
 // Strings from the cluster are escaped so that they stay text: they cannot
 // break a table, open a code span, make a link or add markup.
 func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
@@ -54,6 +56,7 @@ func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
 	if len(fs) == 0 {
 		t.printf("No findings: nothing abnormal in the recorded pods.\n")
 	}
+	t.mdCompare(newCompareSection(tr))
 
 	t.printf("\n### Pods\n\n| Namespace | Name | Outcome | Revisions | Events | Findings |\n|---|---|---|--:|--:|---|\n")
 	for _, p := range tr.Pods {

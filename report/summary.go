@@ -9,7 +9,9 @@ import (
 )
 
 // Text writes the summary of a whole trace: the recording, every finding
-// most severe first, and every pod with its phase path and counts.
+// most severe first, the comparisons of the cohorts that ended differently
+// (and of the pair asked for), and every pod with its phase path and
+// counts.
 func Text(w io.Writer, tr *Trace, opts TextOptions) error {
 	t := &textWriter{w: w, opts: opts}
 	start, end := tr.Window()
@@ -37,6 +39,7 @@ func Text(w io.Writer, tr *Trace, opts TextOptions) error {
 	} else {
 		t.printf("\n%s\n", t.paint(cGreen, "No findings: nothing abnormal in the recorded pods."))
 	}
+	t.textCompare(newCompareSection(tr))
 	t.printf("\n%s\n", t.paint(cBold, "Pods"))
 	if t.err != nil {
 		return t.err

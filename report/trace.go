@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podtrace/podtrace/compare"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/redact"
@@ -31,6 +32,14 @@ type Trace struct {
 	Generated time.Time `json:"generated"`
 	// Unredacted says the values were not redacted (--no-redact).
 	Unredacted bool `json:"unredacted,omitempty"`
+	// Cohorts are the trace's cohorts whose pods ended in more than one
+	// way, one of them badly (compare.Divided), the worst first: those
+	// with Comparisons are shown compared, the others named with the
+	// command that compares them. Nil for a trace where every cohort ended
+	// one way.
+	Cohorts []*compare.Cohort `json:"cohorts,omitempty"`
+	// Pair is the comparison asked for (report --compare A,B); nil if none.
+	Pair *compare.Result `json:"pair,omitempty"`
 	// Prepared holds the page data of pods that PrepareHTML encoded
 	// ahead of HTML (by the workers that replayed them); HTML encodes the
 	// others. Nil for all but HTML.

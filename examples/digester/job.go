@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,8 +35,15 @@ type JobOptions struct {
 	// Namespace the job runs in. Required.
 	Namespace string
 	// Name of the job pod; the dependents are named after it
-	// (NAME-pull, NAME-scripts, NAME-svc). Required.
+	// (NAME-pull, NAME-scripts, NAME-svc). Required, unless GenerateName
+	// is given.
 	Name string
+	// GenerateName, without a Name, has the API server make the pod's
+	// name from it, as the runner does; the pull Secret, created first,
+	// gets a name made from it too, and the ConfigMap and the Service are
+	// named after the pod. The JobLabel value is GenerateName without its
+	// trailing dashes.
+	GenerateName string
 	// BuildImage and HelperImage default to DefaultBuildImage and
 	// DefaultHelperImage.
 	BuildImage, HelperImage string
@@ -58,8 +66,8 @@ func ServiceName(job string) string   { return job + "-svc" }
 // ownerReferences blocks owner deletion, as with the runner. It returns the
 // pod as the API server stored it, after admission.
 func RunJob(ctx context.Context, client kubernetes.Interface, opts JobOptions) (*corev1.Pod, error) {
-	if opts.Namespace == "" || opts.Name == "" {
-		return nil, errors.New("run job: a namespace and a name are required")
+	if opts.Namespace == "" || opts.Name == "" && opts.GenerateName == "" {
+		return nil, errors.New("run job: a namespace and a name (or a generateName) are required")
 	}
 	if opts.BuildImage == "" {
 		opts.BuildImage = DefaultBuildImage
@@ -70,25 +78,34 @@ func RunJob(ctx context.Context, client kubernetes.Interface, opts JobOptions) (
 	if opts.Complete == "" {
 		opts.Complete = "succeeded"
 	}
-	ns, labels := opts.Namespace, map[string]string{JobLabel: opts.Name}
+	job := opts.Name
+	if job == "" {
+		job = strings.TrimRight(opts.GenerateName, "-")
+	}
+	ns, labels := opts.Namespace, map[string]string{JobLabel: job}
 
-	auth, err := dockerConfig("registry.example.com", "gitlab-ci-token", "fake-job-token-"+opts.Name)
+	auth, err := dockerConfig("registry.example.com", "gitlab-ci-token", "fake-job-token-"+job)
 	if err != nil {
-		return nil, fmt.Errorf("run job %s/%s: %w", ns, opts.Name, err)
+		return nil, fmt.Errorf("run job %s/%s: %w", ns, job, err)
+	}
+	secretMeta := metav1.ObjectMeta{Name: SecretName(opts.Name), Labels: labels}
+	if opts.Name == "" {
+		secretMeta = metav1.ObjectMeta{GenerateName: opts.GenerateName, Labels: labels}
 	}
 	secret, err := client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: SecretName(opts.Name), Labels: labels},
+		ObjectMeta: secretMeta,
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: auth},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("run job %s/%s: create pull secret: %w", ns, opts.Name, err)
+		return nil, fmt.Errorf("run job %s/%s: create pull secret: %w", ns, job, err)
 	}
 
-	pod, err := client.CoreV1().Pods(ns).Create(ctx, jobPod(opts, labels), metav1.CreateOptions{})
+	pod, err := client.CoreV1().Pods(ns).Create(ctx, jobPod(opts, labels, secret.Name), metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("run job %s/%s: create pod: %w", ns, opts.Name, err)
+		return nil, fmt.Errorf("run job %s/%s: create pod: %w", ns, job, err)
 	}
+	job = pod.Name
 	owners := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
 
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -103,42 +120,43 @@ func RunJob(ctx context.Context, client kubernetes.Interface, opts JobOptions) (
 		return err
 	})
 	if err != nil {
-		return pod, fmt.Errorf("run job %s/%s: set owner of pull secret: %w", ns, opts.Name, err)
+		return pod, fmt.Errorf("run job %s/%s: set owner of pull secret: %w", ns, job, err)
 	}
 
 	_, err = client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName(opts.Name), Labels: labels, OwnerReferences: owners},
+		ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName(job), Labels: labels, OwnerReferences: owners},
 		Data:       map[string]string{"detect_shell_script": "#!/bin/sh\nexec sh\n"},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return pod, fmt.Errorf("run job %s/%s: create configmap: %w", ns, opts.Name, err)
+		return pod, fmt.Errorf("run job %s/%s: create configmap: %w", ns, job, err)
 	}
 	_, err = client.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(opts.Name), Labels: labels, OwnerReferences: owners},
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(job), Labels: labels, OwnerReferences: owners},
 		Spec: corev1.ServiceSpec{
 			Selector: labels,
 			Ports:    []corev1.ServicePort{{Name: "proxy", Port: 8080, TargetPort: intstr.FromInt32(8080)}},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return pod, fmt.Errorf("run job %s/%s: create service: %w", ns, opts.Name, err)
+		return pod, fmt.Errorf("run job %s/%s: create service: %w", ns, job, err)
 	}
 	return pod, nil
 }
 
 // jobPod is the pod a runner sends: build and helper containers with tagged
 // images, the pull Secret, never restarted.
-func jobPod(opts JobOptions, labels map[string]string) *corev1.Pod {
+func jobPod(opts JobOptions, labels map[string]string, pullSecret string) *corev1.Pod {
 	script := []string{"sh", "-c", "if [ -x /usr/local/bin/bash ]; then exec /usr/local/bin/bash; else exec sh; fi"}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        opts.Name,
-			Labels:      labels,
-			Annotations: map[string]string{CompleteAnnotation: opts.Complete},
+			Name:         opts.Name,
+			GenerateName: opts.GenerateName,
+			Labels:       labels,
+			Annotations:  map[string]string{CompleteAnnotation: opts.Complete},
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:    corev1.RestartPolicyNever,
-			ImagePullSecrets: []corev1.LocalObjectReference{{Name: SecretName(opts.Name)}},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: pullSecret}},
 			NodeSelector:     opts.NodeSelector,
 			Tolerations:      opts.Tolerations,
 			Containers: []corev1.Container{

@@ -136,3 +136,40 @@ func TestEnsureNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestRunJobGenerateName: with a generateName the pull Secret and the pod
+// get names made from it (the fake clientset makes none: a reactor does,
+// as the API server would), the pod names its Secret, the ConfigMap and
+// the Service are named after the pod.
+func TestRunJobGenerateName(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	n := 0
+	client.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.CreateAction).GetObject().(metav1.Object)
+		if obj.GetName() == "" && obj.GetGenerateName() != "" {
+			n++
+			obj.SetName(obj.GetGenerateName() + []string{"", "s3c7x", "p0d9q"}[n])
+		}
+		return false, nil, nil
+	})
+	pod, err := RunJob(ctx, client, JobOptions{Namespace: "ci", GenerateName: "runner-gen-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Name != "runner-gen-p0d9q" || pod.GenerateName != "runner-gen-" || pod.Labels[JobLabel] != "runner-gen" {
+		t.Errorf("pod %s (generateName %q, labels %v), want runner-gen-p0d9q made from runner-gen-, labelled %s=runner-gen", pod.Name, pod.GenerateName, pod.Labels, JobLabel)
+	}
+	if diff := cmp.Diff([]corev1.LocalObjectReference{{Name: "runner-gen-s3c7x"}}, pod.Spec.ImagePullSecrets); diff != "" {
+		t.Errorf("imagePullSecrets mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := client.CoreV1().ConfigMaps("ci").Get(ctx, ConfigMapName(pod.Name), metav1.GetOptions{}); err != nil {
+		t.Errorf("configmap: %v", err)
+	}
+	if _, err := client.CoreV1().Services("ci").Get(ctx, ServiceName(pod.Name), metav1.GetOptions{}); err != nil {
+		t.Errorf("service: %v", err)
+	}
+	if _, err := RunJob(ctx, client, JobOptions{Namespace: "ci"}); err == nil {
+		t.Errorf("a job with neither name nor generateName ran")
+	}
+}

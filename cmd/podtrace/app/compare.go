@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/podtrace/podtrace/compare"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/explain"
+	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 )
@@ -38,6 +40,14 @@ type compareOptions struct {
 // podRef names a pod: NAMESPACE/NAME or NAME, and the incarnation's UID.
 type podRef struct {
 	namespace, name, uid string
+}
+
+// parsePodRef reads NAMESPACE/NAME, or NAME in namespace ns.
+func parsePodRef(arg, ns string) podRef {
+	if n, name, ok := strings.Cut(arg, "/"); ok {
+		return podRef{namespace: n, name: name}
+	}
+	return podRef{namespace: ns, name: arg}
 }
 
 func newCompareOptions(streams Streams) *compareOptions {
@@ -74,11 +84,7 @@ func (o *compareOptions) Complete(c *cli.Context) error {
 	}
 	uids := o.uids.Value()
 	for i := range o.pods {
-		arg := c.Args().Get(i)
-		ref := podRef{namespace: o.namespace, name: arg}
-		if ns, name, ok := strings.Cut(arg, "/"); ok {
-			ref.namespace, ref.name = ns, name
-		}
+		ref := parsePodRef(c.Args().Get(i), o.namespace)
 		if i < len(uids) {
 			ref.uid = uids[i]
 		}
@@ -160,6 +166,13 @@ func (o *compareOptions) Run() error {
 // sides loads the pods refs (one or two) from the trace at path, with the
 // webhooks and the namespace compare needs beside each lifecycle.
 func (o *compareOptions) sides(path string, refs []podRef) ([2]compare.Side, error) {
+	return loadSides(path, refs, &o.redact, o.streams)
+}
+
+// loadSides loads the pods refs (one or two) from the trace at path and
+// replays them, redacted by red, with what compare needs beside each
+// lifecycle (compareSide).
+func loadSides(path string, refs []podRef, red *redactFlags, streams Streams) ([2]compare.Side, error) {
 	var out [2]compare.Side
 	db, err := openTrace(path)
 	if err != nil {
@@ -181,7 +194,7 @@ func (o *compareOptions) sides(path string, refs []podRef) ([2]compare.Side, err
 	var ins [2]diff.Input
 	var pods [2]store.Object
 	for i, ref := range refs {
-		if pods[i], err = choosePod(db, found[i], ref.namespace, ref.name, ref.uid, o.streams.ErrOut); err != nil {
+		if pods[i], err = choosePod(db, found[i], ref.namespace, ref.name, ref.uid, streams.ErrOut); err != nil {
 			return out, err
 		}
 		if ins[i], err = loadInput(db, tc, pods[i]); err != nil {
@@ -200,14 +213,35 @@ func (o *compareOptions) sides(path string, refs []podRef) ([2]compare.Side, err
 		if errs[i] != nil {
 			return out, fmt.Errorf("replay pod %s/%s: %w", pods[i].Namespace, pods[i].Name, errs[i])
 		}
-		o.redact.apply(lcs[i], o.streams)
-		ns, err := tc.named(db, "Namespace", pods[i].Namespace)
-		if err != nil {
+		red.apply(lcs[i], streams)
+		if out[i], err = compareSide(db, tc, ins[i], lcs[i], red.objects()); err != nil {
 			return out, err
 		}
-		out[i] = compare.Side{Lifecycle: lcs[i], Webhooks: ins[i].Webhooks, Namespace: ns}
 	}
 	return out, nil
+}
+
+// compareSide is what compare reads of a replayed pod: its lifecycle (as
+// redacted by the caller), the trace's webhooks, and the revisions of its
+// namespace, their objects redacted by red (nil: not redacted), as the
+// pod's own labels are.
+func compareSide(db *store.DB, tc *traceContext, in diff.Input, lc *explain.Lifecycle, red *redact.Redactor) (compare.Side, error) {
+	ns, err := tc.named(db, "Namespace", lc.Namespace)
+	if err != nil {
+		return compare.Side{}, err
+	}
+	if red != nil && len(ns) > 0 {
+		ns = slices.Clone(ns) // the context's copy is shared
+		for i := range ns {
+			if len(ns[i].Object) == 0 {
+				continue
+			}
+			if ns[i].Object, err = red.RedactObject(ns[i].Object); err != nil {
+				return compare.Side{}, fmt.Errorf("namespace %s: %w", lc.Namespace, err)
+			}
+		}
+	}
+	return compare.Side{Lifecycle: lc, Webhooks: in.Webhooks, Namespace: ns}, nil
 }
 
 // runCohort replays the pods the selector matches and compares the ways
@@ -227,6 +261,7 @@ func (o *compareOptions) runCohort() error {
 		return err
 	}
 	var sides []compare.Side
+	red := o.redact.objects()
 	for _, pod := range found[0] {
 		in, err := loadInput(db, tc, pod)
 		if err != nil {
@@ -241,11 +276,11 @@ func (o *compareOptions) runCohort() error {
 			return fmt.Errorf("replay pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		o.redact.apply(lc, o.streams)
-		ns, err := tc.named(db, "Namespace", pod.Namespace)
+		side, err := compareSide(db, tc, in, lc, red)
 		if err != nil {
 			return err
 		}
-		sides = append(sides, compare.Side{Lifecycle: lc, Webhooks: in.Webhooks, Namespace: ns})
+		sides = append(sides, side)
 	}
 	if len(sides) == 0 {
 		where := "in the trace"

@@ -16,9 +16,9 @@ import (
 	"github.com/podtrace/podtrace/store"
 )
 
-// writeTrace writes a trace holding the given pods, one Added and one
-// Deleted record each, in order.
-func writeTrace(t *testing.T, pods ...*corev1.Pod) string {
+// writeTestTrace writes a trace of one session, started at base, holding
+// the records records returns (given the session's ID), ended at end.
+func writeTestTrace(t *testing.T, records func(session uint32, base time.Time) (recs []store.Record, end time.Time)) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "trace.db")
 	db, err := store.Open(path, store.Options{})
@@ -31,24 +31,34 @@ func writeTrace(t *testing.T, pods ...*corev1.Pod) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []store.Record
-	for i, p := range pods {
-		p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
-		p.CreationTimestamp = metav1.NewTime(base.Add(time.Duration(i) * time.Minute))
-		raw, _ := json.Marshal(p)
-		for j, typ := range []store.EventType{store.Added, store.Deleted} {
-			recs = append(recs, store.Record{Session: s.ID, Observed: base.Add(time.Duration(i)*time.Minute + time.Duration(j)*time.Second),
-				Type: typ, APIVersion: "v1", Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: string(p.UID),
-				ResourceVersion: p.ResourceVersion, Object: raw})
-		}
-	}
+	recs, end := records(s.ID, base)
 	if err := db.Write(recs); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.EndSession(s.ID, base.Add(time.Hour)); err != nil {
+	if err := db.EndSession(s.ID, end); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// writeTrace writes a trace holding the given pods, one Added and one
+// Deleted record each, in order.
+func writeTrace(t *testing.T, pods ...*corev1.Pod) string {
+	t.Helper()
+	return writeTestTrace(t, func(session uint32, base time.Time) ([]store.Record, time.Time) {
+		var recs []store.Record
+		for i, p := range pods {
+			p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+			p.CreationTimestamp = metav1.NewTime(base.Add(time.Duration(i) * time.Minute))
+			raw, _ := json.Marshal(p)
+			for j, typ := range []store.EventType{store.Added, store.Deleted} {
+				recs = append(recs, store.Record{Session: session, Observed: base.Add(time.Duration(i)*time.Minute + time.Duration(j)*time.Second),
+					Type: typ, APIVersion: "v1", Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: string(p.UID),
+					ResourceVersion: p.ResourceVersion, Object: raw})
+			}
+		}
+		return recs, base.Add(time.Hour)
+	})
 }
 
 func pod(ns, name, uid string) *corev1.Pod {

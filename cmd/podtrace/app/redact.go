@@ -68,3 +68,13 @@ func (r *redactFlags) forWorker() func(*explain.Lifecycle) {
 	red := r.redactor.Clone()
 	return func(lc *explain.Lifecycle) { red.Redact(lc) }
 }
+
+// objects returns a Redactor of its own for recorded objects
+// (redact.Redactor.RedactObject), for one goroutine; nil under
+// --no-redact.
+func (r *redactFlags) objects() *redact.Redactor {
+	if r.off {
+		return nil
+	}
+	return r.redactor.Clone()
+}

@@ -6,14 +6,17 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/podtrace/podtrace/compare"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/explain"
+	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 )
@@ -27,7 +30,10 @@ type reportOptions struct {
 	html      bool
 	out       string
 	color     string
+	compare   cli.StringSlice
 	redact    redactFlags
+
+	pair []podRef // --compare
 }
 
 func reportCommand(streams Streams) *cli.Command {
@@ -43,6 +49,7 @@ func reportCommand(streams Streams) *cli.Command {
 			&cli.BoolFlag{Name: "html", Destination: &o.html, Usage: "same as --format html"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "write to this file instead of standard output (- is standard output)", TakesFile: true},
 			&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto, always or never"},
+			&cli.StringSliceFlag{Name: "compare", Destination: &o.compare, Usage: "also compare these two pods, [NAMESPACE/]NAME each: --compare A --compare B, or --compare A,B"},
 		}, o.redact.flags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -55,6 +62,18 @@ func reportCommand(streams Streams) *cli.Command {
 			case "text", "markdown", "html":
 			default:
 				return usagef("--format must be text, markdown or html, not %q", o.format)
+			}
+			if pods := o.compare.Value(); len(pods) > 0 {
+				if len(pods) != 2 {
+					return usagef("--compare takes two pods, as --compare A --compare B or --compare A,B (got %d: %s)", len(pods), strings.Join(pods, ", "))
+				}
+				for _, p := range pods {
+					ref := parsePodRef(p, o.namespace)
+					if ref.name == "" {
+						return usagef("--compare %q names no pod: give NAMESPACE/NAME or NAME", p)
+					}
+					o.pair = append(o.pair, ref)
+				}
 			}
 			if err := o.redact.Complete(); err != nil {
 				return err
@@ -78,10 +97,17 @@ func (o *reportOptions) Run() error {
 	if err != nil {
 		return err
 	}
-	tr, err := loadTrace(db, o.namespace, o.pod, o.redact.forWorker, o.format == "html")
+	tr, err := loadTrace(db, traceLoad{namespace: o.namespace, name: o.pod, redact: &o.redact, html: o.format == "html", compare: true})
 	db.Close()
 	if err != nil {
 		return err
+	}
+	if o.pair != nil {
+		sides, err := loadSides(o.db, o.pair, &o.redact, o.streams)
+		if err != nil {
+			return fmt.Errorf("--compare: %w", err)
+		}
+		tr.Pair = compare.Compare(sides[0], sides[1])
 	}
 	tr.File = o.db
 	tr.Live = liveSession(o.db, tr.Sessions)
@@ -137,16 +163,32 @@ func inNamespace(ns string) string {
 	return " in namespace " + ns
 }
 
+// traceLoad says what loadTrace loads: the pods in namespace (when
+// given) named name (when given), redacted (nil: not), with the page data
+// of each prepared for HTML, and the trace's divided cohorts compared.
+type traceLoad struct {
+	namespace, name string
+	redact          *redactFlags
+	html            bool
+	compare         bool
+}
+
+// compareCohortsUpTo is how many of a trace's divided cohorts a report
+// compares, worst first: each comparison replays two pods again. The others
+// are named with the command that compares them.
+const compareCohortsUpTo = 10
+
 // loadTrace replays every recorded pod (in namespace ns and named name, when
-// given) on GOMAXPROCS workers. Each worker gets its finishing step from
-// newFinish (when not nil) and applies it to every pod it replays. Each
+// given) on GOMAXPROCS workers, each with a redactor of its own. Each
 // worker holds one pod's input at a time; the lifecycles keep the store's
 // order until they are sorted, and the error is that of the first pod, in
 // that order, that failed. With html, each worker also encodes the page
 // data of the pods it replays (report.PrepareHTML), so that the page is
-// mostly written while pods are replayed.
-func loadTrace(db *store.DB, ns, name string, newFinish func() func(*explain.Lifecycle), html bool) (*report.Trace, error) {
-	ctx, found, err := scanTrace(db, store.ObjectFilter{Kind: "Pod", Namespace: ns, Name: name})
+// mostly written while pods are replayed. With compare, each worker keeps
+// what grouping needs of each pod (compare.MemberOf), and the trace's
+// divided cohorts are compared (compareCohorts).
+func loadTrace(db *store.DB, l traceLoad) (*report.Trace, error) {
+	ctx, found, err := scanTrace(db, store.ObjectFilter{Kind: "Pod", Namespace: l.namespace, Name: l.name})
 	if err != nil {
 		return nil, err
 	}
@@ -158,9 +200,9 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*explain.Lif
 	generated := now().UTC()
 	workers := min(runtime.GOMAXPROCS(0), len(pods))
 	finish := make([]func(*explain.Lifecycle), workers)
-	if newFinish != nil {
+	if l.redact != nil {
 		for w := range finish {
-			finish[w] = newFinish()
+			finish[w] = l.redact.forWorker()
 		}
 	}
 	var lcs []*explain.Lifecycle // nil when there is no pod, as before
@@ -169,8 +211,12 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*explain.Lif
 	}
 	errs := make([]error, len(pods))
 	var prepared []*report.HTMLPod
-	if html {
+	if l.html {
 		prepared = make([]*report.HTMLPod, len(pods))
+	}
+	var members []compare.Member
+	if l.compare {
+		members = make([]compare.Member, len(pods))
 	}
 	var (
 		next   atomic.Int64 // the index of the next pod to replay
@@ -191,6 +237,9 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*explain.Lif
 					lowerTo(&failed, i)
 					return
 				}
+				if members != nil {
+					members[i] = compare.MemberOf(lcs[i])
+				}
 				if prepared != nil {
 					prepared[i] = report.PrepareHTML(lcs[i])
 					report.TrimPrepared(lcs[i])
@@ -209,8 +258,73 @@ func loadTrace(db *store.DB, ns, name string, newFinish func() func(*explain.Lif
 			tr.Prepared[lc] = prepared[i]
 		}
 	}
+	if members != nil {
+		if tr.Cohorts, err = compareCohorts(db, tc, pods, compare.Divided(members), l.redact); err != nil {
+			return nil, err
+		}
+	}
 	report.SortPods(tr.Pods)
 	return tr, nil
+}
+
+// compareCohorts compares the first compareCohortsUpTo cohorts: their
+// typical members are replayed again, whole (the report let go of their
+// revisions), on GOMAXPROCS workers, and redacted as the report is.
+func compareCohorts(db *store.DB, tc *traceContext, pods []store.Object, cohorts []*compare.Cohort, red *redactFlags) ([]*compare.Cohort, error) {
+	if len(cohorts) == 0 {
+		return nil, nil
+	}
+	byUID := make(map[string]store.Object, len(pods))
+	for _, p := range pods {
+		byUID[p.UID] = p
+	}
+	var typical []store.Object
+	for _, c := range cohorts[:min(len(cohorts), compareCohortsUpTo)] {
+		for _, p := range c.Typical() {
+			typical = append(typical, byUID[p.UID])
+		}
+	}
+	sides := make([]compare.Side, len(typical))
+	errs := make([]error, len(typical))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(typical)) {
+		wg.Go(func() {
+			var finish func(*explain.Lifecycle)
+			var objects *redact.Redactor
+			if red != nil {
+				finish, objects = red.forWorker(), red.objects()
+			}
+			for i := int(next.Add(1) - 1); i < len(typical); i = int(next.Add(1) - 1) {
+				in, err := loadInput(db, tc, typical[i])
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				lc, err := explain.Replay(in, diff.Options{})
+				if err != nil {
+					errs[i] = fmt.Errorf("replay pod %s/%s: %w", typical[i].Namespace, typical[i].Name, err)
+					continue
+				}
+				if finish != nil {
+					finish(lc)
+				}
+				sides[i], errs[i] = compareSide(db, tc, in, lc, objects)
+			}
+		})
+	}
+	wg.Wait()
+	bySide := make(map[string]compare.Side, len(typical))
+	for i, p := range typical {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		bySide[p.UID] = sides[i]
+	}
+	for _, c := range cohorts[:min(len(cohorts), compareCohortsUpTo)] {
+		_ = c.CompareTypical(func(p compare.Pod) (compare.Side, error) { return bySide[p.UID], nil })
+	}
+	return cohorts, nil
 }
 
 // lowerTo sets a to v if v is lower.

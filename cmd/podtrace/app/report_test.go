@@ -121,7 +121,7 @@ func TestReportHTMLPrepared(t *testing.T) {
 	defer db.Close()
 	page := func(html bool) string {
 		t.Helper()
-		tr, err := loadTrace(db, "", "", nil, html)
+		tr, err := loadTrace(db, traceLoad{html: html})
 		if err != nil {
 			t.Fatal(err)
 		}

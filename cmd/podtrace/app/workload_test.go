@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,23 +22,16 @@ import (
 // newest), a StatefulSet db owning db-0, and a lone pod.
 func writeWorkloadTrace(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "trace.db")
-	db, err := store.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	s, err := db.BeginSession(store.Session{Server: "https://127.0.0.1:6443", Started: base})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return writeTestTrace(t, workloadRecords)
+}
+
+func workloadRecords(session uint32, base time.Time) ([]store.Record, time.Time) {
 	var recs []store.Record
 	at := base
 	add := func(obj any, apiVersion, kind, name, uid string, owner string) {
 		raw, _ := json.Marshal(obj)
 		at = at.Add(time.Second)
-		r := store.Record{Session: s.ID, Observed: at, Type: store.Added, APIVersion: apiVersion, Kind: kind, Namespace: "shop", Name: name, UID: uid, ResourceVersion: "1", Object: raw}
+		r := store.Record{Session: session, Observed: at, Type: store.Added, APIVersion: apiVersion, Kind: kind, Namespace: "shop", Name: name, UID: uid, ResourceVersion: "1", Object: raw}
 		if owner != "" {
 			r.Refs = []string{owner}
 		}
@@ -67,13 +59,7 @@ func writeWorkloadTrace(t *testing.T) string {
 	add(&appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: meta("db", "sts-db", "", "", "")}, "apps/v1", "StatefulSet", "db", "sts-db", "")
 	pod("db-0", "pod-db-0", "StatefulSet", "db", "sts-db")
 	pod("lone", "pod-lone", "", "", "")
-	if err := db.Write(recs); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.EndSession(s.ID, at.Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return recs, at.Add(time.Minute)
 }
 
 func TestWorkloadSelectors(t *testing.T) {
