@@ -72,6 +72,108 @@ func (db *DB) At(objs []Object, t time.Time) ([]Revision, error) {
 	return out, nil
 }
 
+// Present is what ObjectsAt finds of the objects a filter selects, at a
+// moment.
+type Present struct {
+	// Objects were first observed at or before the moment and not gone by
+	// then, ordered as Objects orders them. At tells each one's revision
+	// then.
+	Objects []Object
+	// Gone is, of the objects gone by the moment (their last record a
+	// deletion observed at or before it), the one whose deletion has the
+	// highest Seq; nil if none is.
+	Gone *Object
+	// FirstAfter is the lowest FirstSeq of the objects first observed after
+	// the moment (0: none).
+	FirstAfter uint64
+}
+
+// ObjectsAt returns the summaries of the objects filter selects that are
+// present at t, or may be: At says which revision each has then. The
+// objects gone by t and those first observed after it are read in place,
+// not decoded, and not kept: what ObjectsAt holds follows the objects
+// present at t, not the length of the trace.
+func (db *DB) ObjectsAt(filter ObjectFilter, t time.Time) (Present, error) {
+	tn := t.UnixNano()
+	var p Present
+	var goneSeq uint64
+	var goneKey []byte
+	err := db.view(func(tx *bolt.Tx) error {
+		if filter.UID != "" {
+			o, err := objectByUID(tx, filter.UID)
+			if err != nil || o == nil || !filter.match(o) {
+				return err
+			}
+			switch {
+			case o.FirstObserved.After(t):
+				p.FirstAfter = o.FirstSeq
+			case o.Deleted && !o.LastObserved.After(t):
+				p.Gone = o
+			default:
+				p.Objects = append(p.Objects, *o)
+			}
+			return nil
+		}
+		objects := tx.Bucket(bucketObjects)
+		err := objects.ForEach(func(k, v []byte) error {
+			if len(k) != 4 {
+				return fmt.Errorf("%w: object key %x", errValue, k)
+			}
+			id, ok := skimObject(v)
+			if !ok {
+				// parseObject says what is wrong, or reads what the
+				// skim does not (a varint of ten bytes).
+				o, err := parseObject(binary.BigEndian.Uint32(k), v)
+				if err != nil {
+					return err
+				}
+				id = identityOf(&o)
+			}
+			if !filter.matchIdentity(&id) {
+				return nil
+			}
+			switch {
+			case id.firstObserved > tn:
+				if p.FirstAfter == 0 || id.firstSeq < p.FirstAfter {
+					p.FirstAfter = id.firstSeq
+				}
+				return nil
+			case id.deleted && id.lastObserved <= tn:
+				if goneKey == nil || id.lastSeq > goneSeq {
+					goneSeq, goneKey = id.lastSeq, append(goneKey[:0], k...)
+				}
+				return nil
+			}
+			o, err := parseObject(binary.BigEndian.Uint32(k), v)
+			if err != nil {
+				return err
+			}
+			p.Objects = append(p.Objects, o)
+			return nil
+		})
+		if err != nil || goneKey == nil {
+			return err
+		}
+		p.Gone, err = objectByNum(tx, goneKey)
+		return err
+	})
+	if err != nil {
+		return Present{}, db.readError("list objects at "+t.Format(time.RFC3339Nano), err)
+	}
+	sortObjects(p.Objects)
+	return p, nil
+}
+
+// identityOf is the objectIdentity of a parsed summary.
+func identityOf(o *Object) objectIdentity {
+	return objectIdentity{
+		uid: []byte(o.UID), apiVersion: []byte(o.APIVersion), kind: []byte(o.Kind),
+		namespace: []byte(o.Namespace), name: []byte(o.Name), deleted: o.Deleted,
+		firstSeq: o.FirstSeq, lastSeq: o.LastSeq,
+		firstObserved: unixNano(o.FirstObserved), lastObserved: unixNano(o.LastObserved),
+	}
+}
+
 // seqAt walks the record headers of o and returns the Seq of its last
 // record observed at or before tn (0: none) and of the first after it.
 func seqAt(records *bolt.Bucket, o *Object, tn int64) (at, next uint64, err error) {
