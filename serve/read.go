@@ -1,0 +1,378 @@
+package serve
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// What rows and selectors read of the recorded objects, with the scanner:
+// the fields kubectl's columns and the API server's field selectors name,
+// and the members of the metadata (a row's object is its metadata).
+
+// objectMeta is what a row reads of an object's metadata.
+type objectMeta struct {
+	name              string
+	creationTimestamp time.Time
+	deletionTimestamp *metav1.Time
+	// members are the metadata's members as recorded ("name":"x"), but
+	// managedFields, which kubectl never reads of a row's object.
+	members [][]byte
+}
+
+// readMeta reads the metadata object at the cursor.
+func readMeta(s *scanner, md *objectMeta) {
+	for key := range s.members() {
+		start := s.memberStart
+		switch string(key) {
+		case "name":
+			md.name = s.str()
+		case "creationTimestamp":
+			md.creationTimestamp = s.time()
+		case "deletionTimestamp":
+			if s.null() {
+				md.deletionTimestamp = nil
+				break
+			}
+			md.deletionTimestamp = &metav1.Time{Time: s.time()}
+		case "managedFields":
+			s.skip()
+			continue
+		default:
+			s.skip()
+		}
+		md.members = append(md.members, s.b[start:s.i])
+	}
+}
+
+// appendPartial appends the PartialObjectMetadata of md: what a row's
+// object is unless the client asks for more.
+func appendPartial(dst []byte, md *objectMeta) []byte {
+	dst = append(dst, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{`...)
+	for i, m := range md.members {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, m...)
+	}
+	return append(dst, "}}"...)
+}
+
+// readPod reads what kubectl's pod columns need (podCells).
+func readPod(raw []byte, md *objectMeta) (*corev1.Pod, error) {
+	s := &scanner{b: raw}
+	pod := &corev1.Pod{}
+	for key := range s.members() {
+		switch string(key) {
+		case "metadata":
+			readMeta(s, md)
+		case "spec":
+			readPodSpec(s, &pod.Spec)
+		case "status":
+			readPodStatus(s, &pod.Status)
+		default:
+			s.skip()
+		}
+	}
+	if s.err != nil {
+		return nil, fmt.Errorf("pod: %w", s.err)
+	}
+	pod.Name, pod.CreationTimestamp, pod.DeletionTimestamp = md.name, metav1.Time{Time: md.creationTimestamp}, md.deletionTimestamp
+	return pod, nil
+}
+
+func readPodSpec(s *scanner, spec *corev1.PodSpec) {
+	for key := range s.members() {
+		switch string(key) {
+		case "containers":
+			n := 0
+			for range s.elements() {
+				s.skip()
+				n++
+			}
+			spec.Containers = make([]corev1.Container, n)
+		case "initContainers":
+			for range s.elements() {
+				var c corev1.Container
+				for key := range s.members() {
+					switch string(key) {
+					case "name":
+						c.Name = s.str()
+					case "restartPolicy":
+						if s.null() {
+							break
+						}
+						p := corev1.ContainerRestartPolicy(s.str())
+						c.RestartPolicy = &p
+					default:
+						s.skip()
+					}
+				}
+				spec.InitContainers = append(spec.InitContainers, c)
+			}
+		case "nodeName":
+			spec.NodeName = s.str()
+		case "readinessGates":
+			for range s.elements() {
+				var g corev1.PodReadinessGate
+				for key := range s.members() {
+					if string(key) == "conditionType" {
+						g.ConditionType = corev1.PodConditionType(s.str())
+					} else {
+						s.skip()
+					}
+				}
+				spec.ReadinessGates = append(spec.ReadinessGates, g)
+			}
+		default:
+			s.skip()
+		}
+	}
+}
+
+func readPodStatus(s *scanner, st *corev1.PodStatus) {
+	for key := range s.members() {
+		switch string(key) {
+		case "phase":
+			st.Phase = corev1.PodPhase(s.str())
+		case "reason":
+			st.Reason = s.str()
+		case "podIP":
+			st.PodIP = s.str()
+		case "nominatedNodeName":
+			st.NominatedNodeName = s.str()
+		case "conditions":
+			for range s.elements() {
+				var c corev1.PodCondition
+				for key := range s.members() {
+					switch string(key) {
+					case "type":
+						c.Type = corev1.PodConditionType(s.str())
+					case "status":
+						c.Status = corev1.ConditionStatus(s.str())
+					default:
+						s.skip()
+					}
+				}
+				st.Conditions = append(st.Conditions, c)
+			}
+		case "initContainerStatuses":
+			st.InitContainerStatuses = readContainerStatuses(s)
+		case "containerStatuses":
+			st.ContainerStatuses = readContainerStatuses(s)
+		default:
+			s.skip()
+		}
+	}
+}
+
+func readContainerStatuses(s *scanner) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for range s.elements() {
+		var c corev1.ContainerStatus
+		for key := range s.members() {
+			switch string(key) {
+			case "name":
+				c.Name = s.str()
+			case "restartCount":
+				c.RestartCount = s.int32()
+			case "ready":
+				c.Ready = s.bool()
+			case "started":
+				if s.null() {
+					break
+				}
+				b := s.bool()
+				c.Started = &b
+			case "state":
+				readContainerState(s, &c.State)
+			case "lastState":
+				readContainerState(s, &c.LastTerminationState)
+			default:
+				s.skip()
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func readContainerState(s *scanner, cs *corev1.ContainerState) {
+	for key := range s.members() {
+		if s.null() {
+			continue
+		}
+		switch string(key) {
+		case "waiting":
+			w := &corev1.ContainerStateWaiting{}
+			for key := range s.members() {
+				if string(key) == "reason" {
+					w.Reason = s.str()
+				} else {
+					s.skip()
+				}
+			}
+			cs.Waiting = w
+		case "running":
+			s.skip()
+			cs.Running = &corev1.ContainerStateRunning{}
+		case "terminated":
+			t := &corev1.ContainerStateTerminated{}
+			for key := range s.members() {
+				switch string(key) {
+				case "reason":
+					t.Reason = s.str()
+				case "signal":
+					t.Signal = s.int32()
+				case "exitCode":
+					t.ExitCode = s.int32()
+				case "finishedAt":
+					t.FinishedAt = metav1.Time{Time: s.time()}
+				default:
+					s.skip()
+				}
+			}
+			cs.Terminated = t
+		default:
+			s.skip()
+		}
+	}
+}
+
+// eventCells are the columns of an event at the moment t.
+func eventCells(raw []byte, t time.Time, md *objectMeta) ([]any, error) {
+	s := &scanner{b: raw}
+	var last, eventTime time.Time
+	var typ, reason, message, ioKind, ioName string
+	for key := range s.members() {
+		switch string(key) {
+		case "metadata":
+			readMeta(s, md)
+		case "lastTimestamp":
+			last = s.time()
+		case "eventTime":
+			eventTime = s.time()
+		case "type":
+			typ = s.str()
+		case "reason":
+			reason = s.str()
+		case "message":
+			message = s.str()
+		case "involvedObject":
+			for key := range s.members() {
+				switch string(key) {
+				case "kind":
+					ioKind = s.str()
+				case "name":
+					ioName = s.str()
+				default:
+					s.skip()
+				}
+			}
+		default:
+			s.skip()
+		}
+	}
+	if s.err != nil {
+		return nil, fmt.Errorf("event: %w", s.err)
+	}
+	if last.IsZero() {
+		last = eventTime
+	}
+	if last.IsZero() {
+		last = md.creationTimestamp
+	}
+	obj := strings.ToLower(ioKind) + "/" + ioName
+	return []any{since(last, t), typ, reason, obj, strings.TrimSpace(message), md.name}, nil
+}
+
+// cellsOf returns the cells of an object's row at the moment t, and reads
+// its metadata into md.
+func cellsOf(kind string, raw []byte, t time.Time, md *objectMeta) ([]any, error) {
+	switch kind {
+	case "Pod":
+		pod, err := readPod(raw, md)
+		if err != nil {
+			return nil, err
+		}
+		return podCells(pod, t), nil
+	case "Event":
+		return eventCells(raw, t, md)
+	}
+	s := &scanner{b: raw}
+	for key := range s.members() {
+		if string(key) == "metadata" {
+			readMeta(s, md)
+		} else {
+			s.skip()
+		}
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	return []any{md.name, since(md.creationTimestamp, t)}, nil
+}
+
+// parseMeta reads what selectors read of an object.
+func parseMeta(raw []byte) (*meta, error) {
+	m := &meta{}
+	s := &scanner{b: raw}
+	strs := func(fields map[string]*string) {
+		for key := range s.members() {
+			if p, ok := fields[string(key)]; ok {
+				*p = s.str()
+			} else {
+				s.skip()
+			}
+		}
+	}
+	for key := range s.members() {
+		switch string(key) {
+		case "metadata":
+			md := &m.Metadata
+			for key := range s.members() {
+				switch string(key) {
+				case "name":
+					md.Name = s.str()
+				case "namespace":
+					md.Namespace = s.str()
+				case "labels":
+					for key := range s.members() {
+						if md.Labels == nil {
+							md.Labels = map[string]string{}
+						}
+						md.Labels[string(key)] = s.str()
+					}
+				default:
+					s.skip()
+				}
+			}
+		case "involvedObject":
+			io := &m.InvolvedObject
+			strs(map[string]*string{"kind": &io.Kind, "namespace": &io.Namespace, "name": &io.Name, "uid": &io.UID,
+				"apiVersion": &io.APIVersion, "resourceVersion": &io.ResourceVersion, "fieldPath": &io.FieldPath})
+		case "reason":
+			m.Reason = s.str()
+		case "type":
+			m.Type = s.str()
+		case "source":
+			strs(map[string]*string{"component": &m.Source.Component, "host": &m.Source.Host})
+		case "spec":
+			sp := &m.Spec
+			strs(map[string]*string{"nodeName": &sp.NodeName, "restartPolicy": &sp.RestartPolicy,
+				"schedulerName": &sp.SchedulerName, "serviceAccountName": &sp.ServiceAccountName})
+		case "status":
+			st := &m.Status
+			strs(map[string]*string{"phase": &st.Phase, "podIP": &st.PodIP, "nominatedNodeName": &st.NominatedNodeName})
+		default:
+			s.skip()
+		}
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	return m, nil
+}
