@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -307,3 +308,55 @@ func (db *DB) ScanAfter(after uint64, match func(*Object) bool, fn func(Record) 
 // isRelative reports whether a records value's observed time is relative to
 // the revision before it.
 func isRelative(v []byte) bool { return len(v) > 1 && v[1]&flagRelTime != 0 }
+
+// Kind is one apiVersion and kind the trace holds.
+type Kind struct {
+	APIVersion, Kind string
+	// Namespaced: some object of the kind has a namespace.
+	Namespaced bool
+	// LastObserved is the latest LastObserved of its objects.
+	LastObserved time.Time
+}
+
+// Kinds returns the kinds of the recorded objects, by apiVersion and kind.
+// The summaries are read in place, not kept.
+func (db *DB) Kinds() ([]Kind, error) {
+	type key struct{ apiVersion, kind string }
+	seen := map[key]*Kind{}
+	err := db.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketObjects).ForEach(func(k, v []byte) error {
+			id, ok := skimObject(v)
+			if !ok {
+				o, err := parseObject(binary.BigEndian.Uint32(k), v)
+				if err != nil {
+					return err
+				}
+				id = identityOf(&o)
+			}
+			kd := seen[key{string(id.apiVersion), string(id.kind)}]
+			if kd == nil {
+				kd = &Kind{APIVersion: string(id.apiVersion), Kind: string(id.kind)}
+				seen[key{kd.APIVersion, kd.Kind}] = kd
+			}
+			kd.Namespaced = kd.Namespaced || len(id.namespace) > 0
+			if last := fromUnixNano(id.lastObserved); last.After(kd.LastObserved) {
+				kd.LastObserved = last
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, db.readError("list kinds", err)
+	}
+	out := make([]Kind, 0, len(seen))
+	for _, kd := range seen {
+		out = append(out, *kd)
+	}
+	slices.SortFunc(out, func(a, b Kind) int {
+		if a.APIVersion != b.APIVersion {
+			return strings.Compare(a.APIVersion, b.APIVersion)
+		}
+		return strings.Compare(a.Kind, b.Kind)
+	})
+	return out, nil
+}

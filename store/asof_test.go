@@ -100,6 +100,7 @@ func TestObjectsAt(t *testing.T) {
 	for i := range 6 {
 		pods = append(pods, newFakePod(i, []string{"ci", "web"}[i%2], &rv))
 	}
+	nodeSeen := time.Date(2025, 12, 1, 1, 0, 0, 0, time.UTC)
 	// Pod i lives from step 3i to step 3i+8 (pods 4 and 5 are never
 	// deleted); a ConfigMap beside them is never listed with them.
 	for step := range 30 {
@@ -116,13 +117,28 @@ func TestObjectsAt(t *testing.T) {
 		}
 		if step == 2 {
 			recs = append(recs, Record{Session: 1, Type: Added, APIVersion: "v1", Kind: "ConfigMap", Namespace: "ci", Name: "cm", UID: "cm-uid",
-				ResourceVersion: "1", Object: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"ci","uid":"cm-uid"}}`)})
+				ResourceVersion: "1", Object: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"ci","uid":"cm-uid"}}`)},
+				Record{Session: 1, Observed: nodeSeen, Type: Added, APIVersion: "v1", Kind: "Node", Name: "n", UID: "node-uid",
+					ResourceVersion: "2", Object: []byte(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","uid":"node-uid"}}`)})
 		}
 	}
 	recs = writeAll(t, db, recs, 7)
 	objs, err := db.Objects(ObjectFilter{Kind: "Pod"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	kinds, err := db.Kinds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for _, r := range recs {
+		if r.Kind == "Pod" && r.Observed.After(last) {
+			last = r.Observed
+		}
+	}
+	if got := fmt.Sprint(kinds); got != fmt.Sprintf("[{v1 ConfigMap true %s} {v1 Node false %s} {v1 Pod true %s}]", time.Time{}, nodeSeen, last) {
+		t.Errorf("Kinds: %s", got)
 	}
 	var moments []time.Time
 	for i := 0; i < len(recs); i += 5 {
