@@ -304,7 +304,7 @@ func (s *Server) writeTable(ctx context.Context, resp *response, t time.Time, q 
 		if ok, err := selected(rev.Object); !ok || err != nil {
 			return nil, false, err
 		}
-		b, err := appendRow(nil, q.res.kind, rev.Object, t, include, red)
+		b, err := appendRow(make([]byte, 0, 1024), q.res.kind, rev.Object, t, include, red)
 		return b, err == nil, err
 	}
 	n := 0
@@ -354,22 +354,25 @@ func appendRow(dst []byte, kind string, raw []byte, t time.Time, include string,
 		dst = append(dst, b...)
 	}
 	dst = append(dst, ']')
-	var obj []byte
-	switch include {
-	case "None":
+	if include == "None" {
 		return append(dst, '}'), nil
-	case "Object":
-		obj = raw
-	default:
-		// kubectl reads names, namespaces and labels of a row's object,
-		// never its managedFields: they are left out.
-		obj = appendPartial(nil, &md)
-	}
-	if obj, err = red(obj); err != nil {
-		return nil, err
 	}
 	dst = append(dst, `,"object":`...)
-	dst = append(dst, obj...)
+	at := len(dst)
+	if include == "Object" {
+		dst = append(dst, raw...)
+	} else {
+		// kubectl reads names, namespaces and labels of a row's object,
+		// never its managedFields: they are left out.
+		dst = appendPartial(dst, &md)
+	}
+	obj, err := red(dst[at:])
+	if err != nil {
+		return nil, err
+	}
+	if len(obj) == 0 || &obj[0] != &dst[at] {
+		dst = append(dst[:at], obj...)
+	}
 	return append(dst, '}'), nil
 }
 

@@ -18,15 +18,22 @@ type objectMeta struct {
 	name              string
 	creationTimestamp time.Time
 	deletionTimestamp *metav1.Time
-	// members are the metadata's members as recorded ("name":"x"), but
-	// managedFields, which kubectl never reads of a row's object.
-	members [][]byte
+	// raw is the metadata as recorded, and cut the part of it that holds
+	// managedFields (the member and a comma), which kubectl never reads of
+	// a row's object.
+	raw     []byte
+	cut     [2]int
+	hasMeta bool
 }
 
 // readMeta reads the metadata object at the cursor.
 func readMeta(s *scanner, md *objectMeta) {
+	s.ws()
+	start := s.i
+	md.hasMeta = s.peek() == '{'
+	prevEnd := -1 // where the member before ends, -1 before the first
 	for key := range s.members() {
-		start := s.memberStart
+		member := s.memberStart
 		switch string(key) {
 		case "name":
 			md.name = s.str()
@@ -40,25 +47,39 @@ func readMeta(s *scanner, md *objectMeta) {
 			md.deletionTimestamp = &metav1.Time{Time: s.time()}
 		case "managedFields":
 			s.skip()
-			continue
+			if prevEnd >= 0 {
+				// ,"managedFields":[...]
+				md.cut = [2]int{prevEnd - start, s.i - start}
+			} else {
+				// "managedFields":[...], and the comma if one follows
+				end := s.i
+				if s.peek() == ',' {
+					end = s.i + 1
+				}
+				md.cut = [2]int{member - start, end - start}
+			}
 		default:
 			s.skip()
 		}
-		md.members = append(md.members, s.b[start:s.i])
+		prevEnd = s.i
+	}
+	if s.err == nil && md.hasMeta {
+		md.raw = s.b[start:s.i]
 	}
 }
 
 // appendPartial appends the PartialObjectMetadata of md: what a row's
 // object is unless the client asks for more.
 func appendPartial(dst []byte, md *objectMeta) []byte {
-	dst = append(dst, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{`...)
-	for i, m := range md.members {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, m...)
+	dst = append(dst, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":`...)
+	switch {
+	case !md.hasMeta:
+		dst = append(dst, "{}"...)
+	default:
+		dst = append(dst, md.raw[:md.cut[0]]...)
+		dst = append(dst, md.raw[md.cut[1]:]...)
 	}
-	return append(dst, "}}"...)
+	return append(dst, '}')
 }
 
 // readPod reads what kubectl's pod columns need (podCells).

@@ -220,3 +220,31 @@ func TestAppendJSONString(t *testing.T) {
 		}
 	}
 }
+
+// TestPartial: a row's object is the metadata without managedFields,
+// wherever they are in it.
+func TestPartial(t *testing.T) {
+	mf := `"managedFields":[{"manager":"m","fieldsV1":{"f:a":{}}}]`
+	for _, tc := range []struct{ md, want string }{
+		{`{"name":"a",` + mf + `}`, `{"name":"a"}`},
+		{`{` + mf + `,"name":"a"}`, `{"name":"a"}`},
+		{`{"name":"a",` + mf + `,"uid":"u"}`, `{"name":"a","uid":"u"}`},
+		{`{` + mf + `}`, `{}`},
+		{`{}`, `{}`},
+		{`{"name":"a"}`, `{"name":"a"}`},
+		{`{ "name" : "a" , ` + mf + ` , "uid" : "u" }`, `{"name":"a","uid":"u"}`},
+		{`{ ` + mf + ` , "uid" : "u" }`, `{"uid":"u"}`},
+		{`null`, `{}`},
+	} {
+		raw := []byte(`{"kind":"ConfigMap","metadata":` + tc.md + `,"data":{"k":"v"}}`)
+		var md objectMeta
+		if _, err := cellsOf("ConfigMap", raw, time.Now(), &md); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		got := appendPartial(nil, &md)
+		want := `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":` + tc.want + `}`
+		if diff := cmp.Diff(partial(t, []byte(want)), partial(t, got)); diff != "" {
+			t.Errorf("metadata %s: row object %s (-want +got):\n%s", tc.md, got, diff)
+		}
+	}
+}

@@ -76,21 +76,16 @@ func New(db *store.DB, opts Options) (*Server, error) {
 			s.version = ss.ServerVersion
 		}
 	}
-	// The recorded kinds, one summary at a time: the summaries are not kept.
-	namespaced := map[[2]string]bool{}
-	objs, err := db.Objects(store.ObjectFilter{})
+	// The recorded kinds, read in place: the summaries are not kept.
+	kinds, err := db.Kinds()
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range objs {
-		k := [2]string{o.APIVersion, o.Kind}
-		namespaced[k] = namespaced[k] || o.Namespace != ""
-		if o.LastObserved.After(s.end) {
-			s.end = o.LastObserved
+	for _, k := range kinds {
+		s.res.add(newResource(k.APIVersion, k.Kind, k.Namespaced))
+		if k.LastObserved.After(s.end) {
+			s.end = k.LastObserved
 		}
-	}
-	for k, ns := range namespaced {
-		s.res.add(newResource(k[0], k[1], ns))
 	}
 	return s, nil
 }
