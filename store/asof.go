@@ -27,8 +27,23 @@ type Revision struct {
 // to its snapshot), so its cost does not grow with what was recorded after
 // t or with the histories of the objects not asked for.
 func (db *DB) At(objs []Object, t time.Time) ([]Revision, error) {
-	tn := t.UnixNano()
 	var out []Revision
+	err := db.AtEach(objs, t, func(rev *Revision) error {
+		r := *rev
+		r.Object = bytes.Clone(rev.Object)
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// AtEach is At calling fn with each revision, in the order of objs, inside
+// one read transaction: the revision's Object is valid only until fn
+// returns (its memory decodes the next), so that a caller that renders each
+// revision and lets it go allocates none. fn must not call the DB's
+// methods; its error is returned.
+func (db *DB) AtEach(objs []Object, t time.Time, fn func(*Revision) error) error {
+	tn := t.UnixNano()
 	err := db.view(func(tx *bolt.Tx) error {
 		ds, err := db.dictSet(tx)
 		if err != nil {
@@ -63,14 +78,20 @@ func (db *DB) At(objs []Object, t time.Time) ([]Revision, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, Revision{Record: rec, NextSeq: next})
+			if err := fn(&Revision{Record: rec, NextSeq: next}); err != nil {
+				return fnError{err}
+			}
+			bufs[0] = rev.json[:0] // fn is done with it: the next one's memory
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, db.readError("read objects at "+t.Format(time.RFC3339Nano), err)
+	if fe, ok := err.(fnError); ok {
+		return fe.err
 	}
-	return out, nil
+	if err != nil {
+		return db.readError("read objects at "+t.Format(time.RFC3339Nano), err)
+	}
+	return nil
 }
 
 // Present is what ObjectsAt finds of the objects a filter selects, at a
