@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podtrace/podtrace/store"
@@ -30,14 +31,23 @@ const chunkSize = 128
 // error found before then is still a Status.
 const flushBytes = 64 << 10
 
-// render renders the revision of one object for the response; ok false
-// leaves it out (a selector does not match).
-type render func(rev *store.Revision, red func([]byte) ([]byte, error)) (b []byte, ok bool, err error)
+// render appends what the revision of one object renders to for the
+// response; ok false leaves it out (a selector does not match). The
+// revision's Object is valid only during the call.
+type render func(dst []byte, rev *store.Revision, w *worker) (out []byte, ok bool, err error)
 
-// chunk is a run of objects and what their revisions rendered.
+// worker is what one of each's goroutines renders with.
+type worker struct {
+	red func([]byte) ([]byte, error)
+	pod corev1.Pod // readPod's, reused
+}
+
+// chunk is a run of objects and what their revisions rendered: the items
+// one after the other in buf, each ending at its ends.
 type chunk struct {
 	objs []store.Object
-	out  [][]byte
+	buf  []byte
+	ends []int
 	rv   rvMax
 	err  error
 	done chan struct{}
@@ -76,12 +86,12 @@ func (s *Server) each(ctx context.Context, objs []store.Object, t time.Time, fn 
 		}
 	}()
 	for range workers {
-		red := s.redactor()
+		w := &worker{red: s.redactor()}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for c := range work {
-				c.err = s.renderChunk(c, t, fn, red)
+				c.err = s.renderChunk(c, t, fn, w)
 				close(c.done)
 			}
 		}()
@@ -96,7 +106,10 @@ func (s *Server) each(ctx context.Context, objs []store.Object, t time.Time, fn 
 			return rv, c.err
 		}
 		rv.merge(c.rv)
-		for _, b := range c.out {
+		start := 0
+		for _, end := range c.ends {
+			b := c.buf[start:end:end]
+			start = end
 			if err := emit(b); err != nil {
 				if errors.Is(err, errStop) {
 					return rv, nil
@@ -108,26 +121,24 @@ func (s *Server) each(ctx context.Context, objs []store.Object, t time.Time, fn 
 	return rv, ctx.Err()
 }
 
-func (s *Server) renderChunk(c *chunk, t time.Time, fn render, red func([]byte) ([]byte, error)) error {
-	revs, err := s.db.At(c.objs, t)
-	if err != nil {
-		return err
-	}
-	for i := range revs {
-		rev := &revs[i]
+// renderChunk decodes and renders the revisions of a chunk's objects, each
+// in the memory of the one before (store.DB.AtEach).
+func (s *Server) renderChunk(c *chunk, t time.Time, fn render, w *worker) error {
+	return s.db.AtEach(c.objs, t, func(rev *store.Revision) error {
 		c.rv.add(rev)
 		if rev.Type == store.Deleted || rev.Type == store.DeletedUnknown {
-			continue
+			return nil
 		}
-		b, ok, err := fn(rev, red)
+		buf, ok, err := fn(c.buf, rev, w)
 		if err != nil {
 			return fmt.Errorf("%s %s/%s at Seq %d: %w", rev.Kind, rev.Namespace, rev.Name, rev.Seq, err)
 		}
 		if ok {
-			c.out = append(c.out, b)
+			c.buf = buf
+			c.ends = append(c.ends, len(buf))
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // rvMax is the greatest resourceVersion seen: by number, or, while none is
@@ -226,12 +237,12 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, t time.Time, 
 		s.writeTable(r.Context(), resp, t, q, p.Objects, gone, selected, r.URL.Query().Get("includeObject"))
 		return
 	}
-	fn := func(rev *store.Revision, red func([]byte) ([]byte, error)) ([]byte, bool, error) {
+	fn := func(dst []byte, rev *store.Revision, w *worker) ([]byte, bool, error) {
 		if ok, err := selected(rev.Object); !ok || err != nil {
-			return nil, false, err
+			return dst, false, err
 		}
-		b, err := red(rev.Object)
-		return b, err == nil, err
+		b, err := w.red(rev.Object)
+		return append(dst, b...), err == nil, err
 	}
 	if q.name != "" {
 		var obj []byte
@@ -300,11 +311,11 @@ func (s *Server) writeTable(ctx context.Context, resp *response, t time.Time, q 
 	resp.buf = append(resp.buf, `{"kind":"Table","apiVersion":"meta.k8s.io/v1","columnDefinitions":`...)
 	resp.buf = append(resp.buf, colsJSON...)
 	resp.buf = append(resp.buf, `,"rows":[`...)
-	fn := func(rev *store.Revision, red func([]byte) ([]byte, error)) ([]byte, bool, error) {
+	fn := func(dst []byte, rev *store.Revision, w *worker) ([]byte, bool, error) {
 		if ok, err := selected(rev.Object); !ok || err != nil {
-			return nil, false, err
+			return dst, false, err
 		}
-		b, err := appendRow(make([]byte, 0, 1024), q.res.kind, rev.Object, t, include, red)
+		b, err := appendRow(dst, q.res.kind, rev.Object, t, include, w)
 		return b, err == nil, err
 	}
 	n := 0
@@ -332,9 +343,9 @@ func (s *Server) writeTable(ctx context.Context, resp *response, t time.Time, q 
 
 // appendRow appends the row of one object at the moment t, with its object
 // as include asks (None, Object, or its metadata by default), redacted.
-func appendRow(dst []byte, kind string, raw []byte, t time.Time, include string, red func([]byte) ([]byte, error)) ([]byte, error) {
+func appendRow(dst []byte, kind string, raw []byte, t time.Time, include string, w *worker) ([]byte, error) {
 	var md objectMeta
-	cells, err := cellsOf(kind, raw, t, &md)
+	cells, err := cellsOf(kind, raw, t, &md, &w.pod)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +377,7 @@ func appendRow(dst []byte, kind string, raw []byte, t time.Time, include string,
 		// never its managedFields: they are left out.
 		dst = appendPartial(dst, &md)
 	}
-	obj, err := red(dst[at:])
+	obj, err := w.red(dst[at:])
 	if err != nil {
 		return nil, err
 	}

@@ -82,10 +82,11 @@ func appendPartial(dst []byte, md *objectMeta) []byte {
 	return append(dst, '}')
 }
 
-// readPod reads what kubectl's pod columns need (podCells).
-func readPod(raw []byte, md *objectMeta) (*corev1.Pod, error) {
+// readPod reads what kubectl's pod columns need (podCells) into pod, whose
+// lists' memory it reuses.
+func readPod(raw []byte, md *objectMeta, pod *corev1.Pod) error {
 	s := &scanner{b: raw}
-	pod := &corev1.Pod{}
+	resetPod(pod)
 	for key := range s.members() {
 		switch string(key) {
 		case "metadata":
@@ -99,11 +100,25 @@ func readPod(raw []byte, md *objectMeta) (*corev1.Pod, error) {
 		}
 	}
 	if s.err != nil {
-		return nil, fmt.Errorf("pod: %w", s.err)
+		return fmt.Errorf("pod: %w", s.err)
 	}
 	pod.Name, pod.CreationTimestamp, pod.DeletionTimestamp = md.name, metav1.Time{Time: md.creationTimestamp}, md.deletionTimestamp
-	return pod, nil
+	return nil
 }
+
+// resetPod empties pod for readPod, keeping the memory of its lists.
+func resetPod(p *corev1.Pod) {
+	ic, rg := p.Spec.InitContainers[:0], p.Spec.ReadinessGates[:0]
+	conds, ics, cs := p.Status.Conditions[:0], p.Status.InitContainerStatuses[:0], p.Status.ContainerStatuses[:0]
+	*p = corev1.Pod{}
+	p.Spec.InitContainers, p.Spec.ReadinessGates = ic, rg
+	p.Status.Conditions, p.Status.InitContainerStatuses, p.Status.ContainerStatuses = conds, ics, cs
+}
+
+// containerSlots stand for a pod's containers, of which podCells counts
+// only how many there are: a row does not make room for the containers'
+// specs. Nothing writes them.
+var containerSlots = make([]corev1.Container, 16)
 
 func readPodSpec(s *scanner, spec *corev1.PodSpec) {
 	for key := range s.members() {
@@ -114,7 +129,11 @@ func readPodSpec(s *scanner, spec *corev1.PodSpec) {
 				s.skip()
 				n++
 			}
-			spec.Containers = make([]corev1.Container, n)
+			if n <= len(containerSlots) {
+				spec.Containers = containerSlots[:n:n]
+			} else {
+				spec.Containers = make([]corev1.Container, n)
+			}
 		case "initContainers":
 			for range s.elements() {
 				var c corev1.Container
@@ -181,17 +200,16 @@ func readPodStatus(s *scanner, st *corev1.PodStatus) {
 				st.Conditions = append(st.Conditions, c)
 			}
 		case "initContainerStatuses":
-			st.InitContainerStatuses = readContainerStatuses(s)
+			st.InitContainerStatuses = readContainerStatuses(s, st.InitContainerStatuses[:0])
 		case "containerStatuses":
-			st.ContainerStatuses = readContainerStatuses(s)
+			st.ContainerStatuses = readContainerStatuses(s, st.ContainerStatuses[:0])
 		default:
 			s.skip()
 		}
 	}
 }
 
-func readContainerStatuses(s *scanner) []corev1.ContainerStatus {
-	var out []corev1.ContainerStatus
+func readContainerStatuses(s *scanner, out []corev1.ContainerStatus) []corev1.ContainerStatus {
 	for range s.elements() {
 		var c corev1.ContainerStatus
 		for key := range s.members() {
@@ -311,12 +329,14 @@ func eventCells(raw []byte, t time.Time, md *objectMeta) ([]any, error) {
 }
 
 // cellsOf returns the cells of an object's row at the moment t, and reads
-// its metadata into md.
-func cellsOf(kind string, raw []byte, t time.Time, md *objectMeta) ([]any, error) {
+// its metadata into md; a pod is read into pod (nil: a new one).
+func cellsOf(kind string, raw []byte, t time.Time, md *objectMeta, pod *corev1.Pod) ([]any, error) {
 	switch kind {
 	case "Pod":
-		pod, err := readPod(raw, md)
-		if err != nil {
+		if pod == nil {
+			pod = &corev1.Pod{}
+		}
+		if err := readPod(raw, md, pod); err != nil {
 			return nil, err
 		}
 		return podCells(pod, t), nil

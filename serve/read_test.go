@@ -68,13 +68,17 @@ func partial(t *testing.T, b []byte) any {
 	return v
 }
 
+// scratch is the pod the checks read into, reused from check to check as a
+// worker of a list reuses its own.
+var scratch = &corev1.Pod{}
+
 // checkRow compares the scanner's cells and row object of raw with
 // encoding/json's.
 func checkRow(t *testing.T, kind string, raw []byte, at time.Time) bool {
 	t.Helper()
 	want, wantMD, werr := cellsOfJSON(kind, raw, at)
 	var md objectMeta
-	got, gerr := cellsOf(kind, raw, at, &md)
+	got, gerr := cellsOf(kind, raw, at, &md, scratch)
 	if (werr != nil) != (gerr != nil) {
 		t.Errorf("%s %s: error %v, encoding/json's %v", kind, raw, gerr, werr)
 		return false
@@ -157,21 +161,21 @@ func TestReadRandom(t *testing.T) {
 func TestReadMalformed(t *testing.T) {
 	pod := `{"metadata":{"name":"a","creationTimestamp":"2026-12-01T10:00:00Z","labels":{"x":"y"}},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","containerStatuses":[{"name":"c","restartCount":2,"state":{"running":{}}}]}}`
 	var md objectMeta
-	if _, err := cellsOf("Pod", []byte(pod), time.Now(), &md); err != nil {
+	if _, err := cellsOf("Pod", []byte(pod), time.Now(), &md, nil); err != nil {
 		t.Fatalf("well-formed pod: %v", err)
 	}
 	for i := range len(pod) {
 		for _, b := range [][]byte{[]byte(pod[:i]), []byte(pod[:i] + "}" + pod[i:])} {
 			for _, kind := range []string{"Pod", "Event", "Node"} {
 				var md objectMeta
-				cellsOf(kind, b, time.Now(), &md) // must not panic
+				cellsOf(kind, b, time.Now(), &md, scratch) // must not panic
 			}
 			parseMeta(b)
 		}
 	}
 	for _, bad := range []string{"", "{", `{"metadata":`, `{"metadata":{"name":"a"`, `{"status":{"containerStatuses":[{"restartCount":1e99}]}}`, `{"metadata":{"creationTimestamp":"yesterday"}}`, "\"\x01\""} {
 		var md objectMeta
-		if _, err := cellsOf("Pod", []byte(bad), time.Now(), &md); err == nil {
+		if _, err := cellsOf("Pod", []byte(bad), time.Now(), &md, nil); err == nil {
 			t.Errorf("cellsOf(%q): no error", bad)
 		}
 	}
@@ -238,7 +242,7 @@ func TestPartial(t *testing.T) {
 	} {
 		raw := []byte(`{"kind":"ConfigMap","metadata":` + tc.md + `,"data":{"k":"v"}}`)
 		var md objectMeta
-		if _, err := cellsOf("ConfigMap", raw, time.Now(), &md); err != nil {
+		if _, err := cellsOf("ConfigMap", raw, time.Now(), &md, nil); err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
 		got := appendPartial(nil, &md)
