@@ -129,3 +129,28 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	w.tail = append(w.tail[:0:0], buf[len(buf)-keep:]...)
 	return len(p), nil
 }
+
+// BenchmarkServeFindings is what serve does after it starts answering:
+// replay every pod of BenchmarkDiffCommand's trace for the kubeconfig's
+// contexts at findings' moments. It reports the pods with a finding, the
+// CPU time and the most the heap held.
+func BenchmarkServeFindings(b *testing.B) {
+	bt := diffTrace(b, benchRecords(b))
+	db, err := store.Open(bt.path, store.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	runtime.GC()
+	peak := sampleHeap()
+	cpu := cpuTime()
+	var total int
+	for b.Loop() {
+		if _, total, err = findingMoments(b.Context(), db); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(peak()/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(total), "findings")
+}
