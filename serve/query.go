@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/podtrace/podtrace/store"
 )
 
 // query is what a get, list or watch asks for.
@@ -56,11 +57,9 @@ func (q *query) parse(r *http.Request) error {
 // meta is what selectors and tables read of an object.
 type meta struct {
 	Metadata struct {
-		Name              string            `json:"name"`
-		Namespace         string            `json:"namespace"`
-		Labels            map[string]string `json:"labels"`
-		CreationTimestamp time.Time         `json:"creationTimestamp"`
-		DeletionTimestamp *time.Time        `json:"deletionTimestamp"`
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
 	} `json:"metadata"`
 	InvolvedObject struct {
 		Kind            string `json:"kind"`
@@ -88,14 +87,6 @@ type meta struct {
 		PodIP             string `json:"podIP"`
 		NominatedNodeName string `json:"nominatedNodeName"`
 	} `json:"status"`
-}
-
-func parseMeta(raw []byte) (*meta, error) {
-	var m meta
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	return &m, nil
 }
 
 // fieldSet holds the fields the API server lets a field selector name.
@@ -127,6 +118,11 @@ func (m *meta) fieldSet(kind string) fields.Set {
 		f["status.phase"] = m.Status.Phase
 	}
 	return f
+}
+
+// filter selects the objects of the query's kind, namespace and name.
+func (q *query) filter() store.ObjectFilter {
+	return store.ObjectFilter{Kind: q.res.kind, APIVersion: q.res.apiVersion(), Namespace: q.namespace, Name: q.name}
 }
 
 // selects reports whether the query has selectors: without them the

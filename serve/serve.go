@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -77,21 +76,16 @@ func New(db *store.DB, opts Options) (*Server, error) {
 			s.version = ss.ServerVersion
 		}
 	}
-	// The recorded kinds, one summary at a time: the summaries are not kept.
-	namespaced := map[[2]string]bool{}
-	objs, err := db.Objects(store.ObjectFilter{})
+	// The recorded kinds, read in place: the summaries are not kept.
+	kinds, err := db.Kinds()
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range objs {
-		k := [2]string{o.APIVersion, o.Kind}
-		namespaced[k] = namespaced[k] || o.Namespace != ""
-		if o.LastObserved.After(s.end) {
-			s.end = o.LastObserved
+	for _, k := range kinds {
+		s.res.add(newResource(k.APIVersion, k.Kind, k.Namespaced))
+		if k.LastObserved.After(s.end) {
+			s.end = k.LastObserved
 		}
-	}
-	for k, ns := range namespaced {
-		s.res.add(newResource(k[0], k[1], ns))
 	}
 	return s, nil
 }
@@ -250,56 +244,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, t time.Ti
 		s.watch(w, r, t, q)
 		return
 	}
-	st, err := s.state(t, q)
-	if err != nil {
-		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
-		return
-	}
-	red := s.redactor()
-	if wantsTable(r) {
-		if q.name != "" && len(st.items) == 0 {
-			s.notFound(w, t, q)
-			return
-		}
-		s.writeTable(w, r, t, q, st, red)
-		return
-	}
-	if q.name != "" {
-		if len(st.items) == 0 {
-			s.notFound(w, t, q)
-			return
-		}
-		raw, err := red(st.items[0].Object)
-		if err != nil {
-			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(raw)
-		return
-	}
-	raws := make([][]byte, len(st.items))
-	for i, it := range st.items {
-		if raws[i], err = red(it.Object); err != nil {
-			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
-			return
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	head, _ := json.Marshal(struct {
-		Kind       string          `json:"kind"`
-		APIVersion string          `json:"apiVersion"`
-		Metadata   metav1.ListMeta `json:"metadata"`
-	}{q.res.kind + "List", q.res.apiVersion(), metav1.ListMeta{ResourceVersion: st.rv}})
-	buf := append(head[:len(head)-1], `,"items":[`...)
-	for i, raw := range raws {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, raw...)
-	}
-	buf = append(buf, "]}\n"...)
-	w.Write(buf)
+	s.serveList(w, r, t, q)
 }
 
 func (s *Server) notFound(w http.ResponseWriter, t time.Time, q query) {
@@ -325,48 +270,25 @@ type state struct {
 
 func (s *Server) state(t time.Time, q query) (state, error) {
 	var st state
-	objs, err := s.db.Objects(store.ObjectFilter{Kind: q.res.kind, Namespace: q.namespace, Name: q.name})
+	p, err := s.db.ObjectsAt(q.filter(), t)
 	if err != nil {
 		return st, err
 	}
-	keep := objs[:0]
-	var gone *store.Object // the last deleted by then, for the list's resourceVersion
-	for _, o := range objs {
-		if o.APIVersion != q.res.apiVersion() {
-			continue
-		}
-		if o.Deleted && !o.LastObserved.After(t) {
-			// Gone by then: nothing to decode but the last of them.
-			if gone == nil || o.LastSeq > gone.LastSeq {
-				gone = &o
-			}
-			continue
-		}
-		keep = append(keep, o)
-		if o.FirstObserved.After(t) && (st.start == 0 || o.FirstSeq < st.start) {
-			st.start = o.FirstSeq
-		}
-	}
-	if gone != nil {
-		keep = append(keep, *gone)
+	st.start = p.FirstAfter
+	keep := p.Objects
+	if p.Gone != nil {
+		keep = append(keep, *p.Gone)
 	}
 	revs, err := s.db.At(keep, t)
 	if err != nil {
 		return st, err
 	}
-	var rvSeq uint64
-	var rvNum int64 = -1
+	var rv rvMax
 	for _, rev := range revs {
 		if rev.NextSeq != 0 && (st.start == 0 || rev.NextSeq < st.start) {
 			st.start = rev.NextSeq
 		}
-		if n, err := strconv.ParseInt(rev.ResourceVersion, 10, 64); err == nil {
-			if n > rvNum {
-				rvNum, st.rv = n, rev.ResourceVersion
-			}
-		} else if rvNum < 0 && rev.Seq > rvSeq {
-			rvSeq, st.rv = rev.Seq, rev.ResourceVersion
-		}
+		rv.add(&rev)
 		if rev.Type == store.Deleted || rev.Type == store.DeletedUnknown {
 			continue
 		}
@@ -381,6 +303,7 @@ func (s *Server) state(t time.Time, q query) (state, error) {
 		}
 		st.items = append(st.items, rev)
 	}
+	st.rv = rv.rv
 	return st, nil
 }
 

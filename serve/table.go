@@ -1,19 +1,14 @@
 package serve
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -53,169 +48,12 @@ var (
 	}
 )
 
-// writeTable writes the selected objects as a Table of the moment t. The
-// cells are computed from the recorded objects (names, states, addresses:
-// nothing redaction hides); each row's object, its metadata by default, is
-// redacted.
-func (s *Server) writeTable(w http.ResponseWriter, r *http.Request, t time.Time, q query, st state, red func([]byte) ([]byte, error)) {
-	tbl := metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}}
-	tbl.ResourceVersion = st.rv
-	switch q.res.kind {
-	case "Pod":
-		tbl.ColumnDefinitions = podColumns
-	case "Event":
-		tbl.ColumnDefinitions = eventColumns
-	default:
-		tbl.ColumnDefinitions = []metav1.TableColumnDefinition{nameColumn, ageColumn}
-	}
-	include := r.URL.Query().Get("includeObject")
-	// The rows are independent: they are built on every core, each worker
-	// with a redactor of its own.
-	tbl.Rows = make([]metav1.TableRow, len(st.items))
-	errs := make([]error, len(st.items))
-	workers := min(runtime.GOMAXPROCS(0), len(st.items)/64+1)
-	var wg sync.WaitGroup
-	for k := range workers {
-		red := red
-		if k > 0 {
-			red = s.redactor()
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := k; i < len(st.items); i += workers {
-				tbl.Rows[i], errs[i] = tableRow(q.res.kind, st.items[i].Object, t, include, red)
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error(), nil)
-		return
-	}
-	if tbl.Rows == nil {
-		tbl.Rows = []metav1.TableRow{}
-	}
-	writeJSON(w, tbl)
-}
-
-// tableRow is the row of one object at the moment t, with its object as
-// include asks (None, Object, or its metadata by default), redacted.
-func tableRow(kind string, raw []byte, t time.Time, include string, red func([]byte) ([]byte, error)) (metav1.TableRow, error) {
-	cells, md, err := cellsOf(kind, raw, t)
-	if err != nil {
-		return metav1.TableRow{}, err
-	}
-	row := metav1.TableRow{Cells: cells}
-	switch include {
-	case "None":
-	case "Object":
-		b, err := red(raw)
-		if err != nil {
-			return row, err
-		}
-		row.Object = kruntime.RawExtension{Raw: b}
-	default:
-		// kubectl reads names, namespaces and labels of a row's object,
-		// never its managedFields: they are left out.
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(md, &fields); err != nil {
-			return row, err
-		}
-		delete(fields, "managedFields")
-		md, _ = json.Marshal(fields)
-		b, _ := json.Marshal(struct {
-			Kind       string          `json:"kind"`
-			APIVersion string          `json:"apiVersion"`
-			Metadata   json.RawMessage `json:"metadata"`
-		}{"PartialObjectMetadata", "meta.k8s.io/v1", md})
-		if b, err = red(b); err != nil {
-			return row, err
-		}
-		row.Object = kruntime.RawExtension{Raw: b}
-	}
-	return row, nil
-}
-
 // since is kubectl's age of a time at the moment t.
 func since(ts time.Time, t time.Time) string {
 	if ts.IsZero() {
 		return "<unknown>"
 	}
 	return duration.HumanDuration(t.Sub(ts))
-}
-
-// cellsOf returns the cells of an object's row at the moment t, and its
-// metadata as recorded.
-func cellsOf(kind string, raw []byte, t time.Time) ([]any, json.RawMessage, error) {
-	var md struct {
-		Name              string       `json:"name"`
-		CreationTimestamp metav1.Time  `json:"creationTimestamp"`
-		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
-	}
-	switch kind {
-	case "Pod":
-		// What the columns read, not the whole pod: a row costs one parse
-		// of the object, and one of its metadata.
-		var p struct {
-			Metadata json.RawMessage `json:"metadata"`
-			Spec     struct {
-				Containers     []struct{} `json:"containers"`
-				InitContainers []struct {
-					Name          string                         `json:"name"`
-					RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy"`
-				} `json:"initContainers"`
-				NodeName       string                    `json:"nodeName"`
-				ReadinessGates []corev1.PodReadinessGate `json:"readinessGates"`
-			} `json:"spec"`
-			Status corev1.PodStatus `json:"status"`
-		}
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, nil, fmt.Errorf("pod: %w", err)
-		}
-		if err := json.Unmarshal(p.Metadata, &md); err != nil {
-			return nil, nil, fmt.Errorf("pod metadata: %w", err)
-		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: md.Name, CreationTimestamp: md.CreationTimestamp, DeletionTimestamp: md.DeletionTimestamp},
-			Spec:       corev1.PodSpec{Containers: make([]corev1.Container, len(p.Spec.Containers)), NodeName: p.Spec.NodeName, ReadinessGates: p.Spec.ReadinessGates},
-			Status:     p.Status,
-		}
-		for _, c := range p.Spec.InitContainers {
-			pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy})
-		}
-		return podCells(pod, t), p.Metadata, nil
-	case "Event":
-		var e corev1.Event
-		var m struct {
-			Metadata json.RawMessage `json:"metadata"`
-		}
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, nil, fmt.Errorf("event: %w", err)
-		}
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, nil, fmt.Errorf("event: %w", err)
-		}
-		last := e.LastTimestamp.Time
-		if last.IsZero() {
-			last = e.EventTime.Time
-		}
-		if last.IsZero() {
-			last = e.CreationTimestamp.Time
-		}
-		obj := strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name
-		return []any{since(last, t), e.Type, e.Reason, obj, strings.TrimSpace(e.Message), e.Name}, m.Metadata, nil
-	}
-	var m struct {
-		Metadata json.RawMessage `json:"metadata"`
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, nil, err
-	}
-	if err := json.Unmarshal(m.Metadata, &md); err != nil {
-		return nil, nil, err
-	}
-	return []any{md.Name, since(md.CreationTimestamp.Time, t)}, m.Metadata, nil
 }
 
 // podCells are kubectl's columns of a pod (printPod in

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -26,8 +27,23 @@ type Revision struct {
 // to its snapshot), so its cost does not grow with what was recorded after
 // t or with the histories of the objects not asked for.
 func (db *DB) At(objs []Object, t time.Time) ([]Revision, error) {
-	tn := t.UnixNano()
 	var out []Revision
+	err := db.AtEach(objs, t, func(rev *Revision) error {
+		r := *rev
+		r.Object = bytes.Clone(rev.Object)
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// AtEach is At calling fn with each revision, in the order of objs, inside
+// one read transaction: the revision's Object is valid only until fn
+// returns (its memory decodes the next), so that a caller that renders each
+// revision and lets it go allocates none. fn must not call the DB's
+// methods; its error is returned.
+func (db *DB) AtEach(objs []Object, t time.Time, fn func(*Revision) error) error {
+	tn := t.UnixNano()
 	err := db.view(func(tx *bolt.Tx) error {
 		ds, err := db.dictSet(tx)
 		if err != nil {
@@ -62,14 +78,122 @@ func (db *DB) At(objs []Object, t time.Time) ([]Revision, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, Revision{Record: rec, NextSeq: next})
+			if err := fn(&Revision{Record: rec, NextSeq: next}); err != nil {
+				return fnError{err}
+			}
+			bufs[0] = rev.json[:0] // fn is done with it: the next one's memory
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, db.readError("read objects at "+t.Format(time.RFC3339Nano), err)
+	if fe, ok := err.(fnError); ok {
+		return fe.err
 	}
-	return out, nil
+	if err != nil {
+		return db.readError("read objects at "+t.Format(time.RFC3339Nano), err)
+	}
+	return nil
+}
+
+// Present is what ObjectsAt finds of the objects a filter selects, at a
+// moment.
+type Present struct {
+	// Objects were first observed at or before the moment and not gone by
+	// then, ordered as Objects orders them. At tells each one's revision
+	// then.
+	Objects []Object
+	// Gone is, of the objects gone by the moment (their last record a
+	// deletion observed at or before it), the one whose deletion has the
+	// highest Seq; nil if none is.
+	Gone *Object
+	// FirstAfter is the lowest FirstSeq of the objects first observed after
+	// the moment (0: none).
+	FirstAfter uint64
+}
+
+// ObjectsAt returns the summaries of the objects filter selects that are
+// present at t, or may be: At says which revision each has then. The
+// objects gone by t and those first observed after it are read in place,
+// not decoded, and not kept: what ObjectsAt holds follows the objects
+// present at t, not the length of the trace.
+func (db *DB) ObjectsAt(filter ObjectFilter, t time.Time) (Present, error) {
+	tn := t.UnixNano()
+	var p Present
+	var goneSeq uint64
+	var goneKey []byte
+	err := db.view(func(tx *bolt.Tx) error {
+		if filter.UID != "" {
+			o, err := objectByUID(tx, filter.UID)
+			if err != nil || o == nil || !filter.match(o) {
+				return err
+			}
+			switch {
+			case o.FirstObserved.After(t):
+				p.FirstAfter = o.FirstSeq
+			case o.Deleted && !o.LastObserved.After(t):
+				p.Gone = o
+			default:
+				p.Objects = append(p.Objects, *o)
+			}
+			return nil
+		}
+		objects := tx.Bucket(bucketObjects)
+		err := objects.ForEach(func(k, v []byte) error {
+			if len(k) != 4 {
+				return fmt.Errorf("%w: object key %x", errValue, k)
+			}
+			id, ok := skimObject(v)
+			if !ok {
+				// parseObject says what is wrong, or reads what the
+				// skim does not (a varint of ten bytes).
+				o, err := parseObject(binary.BigEndian.Uint32(k), v)
+				if err != nil {
+					return err
+				}
+				id = identityOf(&o)
+			}
+			if !filter.matchIdentity(&id) {
+				return nil
+			}
+			switch {
+			case id.firstObserved > tn:
+				if p.FirstAfter == 0 || id.firstSeq < p.FirstAfter {
+					p.FirstAfter = id.firstSeq
+				}
+				return nil
+			case id.deleted && id.lastObserved <= tn:
+				if goneKey == nil || id.lastSeq > goneSeq {
+					goneSeq, goneKey = id.lastSeq, append(goneKey[:0], k...)
+				}
+				return nil
+			}
+			o, err := parseObject(binary.BigEndian.Uint32(k), v)
+			if err != nil {
+				return err
+			}
+			p.Objects = append(p.Objects, o)
+			return nil
+		})
+		if err != nil || goneKey == nil {
+			return err
+		}
+		p.Gone, err = objectByNum(tx, goneKey)
+		return err
+	})
+	if err != nil {
+		return Present{}, db.readError("list objects at "+t.Format(time.RFC3339Nano), err)
+	}
+	sortObjects(p.Objects)
+	return p, nil
+}
+
+// identityOf is the objectIdentity of a parsed summary.
+func identityOf(o *Object) objectIdentity {
+	return objectIdentity{
+		uid: []byte(o.UID), apiVersion: []byte(o.APIVersion), kind: []byte(o.Kind),
+		namespace: []byte(o.Namespace), name: []byte(o.Name), deleted: o.Deleted,
+		firstSeq: o.FirstSeq, lastSeq: o.LastSeq,
+		firstObserved: unixNano(o.FirstObserved), lastObserved: unixNano(o.LastObserved),
+	}
 }
 
 // seqAt walks the record headers of o and returns the Seq of its last
@@ -205,3 +329,55 @@ func (db *DB) ScanAfter(after uint64, match func(*Object) bool, fn func(Record) 
 // isRelative reports whether a records value's observed time is relative to
 // the revision before it.
 func isRelative(v []byte) bool { return len(v) > 1 && v[1]&flagRelTime != 0 }
+
+// Kind is one apiVersion and kind the trace holds.
+type Kind struct {
+	APIVersion, Kind string
+	// Namespaced: some object of the kind has a namespace.
+	Namespaced bool
+	// LastObserved is the latest LastObserved of its objects.
+	LastObserved time.Time
+}
+
+// Kinds returns the kinds of the recorded objects, by apiVersion and kind.
+// The summaries are read in place, not kept.
+func (db *DB) Kinds() ([]Kind, error) {
+	type key struct{ apiVersion, kind string }
+	seen := map[key]*Kind{}
+	err := db.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketObjects).ForEach(func(k, v []byte) error {
+			id, ok := skimObject(v)
+			if !ok {
+				o, err := parseObject(binary.BigEndian.Uint32(k), v)
+				if err != nil {
+					return err
+				}
+				id = identityOf(&o)
+			}
+			kd := seen[key{string(id.apiVersion), string(id.kind)}]
+			if kd == nil {
+				kd = &Kind{APIVersion: string(id.apiVersion), Kind: string(id.kind)}
+				seen[key{kd.APIVersion, kd.Kind}] = kd
+			}
+			kd.Namespaced = kd.Namespaced || len(id.namespace) > 0
+			if last := fromUnixNano(id.lastObserved); last.After(kd.LastObserved) {
+				kd.LastObserved = last
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, db.readError("list kinds", err)
+	}
+	out := make([]Kind, 0, len(seen))
+	for _, kd := range seen {
+		out = append(out, *kd)
+	}
+	slices.SortFunc(out, func(a, b Kind) int {
+		if a.APIVersion != b.APIVersion {
+			return strings.Compare(a.APIVersion, b.APIVersion)
+		}
+		return strings.Compare(a.Kind, b.Kind)
+	})
+	return out, nil
+}

@@ -33,24 +33,34 @@ type Object struct {
 
 // ObjectFilter selects objects; empty fields match anything.
 type ObjectFilter struct {
-	Kind      string // e.g. "Pod"; compared exactly
-	Namespace string
-	Name      string
-	UID       string
+	Kind       string // e.g. "Pod"; compared exactly
+	APIVersion string // e.g. "apps/v1"
+	Namespace  string
+	Name       string
+	UID        string
 }
 
 func (f ObjectFilter) match(o *Object) bool {
 	return (f.Kind == "" || f.Kind == o.Kind) &&
+		(f.APIVersion == "" || f.APIVersion == o.APIVersion) &&
 		(f.Namespace == "" || f.Namespace == o.Namespace) &&
 		(f.Name == "" || f.Name == o.Name) &&
 		(f.UID == "" || f.UID == o.UID)
 }
 
-// objectIdentity is what a filter reads of an objects value, in place.
-type objectIdentity struct{ uid, kind, namespace, name []byte }
+// objectIdentity is what a filter reads of an objects value, in place, with
+// what tells whether the object is present at a moment.
+type objectIdentity struct {
+	uid, apiVersion, kind, namespace, name []byte
+
+	deleted                     bool
+	firstSeq, lastSeq           uint64
+	firstObserved, lastObserved int64 // Unix nanoseconds; 0: unknown
+}
 
 func (f ObjectFilter) matchIdentity(id *objectIdentity) bool {
 	return (f.Kind == "" || f.Kind == string(id.kind)) &&
+		(f.APIVersion == "" || f.APIVersion == string(id.apiVersion)) &&
 		(f.Namespace == "" || f.Namespace == string(id.namespace)) &&
 		(f.Name == "" || f.Name == string(id.name)) &&
 		(f.UID == "" || f.UID == string(id.uid))
@@ -87,17 +97,20 @@ func skimObject(v []byte) (id objectIdentity, ok bool) {
 		return v[i-int(n) : i], true
 	}
 	uid, ok1 := str()
-	_, ok2 := str() // APIVersion
+	apiVersion, ok2 := str()
 	kind, ok3 := str()
 	namespace, ok4 := str()
 	name, ok5 := str()
 	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
 		return id, false
 	}
-	for range 5 { // FirstSeq, LastSeq, FirstObserved, LastObserved, Revisions
-		if _, ok := next(); !ok {
+	var n [5]uint64 // FirstSeq, LastSeq, FirstObserved, LastObserved, Revisions
+	for k := range n {
+		x, ok := next()
+		if !ok {
 			return id, false
 		}
+		n[k] = x
 	}
 	refs, ok := next()
 	if !ok || refs > uint64(len(v)-i) {
@@ -111,7 +124,12 @@ func skimObject(v []byte) (id objectIdentity, ok bool) {
 	if i != len(v) {
 		return id, false
 	}
-	return objectIdentity{uid: uid, kind: kind, namespace: namespace, name: name}, true
+	zigzag := func(x uint64) int64 { return int64(x>>1) ^ -int64(x&1) }
+	return objectIdentity{
+		uid: uid, apiVersion: apiVersion, kind: kind, namespace: namespace, name: name,
+		deleted: v[1]&objectDeleted != 0, firstSeq: n[0], lastSeq: n[1],
+		firstObserved: zigzag(n[2]), lastObserved: zigzag(n[3]),
+	}, true
 }
 
 const objectDeleted = 0x01

@@ -269,9 +269,18 @@ func TestMatchValue(t *testing.T) {
 	}
 	pod := recs[len(recs)-4]
 	filters := []ObjectFilter{{}, {Kind: "Namespace"}, {Kind: "Namespace", Name: "ns-1"}, {Name: "ns-2"},
-		{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}, {UID: recs[0].UID}, {Namespace: pod.Namespace}}
+		{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}, {UID: recs[0].UID}, {Namespace: pod.Namespace},
+		{APIVersion: "v1", Kind: "Pod"}, {APIVersion: "apps/v1"}}
 	check := func(what string, v []byte) {
 		o, perr := parseObject(1, v)
+		if id, ok := skimObject(v); ok && perr == nil {
+			// What ObjectsAt reads in place is what parseObject reads.
+			want := identityOf(&o)
+			if id.deleted != want.deleted || id.firstSeq != want.firstSeq || id.lastSeq != want.lastSeq ||
+				id.firstObserved != want.firstObserved || id.lastObserved != want.lastObserved || string(id.apiVersion) != o.APIVersion {
+				t.Fatalf("%s %x: skimObject read %+v, parseObject %+v", what, v, id, want)
+			}
+		}
 		for _, f := range filters {
 			match, ok := f.matchValue(v)
 			if ok && perr != nil {

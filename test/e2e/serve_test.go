@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/podtrace/podtrace/cmd/podtrace/app"
 	"github.com/podtrace/podtrace/redact"
@@ -35,6 +37,9 @@ import (
 func startServe(t *testing.T, db string, args ...string) (base, kubeconfig string) {
 	t.Helper()
 	kubeconfig = db + ".kubeconfig"
+	if slices.Contains(args, "--expose") {
+		kubeconfig = db + ".expose.kubeconfig"
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	done := make(chan error, 1)
@@ -51,7 +56,7 @@ func startServe(t *testing.T, db string, args ...string) (base, kubeconfig strin
 			t.Errorf("podtrace serve did not stop within 10s")
 		}
 	})
-	re := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+)`)
+	re := regexp.MustCompile(`at (https?://127\.0\.0\.1:\d+)`)
 	waitFor(t, "podtrace serve to listen", 30*time.Second, func() (bool, error) {
 		select {
 		case err := <-done:
@@ -125,7 +130,19 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "pod deleted", time.Minute, podGone(client, ns, "web"))
-	time.Sleep(2 * time.Second) // let the watch deliver the deletion
+	// A pod held by a finalizer no controller removes, in a namespace of
+	// its own: the finding serve gives a context of the kubeconfig.
+	createNamespace(t, client, "hold", nil)
+	held := simplePod("hold", "stuck")
+	held.Finalizers = []string{"example.com/hold"}
+	createPod(t, client, held)
+	waitPod(t, client, "hold", "stuck", "ready", podReady)
+	zero := int64(0)
+	if err := client.CoreV1().Pods("hold").Delete(ctx, "stuck", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, client, "hold", "stuck", "terminating", func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
+	time.Sleep(2 * time.Second) // let the watch deliver the deletions
 	rec.stop(t)
 
 	tr, err := store.Open(rec.db, store.Options{ReadOnly: true})
@@ -337,8 +354,52 @@ func TestServe(t *testing.T) {
 		}
 	})
 
+	// The finding's context: added to the kubeconfig once serve has
+	// replayed the pods, at the moment the pod's deletion was requested.
+	const stuck = "podtrace-stuck-finalizer-hold-stuck"
+	t.Run("finding's context", func(t *testing.T) {
+		var cfg *clientcmdapi.Config
+		waitFor(t, "the kubeconfig's context "+stuck, 30*time.Second, func() (bool, error) {
+			var err error
+			cfg, err = clientcmd.LoadFromFile(kubeconfig)
+			return err == nil && cfg.Contexts[stuck] != nil, nil
+		})
+		rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, stuck, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := kubernetes.NewForConfigOrDie(rc).CoreV1().Pods("hold").Get(ctx, "stuck", metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp == nil || !slices.Contains(p.Finalizers, "example.com/hold") {
+			t.Fatalf("stuck at %s: %v %v; want it asked to be deleted, held by example.com/hold", rc.Host, p, err)
+		}
+		kubectl := kubectlPath(t)
+		out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "--context", stuck, "get", "pod", "stuck", "-n", "hold").CombinedOutput()
+		if err != nil || !regexp.MustCompile(`(?m)^stuck\s+\S+\s+Terminating\s`).Match(out) {
+			t.Errorf("kubectl --context %s get pod stuck -n hold: %v\n%s\nwant it Terminating", stuck, err, out)
+		}
+	})
+
 	t.Run("kubectl", func(t *testing.T) {
 		kubectlChecks(t, kubectlPath(t), base, c.Nodes[0], hist, moments{before, running, secretUp, terminating, after})
+	})
+
+	// --expose: TLS and a bearer token, which kubectl has from the
+	// kubeconfig; without them, nothing.
+	t.Run("exposed", func(t *testing.T) {
+		kubectl := kubectlPath(t)
+		tlsBase, kc := startServe(t, rec.db, "--expose", "--tls-san", "127.0.0.1")
+		if !strings.HasPrefix(tlsBase, "https://") {
+			t.Fatalf("serve --expose at %s, want https", tlsBase)
+		}
+		out, err := exec.Command(kubectl, "--kubeconfig", kc, "--context", "podtrace-session-1-end", "get", "pods", "-A").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "stuck") || !strings.Contains(string(out), "api-") {
+			t.Errorf("kubectl get pods -A through the exposed kubeconfig: %v\n%s", err, out)
+		}
+		// Another token (without one, kubectl asks for a user name).
+		out, err = exec.Command(kubectl, "--server", tlsBase+"/latest/", "--insecure-skip-tls-verify", "--token", "wrong", "get", "pods", "-A").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "You must be logged in to the server") {
+			t.Errorf("kubectl get pods -A with another token: %v\n%s\nwant to be told to log in (a 401)", err, out)
+		}
 	})
 }
 
