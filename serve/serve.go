@@ -51,6 +51,10 @@ type Server struct {
 	start    time.Time
 	end      time.Time
 	version  string
+	// prunedTo is the last deletion among the pods retention pruned (zero
+	// if none was): at a moment before it, a pod that was there and is
+	// gone by then may be missing.
+	prunedTo time.Time
 }
 
 // New returns a Server over db, which the caller keeps open (read-only)
@@ -74,6 +78,15 @@ func New(db *store.DB, opts Options) (*Server, error) {
 		}
 		if ss.ServerVersion != "" {
 			s.version = ss.ServerVersion
+		}
+	}
+	prunes, err := db.Prunes()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range prunes {
+		if p.NewestGone.After(s.prunedTo) {
+			s.prunedTo = p.NewestGone
 		}
 	}
 	// The recorded kinds, read in place: the summaries are not kept.
@@ -152,6 +165,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeStatus(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error(), nil)
 		return
+	}
+	if !s.prunedTo.IsZero() && t.Before(s.prunedTo) {
+		// kubectl prints a 299 warning as "Warning: ..." on every request.
+		w.Header().Add("Warning", fmt.Sprintf(`299 - "podtrace: retention pruned the history of pods gone up to %s (record --retain or --max-size): a pod that existed at this moment and was deleted by then is missing"`,
+			s.prunedTo.UTC().Format(time.RFC3339)))
 	}
 	s.serveAt(w, r, t, strings.Split(strings.Trim(rest, "/"), "/"))
 }

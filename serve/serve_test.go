@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/podtrace/podtrace/internal/tracetest"
 	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/store"
 )
@@ -455,5 +456,35 @@ func TestWatchResumes(t *testing.T) {
 	want := []string{"MODIFIED " + hist[3].ResourceVersion, "DELETED " + hist[4].ResourceVersion}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("resumed watch: %v, want %v", got, want)
+	}
+}
+
+// TestWarnsAtAPrunedMoment: at a moment before the last deletion that
+// retention pruned, every answer carries a 299 warning (kubectl prints
+// it) that pods may be missing; after it, none.
+func TestWarnsAtAPrunedMoment(t *testing.T) {
+	path, gone := tracetest.PrunedTrace(t, t.TempDir())
+	db, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ts := newServer(t, db, true)
+	warning := func(at time.Time) string {
+		resp, err := http.Get(ts.URL + Path(at) + "api/v1/pods")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d at %s", resp.StatusCode, at)
+		}
+		return resp.Header.Get("Warning")
+	}
+	if w := warning(gone.Add(-30 * time.Minute)); !strings.HasPrefix(w, `299 - "podtrace: retention pruned the history of pods gone up to `) {
+		t.Errorf("warning before the pruned deletions %q, want retention's", w)
+	}
+	if w := warning(gone.Add(time.Hour)); w != "" {
+		t.Errorf("warning after the pruned deletions %q, want none", w)
 	}
 }

@@ -2,14 +2,13 @@ package app
 
 import (
 	"bytes"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/podtrace/podtrace/internal/tracetest"
 	"github.com/podtrace/podtrace/report"
-	"github.com/podtrace/podtrace/store"
 )
 
 func TestParseRetain(t *testing.T) {
@@ -104,39 +103,7 @@ func TestRecordRetentionFlags(t *testing.T) {
 // A trace that retention pruned says so in every report format, and diff
 // of a pruned pod says it may have been pruned.
 func TestReportShowsPruned(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "trace.db")
-	now := time.Now().UTC()
-	gone := now.Add(-9 * 24 * time.Hour)
-	w, err := store.NewWriter(path, store.Options{NoCompact: true, Retention: store.Retention{Age: 7 * 24 * time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := w.BeginSession(store.Session{Server: "https://127.0.0.1:6443", Started: now.Add(-10 * 24 * time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := func(name string, typ store.EventType, rv int, at time.Time) store.Record {
-		uid := "uid-" + name
-		js := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"ci","uid":%q,"resourceVersion":"%d"},"spec":{"containers":[{"name":"c","image":"i"}]},"status":{"phase":"Running"}}`, name, uid, rv)
-		return store.Record{Session: s.ID, Observed: at, Type: typ, APIVersion: "v1", Kind: "Pod", Namespace: "ci", Name: name, UID: uid, ResourceVersion: fmt.Sprint(rv), Object: []byte(js)}
-	}
-	for i := range 3 {
-		name := fmt.Sprintf("old-%d", i)
-		w.Add(pod(name, store.Added, 10*i+1, gone.Add(-time.Hour)), pod(name, store.Deleted, 10*i+2, gone.Add(time.Duration(i)*time.Minute)))
-	}
-	w.Add(pod("live", store.Added, 100, now.Add(-10*24*time.Hour)), pod("live", store.Updated, 101, now))
-	if _, err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.EndSession(s.ID, now); err != nil {
-		t.Fatal(err)
-	}
-	if ps := w.PruneStats(); ps.Age.Pods != 3 {
-		t.Fatalf("PruneStats %+v, want 3 pods pruned", ps)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path, _ := tracetest.PrunedTrace(t, t.TempDir())
 
 	run := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
