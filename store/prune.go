@@ -779,3 +779,31 @@ func (db *DB) Prunes() ([]Prune, error) {
 	}
 	return out, nil
 }
+
+// AddPrune records what retention pruned, as another trace said it (export
+// carries it, so that a reader of the export knows the history is not all
+// there).
+func (db *DB) AddPrune(p Prune) error {
+	if db.readOnly {
+		return fmt.Errorf("record what was pruned in trace %q: %w", db.path, errReadOnly)
+	}
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketPruned)
+		if err != nil {
+			return err
+		}
+		n, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		v, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		return b.Put(binary.BigEndian.AppendUint64(nil, n), v)
+	})
+	if err != nil {
+		return fmt.Errorf("record what was pruned in trace %q: %w", db.path, err)
+	}
+	return nil
+}

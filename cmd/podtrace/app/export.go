@@ -236,6 +236,28 @@ func (o *exportOptions) run(shown string) (err error) {
 			}
 		}
 	}
+	// What the recorder did not see, and what retention took away, are
+	// part of the story: the export carries them. BeginSession wrote the
+	// recorder-down gaps between the sessions again; the others are copied.
+	for _, g := range tc.gaps {
+		if g.Cause == store.GapRecorderDown {
+			continue
+		}
+		g.Session = ids[g.Session]
+		if err := dst.AddGap(g); err != nil {
+			return fmt.Errorf("export to %s: %w", shown, err)
+		}
+	}
+	prunes, err := src.Prunes()
+	if err != nil {
+		return err
+	}
+	for _, p := range prunes {
+		p.Session = ids[p.Session]
+		if err := dst.AddPrune(p); err != nil {
+			return fmt.Errorf("export to %s: %w", shown, err)
+		}
+	}
 	for i := range recs {
 		recs[i].Session = ids[recs[i].Session]
 		recs[i].Seq = 0

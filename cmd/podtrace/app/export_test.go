@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podtrace/podtrace/explain"
+	"github.com/podtrace/podtrace/internal/tracetest"
 	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/store"
 )
@@ -192,5 +194,48 @@ func TestExportToStandardOutput(t *testing.T) {
 	}
 	if _, err := os.Stat("-"); err == nil {
 		t.Error("report -o - wrote a file named -")
+	}
+}
+
+// TestExportKeepsGapsAndPrunes: what the recorder did not see and what
+// retention took away go with the export, so that a ticket's reader does
+// not take the exported history for all of it.
+func TestExportKeepsGapsAndPrunes(t *testing.T) {
+	path, gone := tracetest.PrunedTrace(t, t.TempDir())
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outage := store.Gap{Session: 1, Cause: store.GapAPIServer, Start: gone.Add(time.Hour), End: gone.Add(2 * time.Hour), Detail: "connection refused"}
+	if err := db.AddGap(outage); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "export.db")
+	runApp(t, "export", "--db", path, "-o", out)
+	exp, err := store.Open(out, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exp.Close()
+	gaps, err := exp.Gaps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gaps) != 1 || gaps[0].Cause != store.GapAPIServer || !gaps[0].Start.Equal(outage.Start) {
+		t.Errorf("gaps of the export %+v, want the API server's", gaps)
+	}
+	prunes, err := exp.Prunes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prunes) != 1 || prunes[0].Pods != 3 || prunes[0].Reason != store.PruneAge {
+		t.Errorf("prunes of the export %+v, want the 3 pods retention pruned", prunes)
+	}
+	report, _ := runApp(t, "report", "--db", out, "--color", "never")
+	if !strings.Contains(report, "by retention: 3 pods gone before ") {
+		t.Errorf("report of the export does not say what was pruned:\n%s", report)
 	}
 }
