@@ -282,7 +282,7 @@ func (o *exportOptions) run(shown string) (err error) {
 		redaction = "redaction " + (&report.Trace{Pods: lcs}).Redaction()
 	}
 	fmt.Fprintf(o.streams.ErrOut, "exported %s, %s to %s (%s); %s\n",
-		o.which(len(pods)), report.Plural(len(recs), "record"), shown, humanBytes(st.Size()), redaction)
+		o.which(len(pods)), report.Plural(len(recs), "record"), shown, report.BytesText(st.Size()), redaction)
 	return nil
 }
 

@@ -351,7 +351,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	st := tr.Stats()
 	size := "?"
 	if fi, err := os.Stat(o.Out); err == nil {
-		size = humanBytes(fi.Size())
+		size = report.BytesText(fi.Size())
 	}
 	fmt.Fprintf(streams.ErrOut, "recorded %s of %s (%s, %s) in %s to %s (%s)\n",
 		plural(st.Revisions, "revision"), plural(st.Objects, "object"), plural(st.Pods, "pod"), plural(st.Events, "event"),
@@ -368,7 +368,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 			if ps.Age.Objects > 0 {
 				fmt.Fprint(streams.ErrOut, "; and ")
 			}
-			fmt.Fprint(streams.ErrOut, pruneLine(ps.Size, "(the oldest gone) for --max-size "+humanBytes(o.maxSize)))
+			fmt.Fprint(streams.ErrOut, pruneLine(ps.Size, "(the oldest gone) for --max-size "+report.BytesText(o.maxSize)))
 		}
 		fmt.Fprintf(streams.ErrOut, " (%s transactions, the longest %s)\n", thousands(ps.Transactions), ps.MaxTx.Round(time.Millisecond))
 	}
@@ -417,7 +417,7 @@ func pruneLine(c store.PruneCounts, why string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s %s (%s, %s, %s of the trace)", plural(c.Pods, "pod"), why,
-		plural(c.Objects, "object"), plural(c.Records, "record"), humanBytes(c.Bytes))
+		plural(c.Objects, "object"), plural(c.Records, "record"), report.BytesText(c.Bytes))
 }
 
 // restConfig loads the kubeconfig like kubectl: --kubeconfig, else
@@ -481,7 +481,7 @@ func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, sink 
 		}
 		size := "?"
 		if fi, err := os.Stat(o.Out); err == nil {
-			size = humanBytes(fi.Size())
+			size = report.BytesText(fi.Size())
 		}
 		status.set(fmt.Sprintf("recording: %s, %s, %s, %s, %s (Ctrl-C to stop)",
 			plural(st.Objects, "object"), plural(st.Revisions, "revision"), plural(st.Events, "event"), size, last))
@@ -570,7 +570,7 @@ func (s *traceSink) add(recs []store.Record) {
 		if s.dropped == 0 {
 			s.since, s.dropErr = recs[0].Observed, s.failing
 			s.warn(fmt.Sprintf("%s of records wait for %s: dropping new ones until it takes them (counted, and recorded as a gap)",
-				humanBytes(s.backlog), s.path))
+				report.BytesText(s.backlog), s.path))
 		}
 		s.dropped += len(recs)
 		s.lost += len(recs)
@@ -623,7 +623,7 @@ func (s *traceSink) flush() error {
 		if s.failing == nil {
 			s.failed = now
 			s.warn(fmt.Sprintf("cannot write the trace: %v; keeping the records in memory (up to %s) and retrying every %s",
-				err, humanBytes(maxBacklog), retryEvery))
+				err, report.BytesText(maxBacklog), retryEvery))
 		}
 		s.failing = err
 		return nil
@@ -771,18 +771,4 @@ func (s *statusLine) clear() {
 	}
 	s.text = ""
 	s.enabled = false
-}
-
-// humanBytes formats n like "1.2 MiB".
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

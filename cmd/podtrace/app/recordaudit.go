@@ -218,7 +218,7 @@ func (f *auditFollower) summary(w io.Writer) {
 		rotated = fmt.Sprintf(", followed %s and %s", plural(st.Rotations, "rotation"), plural(st.Truncations, "truncation"))
 	}
 	fmt.Fprintf(w, "audit log %s: %s (%s)%s: %s kept, %d skipped\n",
-		f.path, plural(st.Lines, "line"), humanBytes(st.Bytes), rotated, plural(f.kept, "event"), skipped)
+		f.path, plural(st.Lines, "line"), report.BytesText(st.Bytes), rotated, plural(f.kept, "event"), skipped)
 	reasons := make([]string, 0, len(f.skip))
 	for r := range f.skip {
 		reasons = append(reasons, r)
