@@ -183,7 +183,33 @@ func New(t testing.TB, opts Options) *Cluster {
 // ServiceAccount, the scheduler and kwok are healthy, and the nodes are Ready
 // and schedulable. ctx bounds the start only, not the cluster's life; call
 // Stop to end it.
-func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+//
+// A component that finds its port taken (picked free, then bound by someone
+// else before the component started) makes Start begin again with other
+// ports, at most startAttempts times in all.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, opts)
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == startAttempts || ctx.Err() != nil {
+			return c, err
+		}
+		if opts.Logf != nil {
+			opts.Logf("cluster: a port was taken while starting (attempt %d of %d), starting again with other ports: %v",
+				attempt, startAttempts, firstLine(err))
+		}
+	}
+}
+
+// startAttempts bounds how often Start begins again after a port race.
+const startAttempts = 3
+
+// firstLine is an error's first line, without the log tail that follows.
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	began := time.Now()
 	if opts.Nodes == 0 {
 		opts.Nodes = 1

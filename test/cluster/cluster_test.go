@@ -468,6 +468,34 @@ func TestStartErrors(t *testing.T) {
 			t.Fatalf("err = %v, want an error naming both ports", err)
 		}
 	})
+	t.Run("port taken while starting", func(t *testing.T) {
+		// An etcd that finds its port taken, as a component does when
+		// someone binds the port between picking and starting: Start begins
+		// again with other ports, three times in all, then says why.
+		dir := fakeBins(t, "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+		count := filepath.Join(t.TempDir(), "starts")
+		script := "#!/bin/sh\necho start >> " + count + "\necho 'listen tcp 127.0.0.1:1: bind: address already in use'\nexit 1\n"
+		if err := os.WriteFile(filepath.Join(dir, "etcd"), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var retries int
+		_, err := cluster.Start(t.Context(), cluster.Options{
+			BinDir:  dir,
+			Timeout: 20 * time.Second,
+			Logf: func(format string, args ...any) {
+				if strings.Contains(format, "starting again with other ports") {
+					retries++
+				}
+			},
+		})
+		if err == nil || !strings.Contains(err.Error(), "port taken") {
+			t.Fatalf("err = %v, want etcd's port taken", err)
+		}
+		b, _ := os.ReadFile(count)
+		if starts := strings.Count(string(b), "start"); starts != 3 || retries != 2 {
+			t.Errorf("etcd started %d times with %d retries logged, want 3 starts and 2 retries", starts, retries)
+		}
+	})
 	t.Run("failing component", func(t *testing.T) {
 		// Binaries that exit at once: Start says which and quotes its log.
 		_, err := cluster.Start(t.Context(), cluster.Options{

@@ -3,8 +3,11 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 )
 
 // Ports are the 127.0.0.1 ports the control plane listens on. A zero port is
@@ -72,7 +75,7 @@ func (p Ports) allocate() (Ports, error) {
 		if *f.port != 0 {
 			continue
 		}
-		l, err := listenLoopback(0)
+		l, err := listenFree()
 		if err != nil {
 			return Ports{}, fmt.Errorf("pick a free port on 127.0.0.1 for %s: %w", f.user, err)
 		}
@@ -82,13 +85,56 @@ func (p Ports) allocate() (Ports, error) {
 	return p, nil
 }
 
+// listenFree listens on a free loopback port below the kernel's ephemeral
+// range when it can. A port picked from the ephemeral range (what port 0
+// gives) is released before the component binds it, and in that window any
+// outgoing connection on the machine (the API server's to etcd, other tests')
+// may be handed the same port; ports below the range are only ever taken by
+// someone who binds them by number.
+func listenFree() (net.Listener, error) {
+	if lo, hi, ok := belowEphemeral(); ok {
+		for range 20 {
+			if l, err := listenLoopback(lo + rand.IntN(hi-lo)); err == nil {
+				return l, nil
+			}
+		}
+	}
+	return listenLoopback(0)
+}
+
+// belowEphemeral returns a range of ports [lo, hi) under the kernel's
+// ephemeral port range, or false when the range is unknown or leaves no room.
+func belowEphemeral() (lo, hi int, ok bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	first, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0, 0, false
+	}
+	const floor = 10000 // well above the registered services most hosts run
+	if first-floor < 1000 {
+		return 0, 0, false
+	}
+	return floor, first, true
+}
+
+// errPortTaken marks a component that exited because its port, picked free,
+// was taken before it could bind it.
+var errPortTaken = errors.New("port taken between picking and binding")
+
 func listenLoopback(port int) (net.Listener, error) {
 	return net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 }
 
 // freePort picks one free port on 127.0.0.1.
 func freePort() (int, error) {
-	l, err := listenLoopback(0)
+	l, err := listenFree()
 	if err != nil {
 		return 0, fmt.Errorf("pick a free port on 127.0.0.1: %w", err)
 	}

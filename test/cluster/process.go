@@ -111,7 +111,11 @@ func (p *process) earlyExitError() error {
 	if err != nil {
 		how = fmt.Sprintf("exited (%v)", err)
 	}
-	return fmt.Errorf("%s %s while starting%s", p.name, how, logTail(p.logPath, tailLines))
+	tail := logTail(p.logPath, tailLines)
+	if strings.Contains(tail, "address already in use") {
+		return fmt.Errorf("%s %s while starting: %w%s", p.name, how, errPortTaken, tail)
+	}
+	return fmt.Errorf("%s %s while starting%s", p.name, how, tail)
 }
 
 // tailLines is how many lines of a component's log an error quotes.
