@@ -364,9 +364,9 @@ func loadPod(db *store.DB, tc *traceContext, p store.Object, finish func(*explai
 // less, GOGC=300 costs what 600 did (8 runs each, alternated: 4.99 vs 5.00
 // s CPU, 2.70 vs 2.71 s wall) at 312-330 MB instead of 434-498; 200 cost
 // 4% more CPU (265-281 MB).
-// record keeps Go's default: it runs for days within a memory budget. It
-// returns the function that puts the previous setting back (for callers of
-// Run in a longer-lived process: tests, embedders).
+// record uses it too (recordGCPercent). It returns the function that puts
+// the previous setting back (for callers of Run in a longer-lived process:
+// tests, embedders).
 func batchGC(percent int) (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
