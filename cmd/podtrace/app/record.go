@@ -151,8 +151,6 @@ func (o *recordOptions) Validate() error {
 	return nil
 }
 
-// Run records until ctx is done or the duration is over, then flushes,
-// closes the trace and prints a summary.
 // recordGCPercent is record's GOGC unless the user sets one. record's live
 // heap is mostly its informers' caches, which keep only each object's
 // identity: it is about half a bare informer's at 20,000 pods. Letting the
@@ -164,6 +162,8 @@ func (o *recordOptions) Validate() error {
 // memory limit instead.
 const recordGCPercent = 200
 
+// Run records until ctx is done or the duration is over, then flushes,
+// closes the trace and prints a summary.
 func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	// client-go logs watch failures through klog; the tracer's warnings say
 	// what matters without breaking the status line.
