@@ -118,10 +118,21 @@ type proc struct {
 	maxRSSKiB   int64         // peak RSS over the whole life (rusage)
 
 	mu           sync.Mutex
-	watchRSSKiB  int64 // peak VmRSS sampled until SIGINT: while watching
-	watchRSSAt   time.Time
-	curve        []rssSample // every sample until SIGINT, in time order
+	curve        []rssSample // every VmRSS sample until SIGINT, in time order
 	stopSampling chan struct{}
+}
+
+// watchPeak is the highest VmRSS sampled until SIGINT: while watching.
+func (p *proc) watchPeak() rssSample {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var peak rssSample
+	for _, s := range p.curve {
+		if s.kib > peak.kib {
+			peak = s
+		}
+	}
+	return peak
 }
 
 // rssSample is one reading of a process's VmRSS.
@@ -130,9 +141,10 @@ type rssSample struct {
 	kib int64
 }
 
-// sample reads the process's VmRSS twice a second until SIGINT, keeping the
-// peak: rusage's peak also covers the work done after SIGINT (podtrace's
-// last flush and compaction).
+// sample reads the process's VmRSS twice a second until SIGINT, keeping
+// every reading (the memory curve, and the peak while watching: rusage's
+// peak also covers the work done after SIGINT, podtrace's last flush and
+// compaction).
 func (p *proc) sample() {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -150,9 +162,6 @@ func (p *proc) sample() {
 		}
 		p.mu.Lock()
 		p.curve = append(p.curve, rssSample{time.Now(), kib})
-		if kib > p.watchRSSKiB {
-			p.watchRSSKiB, p.watchRSSAt = kib, time.Now()
-		}
 		p.mu.Unlock()
 	}
 }
@@ -437,19 +446,21 @@ func run(o options) (err error) {
 	w := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
 	w("workload: %d pods (%s), %d nodes, %s; load average at end: %s\n",
 		o.pods, stats, o.nodes, wlTime.Round(time.Second), loadavg())
+	bp, rp := base.watchPeak(), rec.watchPeak()
 	w("\n| process | CPU s (at SIGINT) | CPU s (at exit) | peak RSS MiB (at exit) | peak RSS MiB sampled while watching | notifications / revisions |\n|---|---|---|---|---|---|\n")
 	w("| baseline informers | %.2f | %.2f | %.1f | %.1f (%s) | %d (pods %d, events %d) |\n",
-		base.cpuAtSignal.Seconds(), base.cpu.Seconds(), float64(base.maxRSSKiB)/1024, float64(base.watchRSSKiB)/1024, base.watchRSSAt.Sub(began).Round(time.Second), counts.Total, podNotes, evNotes)
+		base.cpuAtSignal.Seconds(), base.cpu.Seconds(), float64(base.maxRSSKiB)/1024, float64(bp.kib)/1024, bp.at.Sub(began).Round(time.Second), counts.Total, podNotes, evNotes)
 	w("| podtrace record | %.2f | %.2f | %.1f | %.1f (%s) | %d (pods %d, events %d) |\n",
-		rec.cpuAtSignal.Seconds(), rec.cpu.Seconds(), float64(rec.maxRSSKiB)/1024, float64(rec.watchRSSKiB)/1024, rec.watchRSSAt.Sub(began).Round(time.Second), ts.records, ts.podRecords, ts.eventRecords)
+		rec.cpuAtSignal.Seconds(), rec.cpu.Seconds(), float64(rec.maxRSSKiB)/1024, float64(rp.kib)/1024, rp.at.Sub(began).Round(time.Second), ts.records, ts.podRecords, ts.eventRecords)
 	var compared string
 	if cmp != nil {
 		cs, err := traceStats(compareTrace)
 		if err != nil {
 			return err
 		}
+		cp := cmp.watchPeak()
 		w("| %s (-compare) | %.2f | %.2f | %.1f | %.1f (%s) | %d (pods %d, events %d) |\n",
-			o.compare, cmp.cpuAtSignal.Seconds(), cmp.cpu.Seconds(), float64(cmp.maxRSSKiB)/1024, float64(cmp.watchRSSKiB)/1024, cmp.watchRSSAt.Sub(began).Round(time.Second), cs.records, cs.podRecords, cs.eventRecords)
+			o.compare, cmp.cpuAtSignal.Seconds(), cmp.cpu.Seconds(), float64(cmp.maxRSSKiB)/1024, float64(cp.kib)/1024, cp.at.Sub(began).Round(time.Second), cs.records, cs.podRecords, cs.eventRecords)
 		compared = fmt.Sprintf("compared binary %s: CPU %.2fx the baseline's at exit, peak RSS %.1f MiB, trace %.1f%% of its JSON\n",
 			o.compare, cmp.cpu.Seconds()/base.cpu.Seconds(), float64(cmp.maxRSSKiB)/1024, 100*float64(cs.size)/float64(cs.jsonBytes))
 	}
