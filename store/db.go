@@ -155,6 +155,10 @@ type DB struct {
 
 	dictMu sync.Mutex
 	dicts  *dictSet // loaded on first use
+
+	// knock is a reader's shared flock on the readers' file, held until
+	// Close: it tells a Writer that holds the file open to let go.
+	knock *os.File
 }
 
 // Open opens the trace file at path. See Options. Opened for writing, it
@@ -192,6 +196,19 @@ func open(path string, opts Options, enc *encoder) (db *DB, err error) {
 		return nil, emptyError(path)
 	}
 	created := errors.Is(err, fs.ErrNotExist)
+	var knocked *os.File
+	if opts.ReadOnly {
+		// A live Writer holds the file open between its flushes: ask it
+		// to let go (see ReadersSuffix).
+		if knocked = knock(path, opts.timeout()); knocked != nil {
+			defer func() {
+				// Registered before the recover below, so run after it.
+				if err != nil {
+					knocked.Close()
+				}
+			}()
+		}
+	}
 	// bbolt may panic on a damaged file rather than return an error, or
 	// fault reading past the end of a truncated one.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -215,7 +232,7 @@ func open(path string, opts Options, enc *encoder) (db *DB, err error) {
 		}
 		return nil, openError(path, opts, err)
 	}
-	db = &DB{path: path, bolt: bdb, readOnly: opts.ReadOnly, opts: opts, enc: enc}
+	db = &DB{path: path, bolt: bdb, readOnly: opts.ReadOnly, opts: opts, enc: enc, knock: knocked}
 	if err := db.init(); err != nil {
 		bdb.Close()
 		return nil, err
@@ -325,7 +342,12 @@ func (db *DB) Close() error {
 		db.dicts = nil
 	}
 	db.dictMu.Unlock()
-	if err := db.bolt.Close(); err != nil {
+	err := db.bolt.Close()
+	if db.knock != nil {
+		db.knock.Close()
+		db.knock = nil
+	}
+	if err != nil {
 		return fmt.Errorf("close trace %q: %w", db.path, err)
 	}
 	return nil

@@ -5,10 +5,11 @@ queries.
 
 # Using it
 
-The recorder writes through a Writer, which holds the file only while it
-flushes, so that `podtrace diff` and `podtrace report` can read a trace that
-is being recorded; it holds the trace's lock file (trace.db.lock) from
-NewWriter to Close, so that it is the trace's only writer:
+The recorder writes through a Writer, which holds the file open between its
+flushes only until a reader asks for it (trace.db.readers), so that
+`podtrace diff` and `podtrace report` can read a trace that is being
+recorded; it holds the trace's lock file (trace.db.lock) from NewWriter to
+Close, so that it is the trace's only writer:
 
 	w, err := store.NewWriter("trace.db", store.Options{Version: app.Version})
 	s, err := w.BeginSession(store.Session{Server: url, Started: time.Now()})
@@ -233,7 +234,7 @@ written.
 # Reading a trace with the bbolt CLI
 
 The bbolt command (go install go.etcd.io/bbolt/cmd/bbolt@v1.5.0) reads a
-trace; it waits while a recorder flushes:
+trace that no recorder holds (a copy, or one whose recorder stopped):
 
 	bbolt buckets trace.db                   # dicts gaps gone meta objects records refs sessions time uids
 	bbolt get trace.db meta schema           # 1
@@ -252,14 +253,31 @@ them.
 
 bbolt lets one process write a file only while no other process has it
 open: a writer takes an exclusive flock, a reader a shared one. A Writer
-opens the file for each flush (open, write the batch in one transaction,
-close) and keeps its records in memory while a reader holds the file; so a
-reader waits at most one flush, and a recording loses nothing while a report
-is being made. The Writer's caches (the last revision of each object, the
-dictionaries) survive between flushes and are checked against the file each
-time: the cached revision must be the object's last in the file, by Seq, for
-a delta to be written against it; else the writer reads the last revision
-back from the file.
+keeps the file open from one flush to the next while no reader wants it:
+opening it for each flush made every flush map the file again, fault in
+each page it touched and allocate its page buffers anew, about a quarter of
+the store's CPU at 20,000 pods (BenchmarkRewriteWriter, BENCHMARKS.md).
+
+A reader asks for the file at the readers' file beside the trace, PATH +
+".readers", which the Writer creates at NewWriter and removes at Close: Open
+with ReadOnly takes a shared flock on it, if it exists, and keeps it until
+Close. The Writer tries an exclusive flock on it, and lets go at once,
+after each flush and every 50 ms in between; when it cannot take it, a
+reader waits, and the Writer closes the file. From then on it opens the
+file for each flush (open, write the batch in one transaction, close) and
+keeps its records in memory while a reader holds the file, as long as a
+reader holds the readers' file; so a reader waits about 50 ms, or one flush,
+and a recording loses nothing while a report is being made. A reader that
+does not know the readers' file (the bbolt CLI, a podtrace older than it)
+waits for its timeout while a recorder runs: read a copy (`podtrace export`,
+or `cp` while the recorder is stopped). Where flock(2) is missing, the
+Writer closes the file after every flush.
+
+The Writer's caches (the last revision of each object, the dictionaries)
+survive between flushes and are checked against the file each time it opens
+it: the cached revision must be the object's last in the file, by Seq, for a
+delta to be written against it; else the writer reads the last revision back
+from the file.
 
 A trace has one writer at a time. NewWriter takes an exclusive, non-blocking
 flock on the lock file beside the trace, PATH + ".lock", and keeps it open
@@ -275,7 +293,7 @@ is taken over by the next recorder. Readers never touch the lock file, except
 Recorder, which tries a shared flock on it to tell a session with no stop
 time that is still recording (the lock is held) from one that was
 interrupted (it is not, or there is no lock file). The bbolt file's own flock
-is separate: the Writer takes it only while it flushes.
+is separate: the Writer holds it while it has the file open.
 
 Before a Writer adds to an existing file, it checks it, reading it
 read-only: an empty file is refused (a missing one is created), and so is a

@@ -8,6 +8,10 @@ import (
 	"syscall"
 )
 
+// canKnock: flock(2) works here, so a Writer can tell a waiting reader
+// (see ReadersSuffix).
+const canKnock = true
+
 // flock tries to lock f, exclusive or shared, without waiting. It returns
 // false if another open file holds a conflicting lock.
 func flock(f *os.File, exclusive bool) (bool, error) {
@@ -26,5 +30,15 @@ func flock(f *os.File, exclusive bool) (bool, error) {
 			return false, nil
 		}
 		return false, err
+	}
+}
+
+// funlock lets go of f's lock.
+func funlock(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
 	}
 }

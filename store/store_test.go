@@ -189,12 +189,14 @@ func TestTwoWritersStaleCache(t *testing.T) {
 	// revisions the other wrote, and must not write a delta against a
 	// revision that is no longer the object's last.
 	path := tracePath(t)
-	a, err := NewWriter(path, Options{NoCompact: true})
+	// Two Writers of one file are refused (ErrRecording), and a leased
+	// Writer holds the file open between its flushes; a and b go without
+	// the lease, as writers that do not know of it would, and close the
+	// file after each flush.
+	a, err := newWriter(path, Options{NoCompact: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two Writers of one file are refused (ErrRecording); b goes without
-	// the lease, as a writer that does not know of it would.
 	b, err := newWriter(path, Options{NoCompact: true}, false)
 	if err != nil {
 		t.Fatal(err)

@@ -24,14 +24,17 @@ const BatchSize = 10000
 //
 // bbolt lets one process write a file, and only while no process reads it: a
 // writer takes an exclusive flock, readers a shared one. A recorder that kept
-// the file open would lock `podtrace diff` and `report` out until it stopped.
-// A Writer instead holds the file only while it flushes: Flush opens the file,
-// writes the records Add buffered (in transactions of up to BatchSize) and
-// closes it. If a reader has the file open, Flush does not wait: it keeps the
-// records for the next Flush; Pending tells how many wait, in memory, so a
-// reader that never lets go shows. Readers open with Options.ReadOnly and a
-// timeout, so they wait out a flush in progress: milliseconds, a few hundred
-// for a full batch.
+// the file open would lock `podtrace diff` and `report` out until it stopped;
+// one that opened it for each flush would map it and fault its pages in
+// again each time. A Writer holds the file open between flushes until a
+// reader asks for it at the readers' file (PATH + ReadersSuffix, which Open
+// with ReadOnly locks shared), and closes it within 50 ms; from then on Flush
+// opens the file, writes the records Add buffered (in transactions of up to
+// BatchSize) and closes it, while readers ask. If a reader has the file
+// open, Flush does not wait: it keeps the records for the next Flush;
+// Pending tells how many wait, in memory, so a reader that never lets go
+// shows. Readers open with Options.ReadOnly and a timeout, so they wait out
+// a flush in progress: milliseconds, a few hundred for a full batch.
 //
 // The Writer keeps the last revision of each object it wrote (for deltas) and
 // the compression dictionaries between flushes; they are checked against the
@@ -41,7 +44,7 @@ const BatchSize = 10000
 // A Writer is the only writer of its trace: it holds a lease, an exclusive
 // flock on the lock file beside the trace (PATH + LockSuffix), from
 // NewWriter to Close. The lock file says who holds it (see Lease and
-// Recorder); readers never touch it.
+// Recorder); readers never lock it.
 //
 // A Writer's methods are safe for concurrent use.
 type Writer struct {
@@ -66,9 +69,17 @@ type Writer struct {
 	checked  chan struct{}
 	checkErr error
 
-	flushMu sync.Mutex // one open of the file at a time; guards closed, wrote
+	flushMu sync.Mutex // one open of the file at a time; guards closed, wrote, db, watching
 	closed  bool
 	wrote   bool // records or a session written
+
+	// db is the file, held open between flushes while no reader waits for
+	// it (see ReadersSuffix); nil while closed. readers is the readers'
+	// file (nil: the Writer closes the file after each flush); watching
+	// says a goroutine looks at it while db is open.
+	db       *DB
+	readers  *readersFile
+	watching bool
 
 	pruning pruneState // see prune.go; guarded by flushMu, its stats by mu
 }
@@ -124,6 +135,17 @@ func newWriter(path string, opts Options, withLease bool) (w *Writer, err error)
 				l.release()
 			}
 		}()
+		if canKnock {
+			if w.readers, err = makeReaders(path); err != nil {
+				return nil, fmt.Errorf("record into trace %q: %w; record into a writable directory with -o", path, err)
+			}
+			r := w.readers
+			defer func() {
+				if err != nil {
+					r.remove()
+				}
+			}()
+		}
 	}
 	if exists {
 		if err := w.check(); err != nil {
@@ -263,14 +285,14 @@ func (w *Writer) Pending() int {
 // holds the file, Flush writes nothing, keeps the records and returns 0 and
 // no error: call it again later.
 func (w *Writer) Flush() (int, error) {
-	return w.update(tryOnce, nil)
+	return w.update(tryOnce, false, nil)
 }
 
 // BeginSession writes the buffered records and records the start of a
 // session (see DB.BeginSession), waiting up to the Writer's timeout for
 // readers to release the file.
 func (w *Writer) BeginSession(s Session) (Session, error) {
-	_, err := w.update(w.opts.timeout(), func(db *DB) error {
+	_, err := w.update(w.opts.timeout(), false, func(db *DB) error {
 		var err error
 		s, err = db.BeginSession(s)
 		return err
@@ -286,7 +308,7 @@ func (w *Writer) BeginSession(s Session) (Session, error) {
 // EndSession writes the buffered records and records when session id
 // stopped, waiting up to the Writer's timeout for readers.
 func (w *Writer) EndSession(id uint32, stopped time.Time) error {
-	_, err := w.update(w.opts.timeout(), func(db *DB) error {
+	_, err := w.update(w.opts.timeout(), false, func(db *DB) error {
 		return db.EndSession(id, stopped)
 	})
 	return err
@@ -306,9 +328,9 @@ func (w *Writer) Close() error {
 	}
 	w.flushMu.Unlock()
 	if idle {
-		return w.lease.release()
+		return w.release()
 	}
-	_, err := w.update(w.opts.timeout(), func(db *DB) error {
+	_, err := w.update(w.opts.timeout(), true, func(db *DB) error {
 		if w.opts.NoCompact {
 			return nil
 		}
@@ -333,7 +355,7 @@ func (w *Writer) Close() error {
 			w.flushMu.Lock()
 			w.closed = true
 			w.flushMu.Unlock()
-			err = errors.Join(err, w.lease.release())
+			err = errors.Join(err, w.release())
 		}
 		if n := w.Pending(); n > 0 {
 			return fmt.Errorf("%w (%d records not written)", err, n)
@@ -343,12 +365,20 @@ func (w *Writer) Close() error {
 	w.flushMu.Lock()
 	w.closed = true
 	w.flushMu.Unlock()
-	return w.lease.release()
+	return w.release()
 }
 
-// update opens the file, writes the buffered records, runs fn (if not nil)
-// and closes the file. With timeout tryOnce a busy file is not an error.
-func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int, err error) {
+// release removes the readers' file and releases the lease.
+func (w *Writer) release() error {
+	return errors.Join(w.readers.remove(), w.lease.release())
+}
+
+// update opens the file (unless the Writer holds it open), writes the
+// buffered records, runs fn (if not nil) and then holds the file open for
+// the next update, or closes it: when closing, after an error, or when a
+// reader waits (see ReadersSuffix). With timeout tryOnce a busy file is not
+// an error.
+func (w *Writer) update(timeout time.Duration, closing bool, fn func(*DB) error) (written int, err error) {
 	w.flushMu.Lock()
 	defer w.flushMu.Unlock()
 	if w.closed {
@@ -367,16 +397,23 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 		}
 		return 0, err
 	}
-	opts := w.opts
-	opts.Timeout = timeout
-	db, err := open(w.path, opts, w.enc)
-	if err != nil {
-		if timeout == tryOnce && errors.Is(err, ErrLocked) {
-			return 0, nil
+	db := w.db
+	if db == nil {
+		opts := w.opts
+		opts.Timeout = timeout
+		if db, err = open(w.path, opts, w.enc); err != nil {
+			if timeout == tryOnce && errors.Is(err, ErrLocked) {
+				return 0, nil
+			}
+			return 0, err
 		}
-		return 0, err
 	}
 	defer func() {
+		if w.readers != nil && !closing && err == nil && !w.readers.waiting() {
+			w.hold(db)
+			return
+		}
+		w.db = nil
 		if cerr := db.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
@@ -456,4 +493,34 @@ func (w *Writer) update(timeout time.Duration, fn func(*DB) error) (written int,
 		return written, fn(db)
 	}
 	return written, nil
+}
+
+// hold keeps db open for the next update, and has a goroutine close it as
+// soon as a reader waits for the file. flushMu is held.
+func (w *Writer) hold(db *DB) {
+	w.db = db
+	if w.watching {
+		return
+	}
+	w.watching = true
+	go func() {
+		t := time.NewTicker(knockEvery)
+		defer t.Stop()
+		for range t.C {
+			w.flushMu.Lock()
+			if w.db != nil && !w.readers.waiting() {
+				w.flushMu.Unlock()
+				continue
+			}
+			if w.db != nil {
+				if err := w.db.Close(); err != nil {
+					w.opts.warn("%v", err)
+				}
+				w.db = nil
+			}
+			w.watching = false
+			w.flushMu.Unlock()
+			return
+		}
+	}()
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"errors"
+	"io/fs"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestWriterBuffersWhileReaderHoldsFile(t *testing.T) {
@@ -250,12 +253,14 @@ func TestWritersTakeTurnsOnManyObjects(t *testing.T) {
 	// written everything; tracePath's check compares the summaries with
 	// the records.
 	path := tracePath(t)
-	a, err := NewWriter(path, Options{NoCompact: true})
+	// Two Writers of one file are refused (ErrRecording), and a leased
+	// Writer holds the file open between its flushes; a and b go without
+	// the lease, as writers that do not know of it would, and close the
+	// file after each flush.
+	a, err := newWriter(path, Options{NoCompact: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two Writers of one file are refused (ErrRecording); b goes without
-	// the lease, as a writer that does not know of it would.
 	b, err := newWriter(path, Options{NoCompact: true}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -327,5 +332,73 @@ func TestWritersTakeTurnsOnManyObjects(t *testing.T) {
 		if len(deps) != n {
 			t.Errorf("pod %s: %d referring objects, want %d", o.UID, len(deps), n)
 		}
+	}
+}
+
+func TestWriterHoldsTheFileUntilAReaderKnocks(t *testing.T) {
+	if !canKnock {
+		t.Skip("no flock(2) here: the Writer closes the file after each flush")
+	}
+	path := tracePath(t)
+	w, err := NewWriter(path, Options{Timeout: time.Second, NoCompact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := onePod(12)
+	w.Add(recs[:4]...)
+	if n, err := w.Flush(); n != 4 || err != nil {
+		t.Fatalf("Flush: %d, %v; want 4 written", n, err)
+	}
+	if _, err := os.Stat(path + ReadersSuffix); err != nil {
+		t.Fatalf("the readers' file: %v", err)
+	}
+	// Held between flushes: a reader that does not knock (the bbolt CLI,
+	// an older podtrace) cannot get in.
+	if bdb, err := bolt.Open(path, 0, &bolt.Options{ReadOnly: true, Timeout: 300 * time.Millisecond}); err == nil {
+		bdb.Close()
+		t.Fatal("a reader that did not knock opened the trace between two flushes")
+	}
+	// One that knocks gets in, within a look at the readers' file and a
+	// try of bbolt's lock.
+	start := time.Now()
+	reader, err := Open(path, Options{ReadOnly: true, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("Open while the Writer holds the file: %v", err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("the reader waited %s for the Writer to let go", waited)
+	}
+	// While it reads, the records wait.
+	w.Add(recs[4:8]...)
+	if n, err := w.Flush(); n != 0 || err != nil || w.Pending() != 4 {
+		t.Fatalf("Flush while a reader reads: %d, %v, %d pending; want 0, nil, 4", n, err, w.Pending())
+	}
+	if got, err := reader.History(recs[0].UID); err != nil || len(got) != 4 {
+		t.Fatalf("History while recording: %d revisions, %v; want 4", len(got), err)
+	}
+	if err := reader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Then the Writer writes them and holds the file again.
+	if n, err := w.Flush(); n != 4 || err != nil {
+		t.Fatalf("Flush after the reader closed: %d, %v; want 4", n, err)
+	}
+	if bdb, err := bolt.Open(path, 0, &bolt.Options{ReadOnly: true, Timeout: 300 * time.Millisecond}); err == nil {
+		bdb.Close()
+		t.Fatal("the Writer did not hold the file again after the reader left")
+	}
+	w.Add(recs[8:]...)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Closed: the file is free, the readers' file and the lease are gone.
+	for _, p := range []string{path + ReadersSuffix, path + LockSuffix} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after Close: %v; want it gone", p, err)
+		}
+	}
+	db := openDB(t, path, Options{ReadOnly: true, Timeout: 100 * time.Millisecond})
+	if got, err := db.History(recs[0].UID); err != nil || len(got) != len(recs) {
+		t.Fatalf("History after Close: %d revisions, %v; want %d", len(got), err, len(recs))
 	}
 }
