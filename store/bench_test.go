@@ -426,12 +426,12 @@ func BenchmarkRewrite(b *testing.B) {
 	}
 }
 
-// BenchmarkRewriteWriter is BenchmarkRewrite's recorder batches (1 s, as record
-// flushes, and 2 s) written
-// through a Writer, as `podtrace record` writes them: each batch is handed to
-// Add and written by a Flush, which opens the file, writes the batch in one
-// transaction and closes the file; the Writer's cache keeps the records'
-// JSON instead of copying it. The file is not compacted at the end.
+// BenchmarkRewriteWriter is BenchmarkRewrite's batches of 1 s (as record
+// flushes) and 2 s written through a Writer, as `podtrace record` writes
+// them: each batch is handed to Add and written by a Flush, in one
+// transaction of the file the Writer holds open while no reader asks for it;
+// the Writer's cache keeps the records' JSON instead of copying it. The file
+// is not compacted at the end.
 //
 //	PODTRACE_REWRITE=_output/bench/trace.db go test ./store -run '^$' -bench RewriteWriter -benchmem -count 3
 func BenchmarkRewriteWriter(b *testing.B) {
