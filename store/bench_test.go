@@ -400,15 +400,10 @@ func BenchmarkRewrite(b *testing.B) {
 				}
 				b.StartTimer()
 				start := cpuTime()
-				for i := 0; i < len(recs); {
-					j := i + 1
-					for j < len(recs) && j-i < 2000 && recs[j].Observed.Sub(recs[i].Observed) <= window {
-						j++
-					}
-					if err := db.Write(recs[i:j]); err != nil {
+				for _, batch := range rewriteBatches(recs, window) {
+					if err := db.Write(batch); err != nil {
 						b.Fatal(err)
 					}
-					i = j
 				}
 				cpu += cpuTime() - start
 				reloads += db.enc.reloads
@@ -447,16 +442,11 @@ func BenchmarkRewriteWriter(b *testing.B) {
 				}
 				b.StartTimer()
 				start := cpuTime()
-				for i := 0; i < len(recs); {
-					j := i + 1
-					for j < len(recs) && j-i < 2000 && recs[j].Observed.Sub(recs[i].Observed) <= window {
-						j++
+				for _, batch := range rewriteBatches(recs, window) {
+					w.Add(batch...)
+					if n, err := w.Flush(); err != nil || n != len(batch) {
+						b.Fatalf("Flush: %d of %d records written, %v", n, len(batch), err)
 					}
-					w.Add(recs[i:j]...)
-					if n, err := w.Flush(); err != nil || n != j-i {
-						b.Fatalf("Flush: %d of %d records written, %v", n, j-i, err)
-					}
-					i = j
 				}
 				cpu += cpuTime() - start
 				b.StopTimer()
@@ -468,6 +458,22 @@ func BenchmarkRewriteWriter(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*len(recs)), "cpu-µs/rev")
 		})
 	}
+}
+
+// rewriteBatches cuts recs into the batches a recorder would have written:
+// the records observed within window of a batch's first, at most
+// tracer.DefaultBatchSize (2,000).
+func rewriteBatches(recs []Record, window time.Duration) [][]Record {
+	var batches [][]Record
+	for i := 0; i < len(recs); {
+		j := i + 1
+		for j < len(recs) && j-i < 2000 && recs[j].Observed.Sub(recs[i].Observed) <= window {
+			j++
+		}
+		batches = append(batches, recs[i:j])
+		i = j
+	}
+	return batches
 }
 
 // rewriteRecords returns the records of the trace $PODTRACE_REWRITE names,

@@ -101,20 +101,27 @@ func (l *lease) release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	var err error
-	if samePath(l.f, l.path) {
-		if rerr := os.Remove(l.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = rerr
-		}
-	}
-	if cerr := l.f.Close(); err == nil {
-		err = cerr
-	}
+	err := removeOpen(l.f, l.path)
 	l.f = nil
 	if err != nil {
 		return fmt.Errorf("release lock file %s: %w", l.path, err)
 	}
 	return nil
+}
+
+// removeOpen removes path if it still names the open file f (a successor
+// may have made a new one), and closes f.
+func removeOpen(f *os.File, path string) error {
+	var err error
+	if samePath(f, path) {
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = rerr
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // samePath tells whether path still names the open file f.

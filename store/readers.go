@@ -1,9 +1,7 @@
 package store
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"time"
 )
@@ -58,15 +56,7 @@ func (r *readersFile) remove() error {
 	if r == nil || r.f == nil {
 		return nil
 	}
-	var err error
-	if samePath(r.f, r.path) {
-		if rerr := os.Remove(r.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = rerr
-		}
-	}
-	if cerr := r.f.Close(); err == nil {
-		err = cerr
-	}
+	err := removeOpen(r.f, r.path)
 	r.f = nil
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", r.path, err)
