@@ -255,8 +255,10 @@ bbolt lets one process write a file only while no other process has it
 open: a writer takes an exclusive flock, a reader a shared one. A Writer
 keeps the file open from one flush to the next while no reader wants it:
 opening it for each flush made every flush map the file again, fault in
-each page it touched and allocate its page buffers anew, about a quarter of
-the store's CPU at 20,000 pods (BenchmarkRewriteWriter, BENCHMARKS.md).
+each page it touched and allocate its page buffers anew: 15-28% of the
+store's CPU writing a 20,000-pod trace again (BenchmarkRewriteWriter), and
+32 MiB of a recorder's peak RSS, though its whole CPU did not change
+measurably (BENCHMARKS.md).
 
 A reader asks for the file at the readers' file beside the trace, PATH +
 ".readers", which the Writer creates at NewWriter and removes at Close: Open
