@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -422,40 +423,53 @@ func BenchmarkRewrite(b *testing.B) {
 }
 
 // BenchmarkRewriteWriter is BenchmarkRewrite's batches of 1 s (as record
-// flushes) and 2 s written through a Writer, as `podtrace record` writes
-// them: each batch is handed to Add and written by a Flush, in one
+// flushes), 2, 5 and 10 s written through a Writer, as `podtrace record`
+// writes them: each batch is handed to Add and written by a Flush, in one
 // transaction of the file the Writer holds open while no reader asks for it;
-// the Writer's cache keeps the records' JSON instead of copying it. The file
-// is not compacted at the end.
+// the Writer's cache keeps the records' JSON instead of copying it. The 1 s
+// batches are also written with larger write caches than the default, to
+// weigh what reading delta bases back costs (reloaded-%). The file is not
+// compacted at the end.
 //
 //	PODTRACE_REWRITE=_output/bench/trace.db go test ./store -run '^$' -bench RewriteWriter -benchmem -count 3
 func BenchmarkRewriteWriter(b *testing.B) {
 	recs := rewriteRecords(b)
-	for _, window := range []time.Duration{time.Second, 2 * time.Second} {
-		b.Run("window="+window.String(), func(b *testing.B) {
+	for _, c := range []struct {
+		window time.Duration
+		cache  int // MiB; 0 for DefaultWriteCacheBytes
+	}{{time.Second, 0}, {2 * time.Second, 0}, {5 * time.Second, 0}, {10 * time.Second, 0}, {time.Second, 16}, {time.Second, 32}, {time.Second, 64}, {time.Second, 128}} {
+		name := "window=" + c.window.String()
+		if c.cache != 0 {
+			name += fmt.Sprintf("/cache=%dMiB", c.cache)
+		}
+		b.Run(name, func(b *testing.B) {
 			var cpu time.Duration
+			reloads := 0
 			for range b.N {
 				b.StopTimer()
-				w, err := NewWriter(filepath.Join(b.TempDir(), "trace.db"), Options{NoCompact: true})
+				w, err := NewWriter(filepath.Join(b.TempDir(), "trace.db"), Options{NoCompact: true, CacheBytes: c.cache << 20})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
 				start := cpuTime()
-				for _, batch := range rewriteBatches(recs, window) {
+				for _, batch := range rewriteBatches(recs, c.window) {
 					w.Add(batch...)
 					if n, err := w.Flush(); err != nil || n != len(batch) {
 						b.Fatalf("Flush: %d of %d records written, %v", n, len(batch), err)
 					}
 				}
 				cpu += cpuTime() - start
+				reloads += w.enc.reloads
 				b.StopTimer()
 				if err := w.Close(); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
 			}
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*len(recs)), "cpu-µs/rev")
+			n := float64(b.N * len(recs))
+			b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/rev")
+			b.ReportMetric(float64(reloads)/n*100, "reloaded-%")
 		})
 	}
 }
