@@ -169,6 +169,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	// what matters without breaking the status line.
 	klog.SetLogger(logr.Discard())
 	defer batchGC(recordGCPercent)()
+	defer fewerProcs(recordProcs)()
 	status := newStatusLine(streams.ErrOut)
 	warn := func(msg string) { status.println("podtrace: warning: " + msg) }
 
