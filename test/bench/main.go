@@ -4,7 +4,10 @@
 // workload of Deployments and Jobs through creation, label and annotation
 // patches, a rollout and deletion, then stops both with SIGINT and compares
 // their CPU time, peak RSS and notifications, and podtrace's bytes on disk
-// against the JSON of the revisions it kept.
+// against the JSON of the revisions it kept. All of them run with the same
+// GOMAXPROCS, 1 unless -gomaxprocs says otherwise: record's own and the
+// manifests' CPU limit's, and like for like (the runtime's default of two Ps
+// here costs a bare informer a tenth of its CPU more than one).
 //
 //	go run ./test/bench -pods 2000 -podtrace _output/podtrace -out _output/bench
 //
@@ -25,6 +28,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +54,9 @@ type options struct {
 	timeout  time.Duration
 	profile  string
 	compare  string
+	// procs is the GOMAXPROCS of the baseline and the recorders; 0 leaves
+	// each its own.
+	procs int
 
 	// The soak (soak.go).
 	soak       time.Duration
@@ -70,6 +77,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "_output/bench", "directory for the trace, logs and results.txt")
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
 	flag.StringVar(&o.profile, "profile", "", "a pprof profile of podtrace record to write to OUT/podtrace.PROFILE.pprof (cpu, heap, allocs...)")
+	flag.IntVar(&o.procs, "gomaxprocs", 1, "GOMAXPROCS of the baseline and of both recorders, the same for all: like for like (1: what podtrace record sets itself, and what the manifests' CPU limit gives; 0: each its own, the runtime's default of the machine's cores for the baseline)")
 	flag.StringVar(&o.compare, "compare", "", "another podtrace binary (an earlier version) to run beside the first, for a before/after in one run")
 	flag.DurationVar(&o.soak, "soak", 0, "run the soak instead: churn of short-lived pods for this long under record --retain (see soak.go)")
 	flag.StringVar(&o.retain, "retain", "2m", "the soak's record --retain")
@@ -181,6 +189,11 @@ func procRSS(pid int) (int64, error) {
 }
 
 func start(name, outDir string, args ...string) (*proc, error) {
+	return startEnv(name, outDir, nil, args...)
+}
+
+// startEnv is start with env added to the process's environment.
+func startEnv(name, outDir string, env []string, args ...string) (*proc, error) {
 	stdout, err := os.Create(filepath.Join(outDir, name+".stdout"))
 	if err != nil {
 		return nil, err
@@ -193,6 +206,9 @@ func start(name, outDir string, args ...string) (*proc, error) {
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		stdout.Close()
@@ -339,7 +355,11 @@ func run(o options) (err error) {
 	}()
 	logf("control plane ready in %s (%s)", c.Ready.Round(time.Millisecond), c.Dir)
 
-	base, err := start("baseline", o.out, baselineBin, "-kubeconfig", c.Kubeconfig)
+	var procsEnv []string
+	if o.procs > 0 {
+		procsEnv = []string{fmt.Sprintf("GOMAXPROCS=%d", o.procs)}
+	}
+	base, err := startEnv("baseline", o.out, procsEnv, baselineBin, "-kubeconfig", c.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -349,7 +369,7 @@ func run(o options) (err error) {
 		recArgs = append(recArgs, "--profile", o.profile, "--profile-output", filepath.Join(o.out, "podtrace."+o.profile+".pprof"))
 	}
 	recArgs = append(recArgs, "record", "--kubeconfig", c.Kubeconfig, "-o", trace)
-	rec, err := start("podtrace", o.out, append([]string{podtraceBin}, recArgs...)...)
+	rec, err := startEnv("podtrace", o.out, procsEnv, append([]string{podtraceBin}, recArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -368,7 +388,7 @@ func run(o options) (err error) {
 			args = append(args, "--profile", o.profile, "--profile-output", filepath.Join(o.out, "podtrace-compare."+o.profile+".pprof"))
 		}
 		args = append(args, "record", "--kubeconfig", c.Kubeconfig, "-o", compareTrace)
-		cmp, err = start("podtrace-compare", o.out, append([]string{o.compare}, args...)...)
+		cmp, err = startEnv("podtrace-compare", o.out, procsEnv, append([]string{o.compare}, args...)...)
 		if err != nil {
 			return err
 		}
@@ -446,6 +466,11 @@ func run(o options) (err error) {
 	w := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
 	w("workload: %d pods (%s), %d nodes, %s; load average at end: %s\n",
 		o.pods, stats, o.nodes, wlTime.Round(time.Second), loadavg())
+	if o.procs > 0 {
+		w("GOMAXPROCS: %d for the baseline and the recorders alike (-gomaxprocs)\n", o.procs)
+	} else {
+		w("GOMAXPROCS: each its own (-gomaxprocs 0): the baseline %d (the machine's cores), podtrace record's own choice\n", runtime.NumCPU())
+	}
 	bp, rp := base.watchPeak(), rec.watchPeak()
 	w("\n| process | CPU s (at SIGINT) | CPU s (at exit) | peak RSS MiB (at exit) | peak RSS MiB sampled while watching | notifications / revisions |\n|---|---|---|---|---|---|\n")
 	w("| baseline informers | %.2f | %.2f | %.1f | %.1f (%s) | %d (pods %d, events %d) |\n",
