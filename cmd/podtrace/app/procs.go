@@ -14,10 +14,13 @@ import (
 // findRunnable was 10.9% of record's CPU profile at 10,000 pods). One P runs
 // the same work without those wake-ups. It is also what the manifests'
 // limit of one CPU gives in a pod: since Go 1.25 the runtime sets
-// GOMAXPROCS from the container's CPU limit. What it costs is the ceiling:
-// record does at most one core's work, a few thousand revisions a second on
-// the benchmark's machine, far above what it met at 20,000 pods
-// (BENCHMARKS.md, "Thirteenth session").
+// GOMAXPROCS from the container's CPU limit. Side by side at 20,000 pods it
+// used 0.87-0.88x the CPU it used on two Ps (the scheduler's share fell to
+// 5.6%), with the same RSS while watching and 56-71 MiB more at exit, in the
+// final compaction (BENCHMARKS.md, "Thirteenth session"). A bare informer
+// saves about as much on one P: this is the runtime's overhead, not what
+// recording adds. What it costs is the ceiling: record does at most one
+// core's work (it used 80.6 s of CPU over the 27 minutes of that run).
 const recordProcs = 1
 
 var procs struct {
