@@ -185,7 +185,9 @@ func TestRuleGoldens(t *testing.T) {
 		want: "oom-killed",
 	}, {
 		name: "failed: a container exited non-zero",
-		in:   func(t *testing.T) diff.Input { return history(t, finFinished(finRunning(plain(), "102"), "102", corev1.PodFailed)) },
+		in: func(t *testing.T) diff.Input {
+			return history(t, finFinished(finRunning(plain(), "102"), "102", corev1.PodFailed))
+		},
 		want: "failed",
 	}, {
 		name: "evicted by the kubelet",
