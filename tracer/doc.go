@@ -111,9 +111,14 @@
 // minutes) and slept on for up to half a minute after the server was back.
 // Once it answers, the waiting watch goes out at once and, its resourceVersion
 // too old for the new server, the informer lists again: changes made meanwhile
-// show as one revision, deletions as DeletedFinalStateUnknown. Such a relist
-// is not a gap of its own yet (store.GapWatch): client-go tells no one when a
-// relist was delivered.
+// show as one revision, deletions as DeletedFinalStateUnknown.
+//
+// Every relist is a gap, outage or not: the API server also closes the watch
+// of a client that falls behind, dropping what it had queued, and the
+// reflector lists again. client-go tells no one, so requestCounter reads it
+// from the requests: a list after a kind's first is a store.GapWatch gap of
+// the kind, unless an outage's gap covers it (see requests.go for when the
+// gap starts, and what its detail says).
 //
 // A reflector waiting in its watch-list back-off does not notice cancellation
 // (client-go v0.37), so shutdown waits at most five seconds for the

@@ -107,6 +107,7 @@ type serverHealth struct {
 	first    string    // its error
 	last     string    // the latest failure's error
 	warned   time.Time // last warning; zero if none in this outage
+	ended    time.Time // when the last outage ended
 }
 
 // failed notes a request that did not reach the API server, or that it
@@ -147,7 +148,7 @@ func (h *serverHealth) succeeded() {
 	}
 	g := h.outage()
 	g.End = now
-	h.failures, h.warned = 0, time.Time{}
+	h.failures, h.warned, h.ended = 0, time.Time{}, now
 	h.mu.Unlock()
 	if h.gap != nil {
 		h.gap(g)
@@ -162,6 +163,13 @@ func (h *serverHealth) open() (store.Gap, bool) {
 		return store.Gap{}, false
 	}
 	return h.outage(), true
+}
+
+// lastOutageEnded returns when the last outage ended; zero if none did.
+func (h *serverHealth) lastOutageEnded() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ended
 }
 
 // status returns the failed requests so far and, while the API server does

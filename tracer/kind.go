@@ -3,6 +3,7 @@ package tracer
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -64,6 +65,38 @@ type kind struct {
 	// Counters for Stats (see KindStats).
 	revisions, lists, watches, watchErrors atomic.Int64
 	skipped                                atomic.Bool // Tracer.skip, for Stats
+
+	// For the gaps of relists (see requestCounter): current is the last
+	// moment, in Unix nanoseconds, the informer is known to have been up to
+	// date; firstEnd and lastEnd describe how the watches since ended
+	// before their time, or were refused.
+	current           atomic.Int64
+	endMu             sync.Mutex
+	firstEnd, lastEnd string
+}
+
+// setEnded notes how one of k's watches ended before its time.
+func (k *kind) setEnded(why string) {
+	k.endMu.Lock()
+	defer k.endMu.Unlock()
+	if k.firstEnd == "" {
+		k.firstEnd = why
+	} else {
+		k.lastEnd = why
+	}
+}
+
+// takeEnded returns how k's watches ended since the last call (the first
+// and the last of them), or "".
+func (k *kind) takeEnded() string {
+	k.endMu.Lock()
+	defer k.endMu.Unlock()
+	why := k.firstEnd
+	if k.lastEnd != "" {
+		why += "; then " + k.lastEnd
+	}
+	k.firstEnd, k.lastEnd = "", ""
+	return why
 }
 
 // resource names the kind like kubectl does: "pods", "replicasets.apps".

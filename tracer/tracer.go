@@ -183,7 +183,9 @@ func New(opts Options) (*Tracer, error) {
 	t.health = &serverHealth{host: cfg.Host, warn: t.warn, now: time.Now, gap: t.gap}
 	cfg.Wrap(t.health.wrap)
 	// Outside the health check's retries: one count per informer request.
-	cfg.Wrap(newRequestCounter(t.kinds).wrap)
+	counter := newRequestCounter(t.kinds)
+	counter.gap, counter.outageEnded = t.gap, t.health.lastOutageEnded
+	cfg.Wrap(counter.wrap)
 	if t.meta == nil {
 		m, err := metadata.NewForConfig(cfg)
 		if err != nil {

@@ -6,12 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -393,6 +396,7 @@ func TestRelistDeletionIsRecorded(t *testing.T) {
 	if err := client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
+	deleted := time.Now()
 	waitFor(ctx, t, "the pod to be gone", func() bool {
 		_, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
@@ -466,6 +470,17 @@ func TestRelistDeletionIsRecorded(t *testing.T) {
 	mu.Lock()
 	t.Logf("warnings: %q", warnings)
 	mu.Unlock()
+
+	// The deletion was not observed, and the trace says so: a gap of the
+	// pods (the API server never failed a request, so not an outage) covers it.
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	t.Logf("gaps: %+v", out.gaps)
+	if !slices.ContainsFunc(out.gaps, func(g store.Gap) bool {
+		return g.Cause == store.GapWatch && g.Resource == "pods" && !g.Start.After(deleted) && !g.End.Before(deleted)
+	}) {
+		t.Errorf("no %s gap of pods covers the deletion at %s", store.GapWatch, deleted.Format(time.StampMilli))
+	}
 }
 
 // storeSink writes the tracer's records to a trace, and keeps a copy of
@@ -474,6 +489,13 @@ type storeSink struct {
 	db   *store.DB
 	mu   sync.Mutex
 	sent []store.Record
+	gaps []store.Gap
+}
+
+func (s *storeSink) Gap(g store.Gap) {
+	s.mu.Lock()
+	s.gaps = append(s.gaps, g)
+	s.mu.Unlock()
 }
 
 func (s *storeSink) Write(b []store.Record) error {
@@ -704,3 +726,158 @@ func TestRewatchAfterOutage(t *testing.T) {
 			g.End.Sub(killed), back.Sub(killed))
 	}
 }
+
+// TestRelistIsAGap reproduces what the API server did to the recorder under
+// load (BENCHMARKS.md, fifteenth session): it drops what it had queued for a
+// watch and closes it, then closes the resumed watch at once with nothing
+// sent, and client-go's reflector lists the pods again. The revisions made
+// in between are lost to any informer; the tracer must say so with a gap
+// that covers them, though the API server never stopped answering.
+func TestRelistIsAGap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local control plane; skipped with -short")
+	}
+	c := cluster.New(t, cluster.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	client := c.Client()
+	const ns = "relisted"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cut := &watchCutter{}
+	cfg := c.RESTConfig()
+	cfg.WrapTransport = cut.wrap
+	tr, err := tracer.New(tracer.Options{RESTConfig: cfg, Namespace: ns, FlushInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &gapSink{}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(runCtx, out) }()
+	select {
+	case <-tr.Ready():
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	case <-ctx.Done():
+		t.Fatal("tracer not ready")
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "skipped", Namespace: ns},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36"}}},
+	}
+	if pod, err = client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	recorded := func(rv string) bool {
+		return slices.ContainsFunc(out.records(), func(r store.Record) bool { return r.UID == string(pod.UID) && r.ResourceVersion == rv })
+	}
+	waitFor(ctx, t, "the tracer to record the pod", func() bool { return recorded(pod.ResourceVersion) })
+	// kwok may still be changing the pod; let it settle so that the held
+	// watch holds only the patches below.
+	time.Sleep(2 * time.Second)
+
+	held := time.Now()
+	cut.hold()
+	var revs []string
+	for _, step := range []string{"1", "2"} {
+		p, err := client.CoreV1().Pods(ns).Patch(ctx, pod.Name, "application/merge-patch+json",
+			[]byte(`{"metadata":{"labels":{"step":"`+step+`"}}}`), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs = append(revs, p.ResourceVersion)
+	}
+	time.Sleep(time.Second) // the held watch sends nothing meanwhile
+	ended := time.Now()
+	cut.end()
+	waitFor(ctx, t, "the tracer to record the last patch", func() bool { return recorded(revs[1]) })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if recorded(revs[0]) {
+		t.Fatalf("revision %s was recorded: the watch was not held, the test proves nothing", revs[0])
+	}
+
+	out.gmu.Lock()
+	defer out.gmu.Unlock()
+	t.Logf("gaps: %+v", out.gaps)
+	if len(out.gaps) != 1 {
+		t.Fatalf("%d gaps, want the one relist", len(out.gaps))
+	}
+	g := out.gaps[0]
+	if g.Cause != store.GapWatch || g.Resource != "pods" || !strings.Contains(g.Detail, "nothing received") {
+		t.Errorf("gap %s of %q (%s), want %s of pods saying the watch ended with nothing received", g.Cause, g.Resource, g.Detail, store.GapWatch)
+	}
+	if g.Start.After(held) || g.End.Before(ended) {
+		t.Errorf("gap %s to %s does not cover the lost revision's time: held from %s to %s",
+			g.Start.Format(time.StampMilli), g.End.Format(time.StampMilli), held.Format(time.StampMilli), ended.Format(time.StampMilli))
+	}
+}
+
+// watchCutter wraps the tracer's transport to play an API server that drops
+// a pods watch: hold makes the running watch deliver nothing more, end
+// closes it and makes the next pods watch end at once, with nothing sent.
+type watchCutter struct {
+	mu        sync.Mutex
+	current   *heldBody
+	closeNext bool
+}
+
+func (w *watchCutter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return rtFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err != nil || !strings.HasSuffix(req.URL.Path, "/pods") || req.URL.Query().Get("watch") != "true" || resp.StatusCode != http.StatusOK {
+			return resp, err
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.closeNext {
+			w.closeNext = false
+			resp.Body.Close()
+			resp.Body = io.NopCloser(strings.NewReader(""))
+			return resp, nil
+		}
+		w.current = &heldBody{ReadCloser: resp.Body, cut: make(chan struct{})}
+		resp.Body = w.current
+		return resp, nil
+	})
+}
+
+func (w *watchCutter) hold() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.current.holding.Store(true)
+}
+
+func (w *watchCutter) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closeNext = true
+	close(w.current.cut)
+	w.current.ReadCloser.Close()
+}
+
+// heldBody is a watch body that, once holding, drops what it reads and
+// waits for cut, then ends.
+type heldBody struct {
+	io.ReadCloser
+	holding atomic.Bool
+	cut     chan struct{}
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.holding.Load() {
+		<-b.cut
+		return 0, io.EOF
+	}
+	return n, err
+}
+
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
