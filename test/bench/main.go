@@ -18,6 +18,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -520,6 +521,9 @@ func run(o options) (err error) {
 	w("pod revisions: podtrace %d records vs baseline pod notifications %d (add %d, update %d, delete %d), %d distinct revisions\n",
 		ts.podRecords, podNotes, counts.Resources["pods"]["add"], counts.Resources["pods"]["update"], counts.Resources["pods"]["delete"], len(counts.PodRevisions))
 	w("pod revisions the baseline saw that podtrace did not record: %d (target 0): %s\n", lost, verdict(lost == 0 && len(counts.PodRevisions) > 0))
+	// A revision lost to a relist is declared by its gap; one lost with no
+	// gap of pods in the trace is lost silently, a defect in itself.
+	w("gaps the trace declares: %s\n", ts.gapText())
 	w("events: podtrace %d records vs baseline %d notifications\n", ts.eventRecords, evNotes)
 	w("wall time: %s\n", time.Since(began).Round(time.Second))
 	fmt.Print(sb.String())
@@ -567,6 +571,28 @@ type trStats struct {
 	records, podRecords, eventRecords int
 	jsonBytes, podJSONBytes           int64
 	podRevisions                      map[uint64]struct{} // revision.Hash of each pod record
+	gaps                              []store.Gap
+}
+
+// gapText says what gaps the trace declares, by kind.
+func (s trStats) gapText() string {
+	if len(s.gaps) == 0 {
+		return "none"
+	}
+	n := map[string]int{}
+	var kinds []string
+	for _, g := range s.gaps {
+		k := string(g.Cause) + " " + cmp.Or(g.Resource, "(all kinds)")
+		if n[k] == 0 {
+			kinds = append(kinds, k)
+		}
+		n[k]++
+	}
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func traceStats(path string) (trStats, error) {
@@ -595,6 +621,10 @@ func traceStats(path string) (trStats, error) {
 		}
 		return nil
 	})
+	if err != nil {
+		return s, err
+	}
+	s.gaps, err = db.Gaps()
 	return s, err
 }
 
