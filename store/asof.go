@@ -51,6 +51,7 @@ func (db *DB) AtEach(objs []Object, t time.Time, fn func(*Revision) error) error
 		}
 		records := tx.Bucket(bucketRecords)
 		var bufs [2][]byte
+		var pod []byte // a protobuf pod's JSON
 		for i := range objs {
 			o := &objs[i]
 			if o.FirstObserved.After(t) {
@@ -77,6 +78,12 @@ func (db *DB) AtEach(objs []Object, t time.Time, fn func(*Revision) error) error
 			rec, err := decodeHead(o, at, v, rev)
 			if err != nil {
 				return err
+			}
+			if rec.Proto {
+				if rec.Object, err = toJSON(pod[:0], &rec); err != nil {
+					return fmt.Errorf("record %s/%d: %w", o.UID, at, err)
+				}
+				pod = rec.Object
 			}
 			if err := fn(&Revision{Record: rec, NextSeq: next}); err != nil {
 				return fnError{err}
@@ -232,7 +239,7 @@ func decodeHead(o *Object, seq uint64, v []byte, rev *revision) (Record, error) 
 	rec := Record{
 		Seq: seq, Session: h.session, Observed: fromUnixNano(rev.observed), Type: h.typ,
 		APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID,
-		Refs: slices.Clone(rev.refs), Object: rev.json,
+		Refs: slices.Clone(rev.refs), Object: rev.json, Proto: rev.proto,
 	}
 	if h.listIdentity {
 		rec.APIVersion, rec.Kind, rec.Namespace, rec.Name = h.apiVersion, h.kind, h.namespace, h.name
@@ -304,9 +311,16 @@ func (db *DB) ScanAfter(after uint64, match func(*Object) bool, fn func(Record) 
 			if err != nil {
 				return err
 			}
-			ent.prev = &revision{json: rec.Object, refs: slices.Clone(rec.Refs), observed: unixNano(rec.Observed)}
+			ent.prev = &revision{json: rec.Object, refs: slices.Clone(rec.Refs), observed: unixNano(rec.Observed), proto: rec.Proto}
 			cache.put(string(num), ent)
-			rec.Object = bytes.Clone(rec.Object)
+			if rec.Proto {
+				rec.Object, err = toJSON(nil, &rec)
+			} else {
+				rec.Object = bytes.Clone(rec.Object)
+			}
+			if err != nil {
+				return fmt.Errorf("record %s/%d: %w", ent.obj.UID, seq, err)
+			}
 			if err := fn(rec); err != nil {
 				return fnError{err}
 			}

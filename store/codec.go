@@ -14,6 +14,10 @@ import (
 const (
 	// valueFormat is the first byte of every records and objects value.
 	valueFormat = 1
+	// valueFormatProto is the first byte of a records value whose payload
+	// makes a v1 Pod's protobuf rather than JSON (Record.Proto); the rest
+	// of the value is as valueFormat's.
+	valueFormatProto = 2
 
 	payloadRaw       = 0 // the object's JSON as is
 	payloadZstd      = 1 // a zstd frame of the JSON, compressed with a dictionary
@@ -99,6 +103,7 @@ type valueHead struct {
 	namespace    string
 	name         string
 	body         []byte // the payload's bytes; they belong to the transaction
+	proto        bool   // the payload makes a pod's protobuf (valueFormatProto)
 }
 
 // jsonString is a string of a value that may point into the JSON.
@@ -133,7 +138,11 @@ func appendValue(dst []byte, r *Record, payload byte, listRefs, listIdentity boo
 	if relTime {
 		flags |= flagRelTime
 	}
-	dst = append(dst, valueFormat, flags)
+	format := byte(valueFormat)
+	if r.Proto {
+		format = valueFormatProto
+	}
+	dst = append(dst, format, flags)
 	dst = binary.AppendUvarint(dst, uint64(r.Session))
 	if relTime {
 		dst = binary.AppendVarint(dst, r.Observed.UnixNano()-prevObserved)
@@ -258,8 +267,12 @@ func (r *reader) strings() []string {
 func parseValue(v []byte) (valueHead, error) {
 	var h valueHead
 	r := reader{b: v}
-	if f := r.byte(); r.err == nil && f != valueFormat {
-		return h, fmt.Errorf("%w: value format %d, this build reads %d", errValue, f, valueFormat)
+	switch f := r.byte(); {
+	case r.err != nil:
+	case f == valueFormatProto:
+		h.proto = true
+	case f != valueFormat:
+		return h, fmt.Errorf("%w: value format %d, this build reads %d and %d", errValue, f, valueFormat, valueFormatProto)
 	}
 	flags := r.byte()
 	h.payload = flags & payloadMask

@@ -35,8 +35,14 @@ const (
 	maxObjectBytes = 64 << 20
 )
 
-// kindKey is the dictionary key of a record's type: "apiVersion kind".
-func kindKey(r *Record) string { return r.APIVersion + " " + r.Kind }
+// kindKey is the dictionary key of a record's type: "apiVersion kind"; the
+// pods recorded as protobuf have their own, "v1 Pod protobuf".
+func kindKey(r *Record) string {
+	if r.Proto {
+		return r.APIVersion + " " + r.Kind + " protobuf"
+	}
+	return r.APIVersion + " " + r.Kind
+}
 
 // appendDict appends the dicts value of a dictionary.
 func appendDict(dst []byte, kind string, content []byte) []byte {

@@ -16,9 +16,13 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// SchemaVersion is the newest trace layout this build reads and the one it
-// writes. See doc.go.
-const SchemaVersion = 1
+// SchemaVersion is the newest trace layout this build reads. A trace is
+// created as schema 1 and becomes 2 with its first pod recorded as protobuf
+// (Record.Proto), which builds that read 1 cannot decode. See doc.go.
+const SchemaVersion = 2
+
+// schemaJSON is the layout of a trace whose objects are all JSON.
+const schemaJSON = 1
 
 const (
 	// DefaultTimeout is how long Open waits for the file lock when
@@ -297,7 +301,7 @@ func (db *DB) init() error {
 		}
 		meta := tx.Bucket(bucketMeta)
 		for k, v := range map[string]string{
-			string(metaSchema):    strconv.Itoa(SchemaVersion),
+			string(metaSchema):    strconv.Itoa(schemaJSON),
 			string(metaPodtrace):  version,
 			string(metaCreated):   time.Now().UTC().Format(time.RFC3339Nano),
 			string(metaID):        db.id,

@@ -72,12 +72,14 @@ keeps the indexes small.
 
 Text values, readable as they are:
 
-	schema      the layout version, "1" (SchemaVersion). A file whose schema
-	            is newer than the reader's is refused with ErrNewerSchema.
+	schema      the layout version: "1", or "2" once a pod was recorded as
+	            protobuf (SchemaVersion). A file whose schema is newer
+	            than the reader's is refused with ErrNewerSchema.
 	podtrace    the podtrace version that created the file
 	created     when, RFC 3339 UTC
 	id          128 random bits in hex, telling trace files apart
-	json-bytes  the total size of the JSON of every record written
+	json-bytes  the total size of the objects of every record written, as
+	            handed to the store (JSON, or a pod's protobuf)
 	gone-seq    the Seq up to which every deletion is in gone (below)
 
 # sessions
@@ -122,7 +124,7 @@ file is never pruned, so that Seq still rises across the file.
 
 Older builds read a pruned trace as it is (they ignore gone and pruned);
 one that records into it leaves gone-seq behind, which the next pruning
-Writer catches up on. So SchemaVersion stays 1.
+Writer catches up on. So pruning did not change the schema.
 
 # uids and objects
 
@@ -151,7 +153,8 @@ of an object together and in order: an object's history is one range scan.
 Seq is the record's position in the whole trace; it increases strictly across
 the file. A value:
 
-	byte     format, 1
+	byte     format: 1, or 2 when the payload makes the protobuf of a v1
+	         Pod (k8s.io/api's Marshal, no envelope) instead of JSON
 	byte     flags: bits 0-1 payload encoding (below)
 	               bit 2 (0x04) refs listed
 	               bit 3 (0x08) identity listed
@@ -167,7 +170,8 @@ the file. A value:
 	         the previous revision's refs for a delta, none otherwise
 	identity if listed: apiVersion, kind, namespace, name as strings. If not
 	         listed: the summary's
-	payload  the rest of the value: the object's JSON, encoded
+	payload  the rest of the value: the object's JSON (or protobuf),
+	         encoded
 
 A jstring is either a string whose length is shifted left one bit (uvarint
 n<<1, n bytes), or a pointer into the record's JSON (uvarint offset<<1|1,
@@ -196,6 +200,17 @@ a revision decodes from at most 32 values. A snapshot is a dict-delta; a
 zstd frame only when the dict-delta is still longer than a quarter of the
 JSON; the JSON itself if neither is shorter. Reads rebuild the JSON byte for
 byte.
+
+A pod of format 2 is encoded as any other object, with its protobuf where
+the JSON would be (a delta's source is the previous revision as stored,
+protobuf or JSON), and the pods' protobuf has dictionaries of its own (kind
+"v1 Pod protobuf"). The recorder writes pods so because it receives their
+protobuf: turning it into JSON was the largest cost recording added to the
+informers' (see BENCHMARKS.md). A read turns it into the JSON the recorder
+would have written: the typed decode of k8s.io/api and encoding/json, or
+the faster transcoder package tracer registers (RegisterPodJSON), which
+writes the same bytes. jstrings point into the protobuf, which holds UIDs
+and resourceVersions as plain bytes too.
 
 A delta (delta.go) is a uvarint target length, then operations, each a uvarint
 h with n = h>>2: h&3 == 0 inserts the next n bytes of the delta; 1 copies n
@@ -237,7 +252,7 @@ The bbolt command (go install go.etcd.io/bbolt/cmd/bbolt@v1.5.0) reads a
 trace that no recorder holds (a copy, or one whose recorder stopped):
 
 	bbolt buckets trace.db                   # dicts gaps gone meta objects records refs sessions time uids
-	bbolt get trace.db meta schema           # 1
+	bbolt get trace.db meta schema           # 2 (1: no pod as protobuf)
 	bbolt keys -f hex trace.db sessions      # 00000001 ...
 	bbolt get --parse-format hex trace.db sessions 00000001      # the Session, as JSON
 	bbolt get --format hex trace.db uids 2b9b4c3e-...            # the object's number: 0000002a
@@ -312,7 +327,9 @@ turns bbolt's panics on a damaged page into ErrCorrupt, removes its
 
 SchemaVersion changes when a build writes something an older build cannot
 read; the byte at the start of each value lets an encoding change within a
-schema. Open refuses a trace whose schema is newer than SchemaVersion with
+schema. Schema 2 (pods as protobuf, value format 2) is set by the first
+write of such a record, so a trace of JSON alone stays readable by builds
+of schema 1. Open refuses a trace whose schema is newer than SchemaVersion with
 ErrNewerSchema.
 */
 package store

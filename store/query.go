@@ -52,17 +52,21 @@ func (db *DB) dictSet(tx *bolt.Tx) (*dictSet, error) {
 
 // revision is what decoding a delta needs of the revision before it.
 type revision struct {
-	json     []byte
+	json     []byte // the object as stored: JSON, or a pod's protobuf when proto
 	refs     []string
 	observed int64 // Unix nanoseconds; 0 for none
+	proto    bool
 }
 
 func revisionOf(r *Record) *revision {
-	return &revision{json: r.Object, refs: r.Refs, observed: unixNano(r.Observed)}
+	return &revision{json: r.Object, refs: r.Refs, observed: unixNano(r.Observed), proto: r.Proto}
 }
 
 // decodeRecord decodes the records value v of object o at seq; prev is the
-// object's previous revision, or nil.
+// object's previous revision, or nil. The record's Object is as stored:
+// when Proto is set, a pod's protobuf that toJSON makes JSON of before the
+// record leaves the store (the next revision's delta is against the
+// protobuf).
 func decodeRecord(ds *dictSet, o *Object, seq uint64, v []byte, prev *revision) (rec Record, err error) {
 	return decodeRecordTo(nil, ds, o, seq, v, prev)
 }
@@ -89,6 +93,7 @@ func decodeRecordTo(buf []byte, ds *dictSet, o *Object, seq uint64, v []byte, pr
 		Namespace:  o.Namespace,
 		Name:       o.Name,
 		UID:        o.UID,
+		Proto:      h.proto,
 	}
 	if h.relTime {
 		if prev == nil || prev.observed == 0 {
@@ -209,8 +214,11 @@ func (db *DB) History(uid string) ([]Record, error) {
 			if err != nil {
 				return err
 			}
-			out = append(out, rec)
 			prev = revisionOf(&rec)
+			if rec.Object, err = toJSON(nil, &rec); err != nil {
+				return fmt.Errorf("record %s/%d: %w", o.UID, seq, err)
+			}
+			out = append(out, rec)
 		}
 		return nil
 	})
@@ -406,8 +414,9 @@ type Stats struct {
 	Records  uint64
 	Objects  uint64
 	Sessions uint64
-	// JSONBytes is the size of the JSON of every record written: what the
-	// trace would hold without deltas and compression.
+	// JSONBytes is the size of the objects of every record written, as
+	// handed to the store (JSON, or a pod's protobuf: see Record.Proto):
+	// what the trace would hold without deltas and compression.
 	JSONBytes uint64
 	// FileBytes is the size of the file; bbolt grows it ahead of need.
 	FileBytes int64

@@ -58,6 +58,14 @@ type Record struct {
 	// without one: Write then stores the object's last recorded revision
 	// (and sets Object to it), or its identity if it has none.
 	Object json.RawMessage `json:"object"`
+	// Proto says Object holds the protobuf of a v1 Pod (the bytes
+	// k8s.io/api/core/v1.Pod's Marshal writes, without the API server's
+	// envelope) instead of its JSON. The recorder hands pods so: it has
+	// their protobuf from the watch, and writing JSON was most of what
+	// recording added to the informers' own work. The store keeps them so,
+	// and every record read from a trace holds JSON (Proto false), the
+	// bytes encoding/json writes for the typed pod (see RegisterPodJSON).
+	Proto bool `json:"-"`
 }
 
 // Session describes one run of `podtrace record` into a trace file.

@@ -40,10 +40,11 @@ const (
 // revision's delta.
 type lastRev struct {
 	seq      uint64
-	chain    int // deltas since the last snapshot
-	json     []byte
+	chain    int    // deltas since the last snapshot
+	json     []byte // as stored: JSON, or a pod's protobuf when proto
 	refs     []string
 	observed int64 // Unix nanoseconds; 0 for none
+	proto    bool
 	// borrowed: json and refs are the caller's (a Writer's records), kept
 	// instead of copied; their memory is never used again for another
 	// revision.
@@ -155,11 +156,12 @@ type worker struct {
 // records of one kind.
 type kinds struct {
 	apiVersion, kind, key string
+	proto                 bool
 }
 
 func (k *kinds) of(r *Record) string {
-	if k.key == "" || r.APIVersion != k.apiVersion || r.Kind != k.kind {
-		k.apiVersion, k.kind, k.key = r.APIVersion, r.Kind, kindKey(r)
+	if k.key == "" || r.APIVersion != k.apiVersion || r.Kind != k.kind || r.Proto != k.proto {
+		k.apiVersion, k.kind, k.proto, k.key = r.APIVersion, r.Kind, r.Proto, kindKey(r)
 	}
 	return k.key
 }
@@ -288,7 +290,7 @@ func (db *DB) write(recs []Record, owned bool, also func(*bolt.Tx) error) error 
 			r.json = append(r.json[:0], lr.json...)
 			r.refs, r.borrowed = slices.Clone(lr.refs), false
 		}
-		r.seq, r.chain, r.observed = lr.seq, lr.chain, lr.observed
+		r.seq, r.chain, r.observed, r.proto = lr.seq, lr.chain, lr.observed, lr.proto
 		r.obj, r.epoch = *lj.o, e.epoch
 		r.obj.Refs = slices.Clip(r.obj.Refs) // appended to by copies only
 		e.last.put(c.uid, r)
@@ -315,6 +317,8 @@ func validate(r *Record) error {
 		return fmt.Errorf("object %s has no kind", r.UID)
 	case len(r.Object) == 0 && r.Type != DeletedUnknown:
 		return fmt.Errorf("%s %s/%s (%s) has no object JSON", r.Kind, r.Namespace, r.Name, r.UID)
+	case r.Proto && (r.APIVersion != "v1" || r.Kind != "Pod"):
+		return fmt.Errorf("%s %s %s/%s (%s) comes as protobuf, which the store keeps only of v1 Pods", r.APIVersion, r.Kind, r.Namespace, r.Name, r.UID)
 	}
 	for _, ref := range r.Refs {
 		if ref == "" || len(ref) > maxUIDLen || strings.IndexByte(ref, 0) >= 0 {
@@ -384,10 +388,18 @@ func (e *encoder) write(tx *bolt.Tx, recs []Record) error {
 		return err
 	}
 	var jsonBytes uint64
+	proto := false
 	for i := range recs {
 		jsonBytes += uint64(len(recs[i].Object))
+		proto = proto || recs[i].Proto
 	}
 	meta := tx.Bucket(bucketMeta)
+	if schema := strconv.Itoa(SchemaVersion); proto && string(meta.Get(metaSchema)) != schema {
+		// A trace begun by an older build, which could not read these.
+		if err := meta.Put(metaSchema, []byte(schema)); err != nil {
+			return err
+		}
+	}
 	total, _ := strconv.ParseUint(string(meta.Get(metaJSONBytes)), 10, 64)
 	if err := meta.Put(metaJSONBytes, strconv.AppendUint(nil, total+jsonBytes, 10)); err != nil {
 		return err
@@ -452,7 +464,7 @@ func (e *encoder) resolve(b *buckets, recs []Record) error {
 			e.order = append(e.order, c)
 		}
 		if len(r.Object) == 0 {
-			r.Object = e.lastObject(c, recs, r)
+			r.Object, r.Proto = e.lastObject(c, recs, r)
 		}
 		c.jobs = append(c.jobs, i)
 		e.jobs[i] = job{
@@ -488,13 +500,14 @@ func (e *encoder) resolve(b *buckets, recs []Record) error {
 // lastObject is the object of a DeletedUnknown record that came without
 // one: the object as last recorded, earlier in the batch or in the file, or,
 // for an object the trace never saw, its identity alone.
-func (e *encoder) lastObject(c *chain, recs []Record, r *Record) json.RawMessage {
+func (e *encoder) lastObject(c *chain, recs []Record, r *Record) (obj json.RawMessage, proto bool) {
 	if len(c.jobs) > 0 {
-		return recs[c.jobs[len(c.jobs)-1]].Object
+		last := &recs[c.jobs[len(c.jobs)-1]]
+		return last.Object, last.Proto
 	}
 	if c.base != nil {
 		// A copy: the cache reuses its revisions' memory.
-		return bytes.Clone(c.base.json)
+		return bytes.Clone(c.base.json), c.base.proto
 	}
 	type identity struct {
 		Namespace       string `json:"namespace,omitempty"`
@@ -507,7 +520,7 @@ func (e *encoder) lastObject(c *chain, recs []Record, r *Record) json.RawMessage
 		Kind       string   `json:"kind"`
 		Metadata   identity `json:"metadata"`
 	}{r.APIVersion, r.Kind, identity{r.Namespace, r.Name, r.UID, r.ResourceVersion}})
-	return data
+	return data, false
 }
 
 // reload reads the last revision of o back from the file, for an object
@@ -536,7 +549,7 @@ func (e *encoder) reload(b *buckets, o *Object) *lastRev {
 		return nil
 	}
 	e.reloads++
-	*r = lastRev{seq: o.LastSeq, chain: chain, json: rev.json, refs: rev.refs, observed: rev.observed}
+	*r = lastRev{seq: o.LastSeq, chain: chain, json: rev.json, refs: rev.refs, observed: rev.observed, proto: rev.proto}
 	e.reloaded = append(e.reloaded, r)
 	return r
 }
@@ -642,7 +655,7 @@ func (w *worker) chain(c *chain) error {
 			return err
 		}
 		r := j.r
-		cur = lastRev{seq: j.seq, chain: chainLen, json: r.Object, refs: r.Refs, observed: unixNano(r.Observed)}
+		cur = lastRev{seq: j.seq, chain: chainLen, json: r.Object, refs: r.Refs, observed: unixNano(r.Observed), proto: r.Proto}
 		prev = &cur
 	}
 	c.last = &lastRev{}
