@@ -234,14 +234,22 @@ func (t *Tracer) send(h held) {
 //
 // The JSON comes from encode: the bytes encoding/json writes
 // (TestEncodeMatchesEncodingJSON) in a fraction of the time; encoding each
-// revision is the largest cost of recording beside the informers' own.
+// revision is the largest cost of recording beside the informers' own. So
+// a pod decoded from the API server's protobuf is not encoded at all: its
+// record holds the protobuf (store.Record.Proto), which reads turn into the
+// same JSON (podJSON, TestPodProtoJSON).
 func (t *Tracer) record(h held) (store.Record, error) {
 	m, err := meta.Accessor(h.obj)
 	if err != nil {
 		return store.Record{}, fmt.Errorf("record %s: %w", h.k.resource(), err)
 	}
 	var data []byte
-	if o, ok := h.obj.(runtime.Object); ok {
+	proto := false
+	if r, ok := h.obj.(*rawPod); ok && r.typed == nil && r.pb != nil {
+		// The trace keeps the pod's protobuf; reads make the JSON encode
+		// would write now (podJSON).
+		data, proto = r.pb, true
+	} else if o, ok := h.obj.(runtime.Object); ok {
 		if data, err = encode(o); err != nil {
 			return store.Record{}, fmt.Errorf("encode %s %s/%s: %w", h.k.gvk.Kind, m.GetNamespace(), m.GetName(), err)
 		}
@@ -264,5 +272,6 @@ func (t *Tracer) record(h held) (store.Record, error) {
 		ResourceVersion: m.GetResourceVersion(),
 		Refs:            refs,
 		Object:          data,
+		Proto:           proto,
 	}, nil
 }

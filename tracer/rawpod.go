@@ -31,9 +31,11 @@ import (
 type rawPod struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	// spec and status are the protobuf of the PodSpec and PodStatus; nil
-	// when the pod had none (the zero value).
-	spec, status []byte
+	// pb is the pod's protobuf as the API server sent it (the message,
+	// without the envelope), which the trace keeps (store.Record.Proto);
+	// spec and status are the protobuf of the PodSpec and PodStatus, parts
+	// of pb; nil when the pod had none (the zero value).
+	pb, spec, status []byte
 	// typed is the decoded pod when the bytes were not canonical protobuf.
 	typed *corev1.Pod
 }
@@ -53,6 +55,13 @@ func (r *rawPod) Reset() { *r = rawPod{} }
 // status). It decodes the metadata and keeps a copy of the spec's and the
 // status's bytes: their errors, if any, are found when the pod is encoded.
 func (r *rawPod) Unmarshal(data []byte) error {
+	// One copy of the whole message: the informer's buffer is not ours to
+	// keep.
+	return r.decode(data, true)
+}
+
+// decode is Unmarshal; it keeps data itself unless copy is set.
+func (r *rawPod) decode(data []byte, copy bool) error {
 	var fields [4][]byte
 	var seen [4]bool
 	canonical := scanMessages(data, func(num int32, sub []byte) bool {
@@ -75,15 +84,22 @@ func (r *rawPod) Unmarshal(data []byte) error {
 	if err := r.ObjectMeta.Unmarshal(fields[1]); err != nil {
 		return err
 	}
-	// One allocation for both: the informer's buffer is not ours to keep.
-	keep := make([]byte, 0, len(fields[2])+len(fields[3]))
+	keep := data
+	if copy {
+		keep = append(make([]byte, 0, len(data)), data...)
+	}
+	r.pb = keep[:len(keep):len(keep)]
+	// The fields are slices of data (scanMessages's data[lo:hi]): their
+	// offset in it is what their capacity lacks of data's.
+	part := func(f []byte) []byte {
+		lo := cap(data) - cap(f)
+		return keep[lo : lo+len(f) : lo+len(f)]
+	}
 	if seen[2] {
-		keep = append(keep, fields[2]...)
-		r.spec = keep[:len(fields[2]):len(fields[2])]
+		r.spec = part(fields[2])
 	}
 	if seen[3] {
-		keep = append(keep, fields[3]...)
-		r.status = keep[len(keep)-len(fields[3]):]
+		r.status = part(fields[3])
 	}
 	return nil
 }
@@ -180,12 +196,8 @@ func appendRawPod(b []byte, r *rawPod) ([]byte, bool) {
 func (r *rawPod) DeepCopyObject() runtime.Object {
 	c := &rawPod{TypeMeta: r.TypeMeta}
 	r.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
-	if r.spec != nil {
-		c.spec = append([]byte(nil), r.spec...)
-	}
-	if r.status != nil {
-		c.status = append([]byte(nil), r.status...)
-	}
+	// The protobuf is never written to: the copy may share it.
+	c.pb, c.spec, c.status = r.pb, r.spec, r.status
 	if r.typed != nil {
 		c.typed = r.typed.DeepCopy()
 	}

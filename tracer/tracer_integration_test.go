@@ -31,15 +31,31 @@ import (
 	"github.com/podtrace/podtrace/tracer"
 )
 
+// sink keeps the records it is given, the pods sent as protobuf as their
+// JSON (what a read of the trace gives), and counts those by UID.
 type sink struct {
-	mu   sync.Mutex
-	recs []store.Record
+	mu     sync.Mutex
+	recs   []store.Record
+	protos map[string]int
 }
 
 func (s *sink) Write(b []store.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.recs = append(s.recs, b...)
+	for _, r := range b {
+		if r.Proto {
+			if s.protos == nil {
+				s.protos = map[string]int{}
+			}
+			s.protos[r.UID]++
+			data, err := r.JSON()
+			if err != nil {
+				return fmt.Errorf("sink: %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
+			}
+			r.Object, r.Proto = data, false
+		}
+		s.recs = append(s.recs, r)
+	}
 	return nil
 }
 
@@ -206,6 +222,12 @@ func TestRecordPodLifecycle(t *testing.T) {
 	if len(got) < 4 {
 		t.Errorf("only %d pod revisions: want create, binding, running, ..., delete", len(got))
 	}
+	out.mu.Lock()
+	if protos := out.protos[string(pod.UID)]; protos < len(got)-1 {
+		// All but the deletion, whose tombstone may come without an object.
+		t.Errorf("%d of %d pod revisions came as protobuf: the API server served protobuf", protos, len(got))
+	}
+	out.mu.Unlock()
 	t.Logf("pod revisions: %v", got)
 	if scheduled == 0 {
 		t.Error("no Scheduled event about the pod was recorded")
@@ -500,7 +522,17 @@ func (s *storeSink) Gap(g store.Gap) {
 
 func (s *storeSink) Write(b []store.Record) error {
 	s.mu.Lock()
-	s.sent = append(s.sent, b...)
+	for _, r := range b {
+		if r.Proto {
+			data, err := r.JSON()
+			if err != nil {
+				s.mu.Unlock()
+				return err
+			}
+			r.Object, r.Proto = data, false
+		}
+		s.sent = append(s.sent, r)
+	}
 	s.mu.Unlock()
 	return s.db.Write(b)
 }

@@ -33,11 +33,13 @@ type fixedClock struct{}
 
 func (fixedClock) Now() time.Time { return observedAt }
 
-// memSink keeps what it is given.
+// memSink keeps what it is given, the pods sent as protobuf as their JSON
+// (as a read of the trace gives them), and counts those.
 type memSink struct {
 	mu      sync.Mutex
 	recs    []store.Record
 	batches int
+	protos  int
 	err     error
 }
 
@@ -47,7 +49,17 @@ func (s *memSink) Write(b []store.Record) error {
 	if s.err != nil {
 		return s.err
 	}
-	s.recs = append(s.recs, b...)
+	for _, r := range b {
+		if r.Proto {
+			s.protos++
+			data, err := r.JSON()
+			if err != nil {
+				return fmt.Errorf("memSink: %s %s/%s: %w", r.Kind, r.Namespace, r.Name, err)
+			}
+			r.Object, r.Proto = data, false
+		}
+		s.recs = append(s.recs, r)
+	}
 	s.batches++
 	return nil
 }
