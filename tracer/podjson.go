@@ -2,7 +2,9 @@ package tracer
 
 import (
 	"fmt"
+	"sync"
 
+	"github.com/segmentio/encoding/json"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podtrace/podtrace/store"
@@ -18,19 +20,79 @@ func init() { store.RegisterPodJSON(podJSON) }
 // encode writes for the rawPod the informer decoded from that protobuf
 // (TestPodProtoJSON).
 func podJSON(dst []byte, r *store.Record) ([]byte, error) {
+	// Written into a buffer of earlier calls and copied out once: a pod's
+	// JSON grows a new slice ten times over, which was an eighth of diff's
+	// CPU on a trace of protobuf pods, and as much again in the collector.
+	sp := podBufs.Get().(*[]byte)
+	defer podBufs.Put(sp)
+	if b, ok := appendPodProto((*sp)[:0], r.Kind, r.APIVersion, r.Object); ok {
+		if cap(b) <= maxScratch {
+			*sp = b
+		}
+		return append(dst, b...), nil
+	}
+	// Not canonical, or a transcoder gave up: through the rawPod the
+	// informer would have decoded, or the typed pod.
 	p := rawPod{TypeMeta: metav1.TypeMeta{Kind: r.Kind, APIVersion: r.APIVersion}}
 	if err := p.decode(r.Object, false); err != nil {
 		return nil, fmt.Errorf("decode pod %s/%s: %w", r.Namespace, r.Name, err)
 	}
-	start := len(dst)
 	if b, ok := appendGenerated(dst, &p); ok {
 		return b, nil
 	}
-	// A transcoder gave up, or the bytes were not canonical: what encode
-	// writes then, from the typed pod.
+	start := len(dst)
 	data, err := encode(&p)
 	if err != nil {
 		return nil, err
 	}
 	return append(dst[:start], data...), nil
 }
+
+// appendPodProto appends what appendRawPod writes for the rawPod decoded
+// from data, a pod's canonical protobuf, with the metadata transcoded too
+// (the rawPod decodes it typed for the informer's store, which a read of
+// the trace does not need: that was half a read's transcoding). false if
+// data is not canonical or a transcoder gave up.
+func appendPodProto(b []byte, kind, apiVersion string, data []byte) ([]byte, bool) {
+	var fields [4][]byte
+	var seen [4]bool
+	if !scanMessages(data, func(num int32, sub []byte) bool {
+		if seen[num] {
+			return false // sent twice: gogo merges them
+		}
+		seen[num], fields[num] = true, sub
+		return true
+	}) {
+		return b, false
+	}
+	start := len(b)
+	if len(kind) != 0 {
+		b = append(b, `,"kind":`...)
+		b = json.AppendEscape(b, kind, flags)
+	}
+	if len(apiVersion) != 0 {
+		b = append(b, `,"apiVersion":`...)
+		b = json.AppendEscape(b, apiVersion, flags)
+	}
+	b = append(b, `,"metadata":`...)
+	var ok bool
+	if b, ok = appendProtoJSON(b, fields[1], pbMetav1ObjectMeta); !ok {
+		return b[:start], false
+	}
+	b = append(b, `,"spec":`...)
+	if b, ok = appendProtoJSON(b, fields[2], pbCorev1PodSpec); !ok {
+		return b[:start], false
+	}
+	b = append(b, `,"status":`...)
+	if b, ok = appendProtoJSON(b, fields[3], pbCorev1PodStatus); !ok {
+		return b[:start], false
+	}
+	b[start] = '{'
+	return append(b, '}'), true
+}
+
+// podBufs holds the buffers podJSON writes pods' JSON into; one grown
+// past maxScratch (a pod of many containers) is not kept.
+var podBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+const maxScratch = 256 << 10

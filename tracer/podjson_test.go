@@ -35,6 +35,10 @@ func TestPodProtoJSON(t *testing.T) {
 			t.Fatalf("pod %s: recorded Proto=%v, %d bytes: want its protobuf", p.Name, rec.Proto, len(rec.Object))
 		}
 		want := typedJSON(t, data, runtime.ContentTypeProtobuf)
+		// The metadata transcoded too, not the typed path behind it.
+		if got, ok := appendPodProto(nil, "Pod", "v1", rec.Object); !ok || !bytes.Equal(got, want) {
+			t.Errorf("appendPodProto of %s (ok %v):\n got %s\nwant %s", p.Name, ok, got, want)
+		}
 		if got, err := podJSON([]byte("prefix"), &rec); err != nil || !bytes.Equal(got, append([]byte("prefix"), want...)) {
 			t.Errorf("podJSON of %s (%v):\n got %s\nwant prefix%s", p.Name, err, got, want)
 		}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The protobuf transcoders of zz_generated_json.go (pbCorev1PodSpec,
@@ -373,4 +374,16 @@ func pbQuantity(b, sub []byte) []byte {
 	}
 	pbQuantities.Unlock()
 	return b
+}
+
+// pbFieldsV1 appends the JSON of the metav1.FieldsV1 message sub (a field
+// manager's set, managedFields[].fieldsV1): what Unmarshal into a zero
+// FieldsV1, then its generated appender, write.
+func pbFieldsV1(b, sub []byte) []byte {
+	var f metav1.FieldsV1
+	if f.Unmarshal(sub) != nil {
+		pbFail()
+	}
+	out, err := f.MarshalJSON()
+	return appendMarshaled(b, out, err, true)
 }

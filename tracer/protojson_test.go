@@ -40,6 +40,13 @@ var pbRoots = []pbRoot{
 		}
 		return appendTyped(func(b []byte) []byte { return appendCorev1PodStatus(b, &v) })
 	}},
+	{"ObjectMeta", pbMetav1ObjectMeta, func(p []byte) ([]byte, error) {
+		var v metav1.ObjectMeta
+		if err := v.Unmarshal(p); err != nil {
+			return nil, err
+		}
+		return appendTyped(func(b []byte) []byte { return appendMetav1ObjectMeta(b, &v) })
+	}},
 }
 
 // appendTyped runs a generated appender; an encodeFailure (a value
@@ -138,9 +145,11 @@ func TestProtoJSONRandom(t *testing.T) {
 		}
 		var spec corev1.PodSpec
 		var status corev1.PodStatus
+		var meta metav1.ObjectMeta
 		f.Fill(&spec)
 		f.Fill(&status)
-		for j, v := range []interface{ Marshal() ([]byte, error) }{&spec, &status} {
+		f.Fill(&meta)
+		for j, v := range []interface{ Marshal() ([]byte, error) }{&spec, &status, &meta} {
 			p, err := v.Marshal()
 			if err != nil {
 				t.Fatal(err)
@@ -155,14 +164,14 @@ func TestProtoJSONRandom(t *testing.T) {
 	if iters < 200 {
 		t.Fatalf("only %d iterations", iters)
 	}
-	t.Logf("%d random PodSpecs and PodStatuses (%d bytes of protobuf each on average)", iters, bytesTotal/(2*iters))
+	t.Logf("%d random PodSpecs, PodStatuses and ObjectMetas (%d bytes of protobuf each on average)", iters, bytesTotal/(3*iters))
 }
 
 // TestProtoJSONRecorded: the same for the pods of examples/trace.
 func TestProtoJSONRecorded(t *testing.T) {
 	pods := recordedPods(t)
 	for i, pod := range pods {
-		for j, v := range []interface{ Marshal() ([]byte, error) }{&pod.Spec, &pod.Status} {
+		for j, v := range []interface{ Marshal() ([]byte, error) }{&pod.Spec, &pod.Status, &pod.ObjectMeta} {
 			p, err := v.Marshal()
 			if err != nil {
 				t.Fatal(err)
@@ -330,24 +339,29 @@ func pbRewrite(t *testing.T, p []byte, path []int32, fn func([]pbRaw) []pbRaw) [
 // succeed.
 func TestProtoJSONHostile(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
-	var inputs [][2][]byte
+	var inputs [][3][]byte
 	for _, pod := range recordedPods(t) {
 		s, _ := pod.Spec.Marshal()
 		st, _ := pod.Status.Marshal()
-		inputs = append(inputs, [2][]byte{s, st})
+		m, _ := pod.ObjectMeta.Marshal()
+		inputs = append(inputs, [3][]byte{s, st, m})
 	}
 	f := pbFiller(99)
 	for range 150 {
 		var spec corev1.PodSpec
 		var status corev1.PodStatus
+		var meta metav1.ObjectMeta
 		f.Fill(&spec)
 		f.Fill(&status)
+		f.Fill(&meta)
 		// some values that reach the packed and map cases
 		spec.SecurityContext = &corev1.PodSecurityContext{SupplementalGroups: []int64{1, 1 << 40, -1}}
 		spec.NodeSelector = map[string]string{"a": "1", "b": "2"}
+		meta.Labels = map[string]string{"app": "web", "tier": "1"}
 		s, _ := spec.Marshal()
 		st, _ := status.Marshal()
-		inputs = append(inputs, [2][]byte{s, st})
+		m, _ := meta.Marshal()
+		inputs = append(inputs, [3][]byte{s, st, m})
 	}
 	type tally struct{ ok, notOK, typedOKNotOK int }
 	counts := map[string]*tally{}

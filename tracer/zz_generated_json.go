@@ -16,8 +16,8 @@
 // Written by the reflective encoder (appendReflect): nothing.
 //
 // The protobuf transcoders (pbX, see tracer/protojson.go) decode typed:
-//   - k8s.io/apimachinery/pkg/api/resource.Quantity: written by appendQuantity; by its protobuf bytes, cached, in pbQuantity
-//   - k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta: field creationTimestamp has omitzero or ,string
+//   - k8s.io/apimachinery/pkg/api/resource.Quantity: written by appendQuantity; by its protobuf bytes in pbQuantity
+//   - k8s.io/apimachinery/pkg/apis/meta/v1.FieldsV1: a marshaler; by its protobuf bytes in pbFieldsV1
 //   - k8s.io/apimachinery/pkg/apis/meta/v1.Time: written by appendTime
 //   - k8s.io/apimachinery/pkg/util/intstr.IntOrString: written by appendIntOrString
 
@@ -9924,16 +9924,7 @@ func pbCorev1PersistentVolumeClaimTemplate(b, p []byte) []byte {
 	pbScan(p, pbTabCorev1PersistentVolumeClaimTemplate[:], f[:])
 	start := len(b)
 	b = append(b, ",\"metadata\":"...)
-	{
-		var v1 metav1.ObjectMeta
-		it2 := pbIter{p: p, i: int(f[0].first), num: 1}
-		for range f[0].n {
-			if v1.Unmarshal(it2.next()) != nil {
-				pbFail()
-			}
-		}
-		b = appendMetav1ObjectMeta(b, &v1)
-	}
+	b = pbMetav1ObjectMeta(b, pbOne(p, &f[0]))
 	b = append(b, ",\"spec\":"...)
 	b = pbCorev1PersistentVolumeClaimSpec(b, pbOne(p, &f[1]))
 	if len(b) == start {
@@ -12498,6 +12489,243 @@ func pbMetav1LabelSelectorRequirement(b, p []byte) []byte {
 	return append(b, '}')
 }
 
+// pbMetav1ManagedFieldsEntry writes the JSON of the metav1.ManagedFieldsEntry encoded in p (see appendProtoJSON).
+func pbMetav1ManagedFieldsEntry(b, p []byte) []byte {
+	var f [7]pbField
+	pbScan(p, pbTabMetav1ManagedFieldsEntry[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"manager\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"operation\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"apiVersion\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].n != 0 {
+		b = append(b, ",\"time\":"...)
+		{
+			var v1 metav1.Time
+			it2 := pbIter{p: p, i: int(f[3].first), num: 4}
+			for range f[3].n {
+				if v1.Unmarshal(it2.next()) != nil {
+					pbFail()
+				}
+			}
+			b = appendTime(b, &v1)
+		}
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"fieldsType\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"fieldsV1\":"...)
+		if f[5].n == 1 {
+			b = pbFieldsV1(b, p[f[5].lo:f[5].hi])
+		} else {
+			{
+				var v3 metav1.FieldsV1
+				it4 := pbIter{p: p, i: int(f[5].first), num: 7}
+				for range f[5].n {
+					if v3.Unmarshal(it4.next()) != nil {
+						pbFail()
+					}
+				}
+				out5, err6 := v3.MarshalJSON()
+				b = appendMarshaled(b, out5, err6, true)
+			}
+		}
+	}
+	if f[6].hi != f[6].lo {
+		b = append(b, ",\"subresource\":"...)
+		b = json.AppendEscape(b, pbString(p, f[6].lo, f[6].hi), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbMetav1ObjectMeta writes the JSON of the metav1.ObjectMeta encoded in p (see appendProtoJSON).
+func pbMetav1ObjectMeta(b, p []byte) []byte {
+	var f [15]pbField
+	pbScan(p, pbTabMetav1ObjectMeta[:], f[:])
+	start := len(b)
+	if f[0].hi != f[0].lo {
+		b = append(b, ",\"name\":"...)
+		b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	}
+	if f[1].hi != f[1].lo {
+		b = append(b, ",\"generateName\":"...)
+		b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	}
+	if f[2].hi != f[2].lo {
+		b = append(b, ",\"namespace\":"...)
+		b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	}
+	if f[3].hi != f[3].lo {
+		b = append(b, ",\"selfLink\":"...)
+		b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	}
+	if f[4].hi != f[4].lo {
+		b = append(b, ",\"uid\":"...)
+		b = json.AppendEscape(b, pbString(p, f[4].lo, f[4].hi), flags)
+	}
+	if f[5].hi != f[5].lo {
+		b = append(b, ",\"resourceVersion\":"...)
+		b = json.AppendEscape(b, pbString(p, f[5].lo, f[5].hi), flags)
+	}
+	if f[6].v != 0 {
+		b = append(b, ",\"generation\":"...)
+		b = strconv.AppendInt(b, int64(f[6].v), 10)
+	}
+	{
+		var v1 metav1.Time
+		it2 := pbIter{p: p, i: int(f[7].first), num: 8}
+		for range f[7].n {
+			if v1.Unmarshal(it2.next()) != nil {
+				pbFail()
+			}
+		}
+		if !v1.IsZero() {
+			b = append(b, ",\"creationTimestamp\":"...)
+			b = appendTime(b, &v1)
+		}
+	}
+	if f[8].n != 0 {
+		b = append(b, ",\"deletionTimestamp\":"...)
+		{
+			var v3 metav1.Time
+			it4 := pbIter{p: p, i: int(f[8].first), num: 9}
+			for range f[8].n {
+				if v3.Unmarshal(it4.next()) != nil {
+					pbFail()
+				}
+			}
+			b = appendTime(b, &v3)
+		}
+	}
+	if f[9].n != 0 {
+		b = append(b, ",\"deletionGracePeriodSeconds\":"...)
+		b = strconv.AppendInt(b, int64(f[9].v), 10)
+	}
+	if f[10].n != 0 {
+		b = append(b, ",\"labels\":"...)
+		var eb5 [8]pbEntry
+		es6 := pbMap(p, &f[10], 11, eb5[:0])
+		b = append(b, '{')
+		m7 := len(b)
+		for k8 := range es6 {
+			e9 := &es6[k8]
+			if pbOverwritten(es6, k8) {
+				continue
+			}
+			if len(b) > m7 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e9.k), flags)
+			b = append(b, ':')
+			b = json.AppendEscape(b, pbBytesString(e9.v), flags)
+		}
+		b = append(b, '}')
+	}
+	if f[11].n != 0 {
+		b = append(b, ",\"annotations\":"...)
+		var eb10 [8]pbEntry
+		es11 := pbMap(p, &f[11], 12, eb10[:0])
+		b = append(b, '{')
+		m12 := len(b)
+		for k13 := range es11 {
+			e14 := &es11[k13]
+			if pbOverwritten(es11, k13) {
+				continue
+			}
+			if len(b) > m12 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(e14.k), flags)
+			b = append(b, ':')
+			b = json.AppendEscape(b, pbBytesString(e14.v), flags)
+		}
+		b = append(b, '}')
+	}
+	if f[12].n != 0 {
+		b = append(b, ",\"ownerReferences\":"...)
+		b = append(b, '[')
+		it15 := pbIter{p: p, i: int(f[12].first), num: 13}
+		for i16 := range f[12].n {
+			if i16 > 0 {
+				b = append(b, ',')
+			}
+			b = pbMetav1OwnerReference(b, it15.next())
+		}
+		b = append(b, ']')
+	}
+	if f[13].n != 0 {
+		b = append(b, ",\"finalizers\":"...)
+		b = append(b, '[')
+		it17 := pbIter{p: p, i: int(f[13].first), num: 14}
+		for i18 := range f[13].n {
+			if i18 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, pbBytesString(it17.next()), flags)
+		}
+		b = append(b, ']')
+	}
+	if f[14].n != 0 {
+		b = append(b, ",\"managedFields\":"...)
+		b = append(b, '[')
+		it19 := pbIter{p: p, i: int(f[14].first), num: 17}
+		for i20 := range f[14].n {
+			if i20 > 0 {
+				b = append(b, ',')
+			}
+			b = pbMetav1ManagedFieldsEntry(b, it19.next())
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// pbMetav1OwnerReference writes the JSON of the metav1.OwnerReference encoded in p (see appendProtoJSON).
+func pbMetav1OwnerReference(b, p []byte) []byte {
+	var f [6]pbField
+	pbScan(p, pbTabMetav1OwnerReference[:], f[:])
+	start := len(b)
+	b = append(b, ",\"apiVersion\":"...)
+	b = json.AppendEscape(b, pbString(p, f[0].lo, f[0].hi), flags)
+	b = append(b, ",\"kind\":"...)
+	b = json.AppendEscape(b, pbString(p, f[1].lo, f[1].hi), flags)
+	b = append(b, ",\"name\":"...)
+	b = json.AppendEscape(b, pbString(p, f[2].lo, f[2].hi), flags)
+	b = append(b, ",\"uid\":"...)
+	b = json.AppendEscape(b, pbString(p, f[3].lo, f[3].hi), flags)
+	if f[4].n != 0 {
+		b = append(b, ",\"controller\":"...)
+		b = strconv.AppendBool(b, f[4].v != 0)
+	}
+	if f[5].n != 0 {
+		b = append(b, ",\"blockOwnerDeletion\":"...)
+		b = strconv.AppendBool(b, f[5].v != 0)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
 // pbTabCorev1AWSElasticBlockStoreVolumeSource is the table of corev1.AWSElasticBlockStoreVolumeSource's protobuf fields (pbScan).
 var pbTabCorev1AWSElasticBlockStoreVolumeSource = [5]pbSlot{
 	1: {1, pbBytes},  // VolumeID
@@ -13634,4 +13862,44 @@ var pbTabMetav1LabelSelectorRequirement = [4]pbSlot{
 	1: {1, pbBytes}, // Key
 	2: {2, pbBytes}, // Operator
 	3: {3, pbBytes}, // Values
+}
+
+// pbTabMetav1ManagedFieldsEntry is the table of metav1.ManagedFieldsEntry's protobuf fields (pbScan).
+var pbTabMetav1ManagedFieldsEntry = [9]pbSlot{
+	1: {1, pbBytes}, // Manager
+	2: {2, pbBytes}, // Operation
+	3: {3, pbBytes}, // APIVersion
+	4: {4, pbBytes}, // Time
+	6: {5, pbBytes}, // FieldsType
+	7: {6, pbBytes}, // FieldsV1
+	8: {7, pbBytes}, // Subresource
+}
+
+// pbTabMetav1ObjectMeta is the table of metav1.ObjectMeta's protobuf fields (pbScan).
+var pbTabMetav1ObjectMeta = [18]pbSlot{
+	1:  {1, pbBytes},   // Name
+	2:  {2, pbBytes},   // GenerateName
+	3:  {3, pbBytes},   // Namespace
+	4:  {4, pbBytes},   // SelfLink
+	5:  {5, pbBytes},   // UID
+	6:  {6, pbBytes},   // ResourceVersion
+	7:  {7, pbVarint},  // Generation
+	8:  {8, pbBytes},   // CreationTimestamp
+	9:  {9, pbBytes},   // DeletionTimestamp
+	10: {10, pbVarint}, // DeletionGracePeriodSeconds
+	11: {11, pbBytes},  // Labels
+	12: {12, pbBytes},  // Annotations
+	13: {13, pbBytes},  // OwnerReferences
+	14: {14, pbBytes},  // Finalizers
+	17: {15, pbBytes},  // ManagedFields
+}
+
+// pbTabMetav1OwnerReference is the table of metav1.OwnerReference's protobuf fields (pbScan).
+var pbTabMetav1OwnerReference = [8]pbSlot{
+	5: {1, pbBytes},  // APIVersion
+	1: {2, pbBytes},  // Kind
+	3: {3, pbBytes},  // Name
+	4: {4, pbBytes},  // UID
+	6: {5, pbVarint}, // Controller
+	7: {6, pbVarint}, // BlockOwnerDeletion
 }

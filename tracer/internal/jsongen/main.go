@@ -822,7 +822,7 @@ func isValidTag(s string) bool {
 // their protobuf bytes (tracer/protojson.go): a transcoder pbX(b, p []byte)
 // []byte is generated for each, writing what appendX writes for the value
 // gogo's Unmarshal decodes from p.
-var protoRoots = []any{&corev1.PodSpec{}, &corev1.PodStatus{}}
+var protoRoots = []any{&corev1.PodSpec{}, &corev1.PodStatus{}, &metav1.ObjectMeta{}}
 
 // Kinds of the fields a transcoder writes.
 const (
@@ -906,7 +906,7 @@ func (g *gen) pbClassify(sf reflect.StructField) (pbKind, string) {
 	if ft.Kind() == reflect.Pointer {
 		k.ptr, ft = true, ft.Elem()
 	}
-	if isMarshaler(ft, true) && special[ft] == "" {
+	if isMarshaler(ft, true) && special[ft] == "" && pbFast[ft] == "" {
 		return pbKind{}, "field " + sf.Name + " of type " + ft.String() + " is a marshaler"
 	}
 	bad := func() (pbKind, string) {
@@ -1039,7 +1039,7 @@ func (g *gen) pbMakePlan(t reflect.Type) *pbPlan {
 	used := map[[2]int]bool{} // {frame, field}: a member or an embedding
 	frameOf := map[string]int{"": 0}
 	for _, fl := range typeFields(t) {
-		if fl.omitZero || fl.quoted {
+		if fl.quoted || fl.omitZero && !g.pbTypedOmitZero(t, fl) {
 			p.why = "field " + fl.name + " has omitzero or ,string"
 			return p
 		}
@@ -1155,7 +1155,7 @@ func (g *gen) pbTable(t reflect.Type) string {
 func (g *gen) pbTyped(t reflect.Type) {
 	why := g.pbPlanOf(t).why
 	if fn, ok := pbFast[t]; ok {
-		why += "; by its protobuf bytes, cached, in " + fn
+		why += "; by its protobuf bytes in " + fn
 	}
 	g.pbTypedWhy[gogen.TypeName(t)+": "+why] = true
 }
@@ -1204,6 +1204,13 @@ func (g *gen) genPB(t reflect.Type) {
 		fr := p.frames[o.frame]
 		tag, _ := parsePBTag(o.sf)
 		a := fmt.Sprintf("%s[%d]", fr.f, pbSlotOf(fr.t, o.sf.Index[len(o.sf.Index)-1]))
+		if o.fld.omitZero {
+			// a struct decoded typed (pbTypedOmitZero): decoded first,
+			// written unless zero
+			g.pbTypedZero(&w, o, a, fr.p, tag.num)
+			w.WriteString(strings.Repeat("\t}\n", closes))
+			continue
+		}
 		cond := ""
 		if o.fld.omitEmpty {
 			cond = pbNotEmpty(o.kind, a)
@@ -1274,11 +1281,45 @@ func (g *gen) pbLeaf(w *bytes.Buffer, t reflect.Type, a, p string, num int) {
 	w.WriteString("\t}\n")
 }
 
+// pbTypedOmitZero: field fl of t, with omitzero, is one a transcoder can
+// write: a struct (not a pointer) of a single protobuf field that it decodes
+// typed (metav1.Time), whose zero value encoding/json omits after the
+// decode, as the field's value says (notZero).
+func (g *gen) pbTypedOmitZero(t reflect.Type, fl field) bool {
+	if len(fl.index) != 1 {
+		return false
+	}
+	sf := t.Field(fl.index[0])
+	k, why := g.pbClassify(sf)
+	if why != "" || k.kind != pkMsg || k.ptr || g.pbPlanOf(k.msg).why == "" {
+		return false
+	}
+	_, ok := g.notZero(k.msg, "v")
+	return ok
+}
+
+// pbTypedZero writes the member o, of omitzero (pbTypedOmitZero): the value
+// decoded typed from the field a (number num) of p, and written when not
+// zero.
+func (g *gen) pbTypedZero(w *bytes.Buffer, o pbOut, a, p string, num int) {
+	t := o.kind.msg
+	g.pbTyped(t)
+	v, it := g.temp("v"), g.temp("it")
+	fmt.Fprintf(w, "\t{\n\tvar %s %s\n\t%s := pbIter{p: %s, i: int(%s.first), num: %d}\n\tfor range %s.n {\n\t\tif %s.Unmarshal(%s.next()) != nil {\n\t\t\tpbFail()\n\t\t}\n\t}\n",
+		v, g.typeExpr(t), it, p, a, num, a, v, it)
+	cond, _ := g.notZero(t, v)
+	fmt.Fprintf(w, "\tif %s {\n\tb = append(b, %s...)\n", cond, strconv.Quote(","+o.fld.nameEscHTML))
+	g.value(w, t, v, true, false)
+	w.WriteString("\t}\n\t}\n")
+}
+
 // pbFast are the types decoded typed whose transcoders have a helper
 // (tracer/protojson.go) fn(b, sub []byte) []byte that writes what decoding
-// sub into a zero value and appending it writes, caching the result.
+// sub into a zero value and appending it writes (pbQuantity caches it). A
+// marshaler listed here is written by its helper where it is a field.
 var pbFast = map[reflect.Type]string{
 	reflect.TypeFor[resource.Quantity](): "pbQuantity",
+	reflect.TypeFor[metav1.FieldsV1]():   "pbFieldsV1",
 }
 
 // pbValue writes the code that appends the field a (number num) of the

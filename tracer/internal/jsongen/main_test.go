@@ -115,7 +115,7 @@ func TestProtoTranscoders(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(src)
-	for _, fn := range []string{"pbCorev1PodSpec", "pbCorev1PodStatus", "pbCorev1Container", "pbCorev1Volume", "pbCorev1ContainerStatus"} {
+	for _, fn := range []string{"pbCorev1PodSpec", "pbCorev1PodStatus", "pbCorev1Container", "pbCorev1Volume", "pbCorev1ContainerStatus", "pbMetav1ObjectMeta", "pbMetav1OwnerReference"} {
 		if !strings.Contains(s, "\nfunc "+fn+"(b, p []byte) []byte {\n\tvar f [") {
 			t.Errorf("no transcoder %s", fn)
 		}
@@ -125,7 +125,7 @@ func TestProtoTranscoders(t *testing.T) {
 	if !ok {
 		t.Fatal("no list of the types decoded typed")
 	}
-	for _, name := range []string{"core/v1.PodSpec:", "core/v1.PodStatus:", "core/v1.Container:"} {
+	for _, name := range []string{"core/v1.PodSpec:", "core/v1.PodStatus:", "core/v1.Container:", "meta/v1.ObjectMeta:"} {
 		if strings.Contains(typed, name) {
 			t.Errorf("%s is decoded typed:\n%s", name, typed)
 		}
