@@ -40,6 +40,23 @@ const (
 	benchNodeStatus = 5 * time.Minute        // nodeStatusReportFrequency
 )
 
+// benchPodsProto says whether the traces keep pods as their protobuf, as
+// `podtrace record` writes them (store.Record.Proto), or as JSON, as record
+// wrote them before (and import and older traces still hold):
+// $PODTRACE_BENCH_PODS=json for the latter. Readers pay the transcoding of
+// the former; the two traces have different names in $PODTRACE_BENCH_DIR.
+var benchPodsProto = os.Getenv("PODTRACE_BENCH_PODS") != "json"
+
+// benchTraceName is name with "-pb" before its extension when the traces
+// keep pods as protobuf (a trace of an earlier run's name holds JSON).
+func benchTraceName(name string) string {
+	if !benchPodsProto {
+		return name
+	}
+	ext := filepath.Ext(name)
+	return name[:len(name)-len(ext)] + "-pb" + ext
+}
+
 // benchUID makes a UUID-shaped UID from n.
 func benchUID(n uint64) string {
 	h := n*0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019
@@ -120,12 +137,19 @@ func (g *traceGen) add(typ store.EventType, meta *metav1.ObjectMeta, apiVersion,
 	g.tb.Helper()
 	g.rv++
 	meta.ResourceVersion = strconv.FormatUint(g.rv, 10)
-	b, err := json.Marshal(obj)
+	var b []byte
+	var err error
+	pod, proto := obj.(*corev1.Pod)
+	if proto = proto && benchPodsProto; proto {
+		b, err = pod.Marshal()
+	} else {
+		b, err = json.Marshal(obj)
+	}
 	if err != nil {
 		g.tb.Fatalf("marshal %s %s: %v", kind, meta.Name, err)
 	}
 	g.w.Add(store.Record{Session: 1, Observed: g.now, Type: typ, APIVersion: apiVersion, Kind: kind,
-		Namespace: meta.Namespace, Name: meta.Name, UID: string(meta.UID), ResourceVersion: meta.ResourceVersion, Refs: refs, Object: b})
+		Namespace: meta.Namespace, Name: meta.Name, UID: string(meta.UID), ResourceVersion: meta.ResourceVersion, Refs: refs, Object: b, Proto: proto})
 	g.records++
 	g.now = g.now.Add(benchTick)
 	if g.w.Pending() >= store.BatchSize {
@@ -434,7 +458,7 @@ func writeBenchTrace(tb testing.TB, path string, write func(g *traceGen)) {
 // recording among the crash-looping pods of 100 revisions each.
 func diffTrace(tb testing.TB, n int) *benchTrace {
 	tb.Helper()
-	name := fmt.Sprintf("diff-%d.db", n)
+	name := benchTraceName(fmt.Sprintf("diff-%d.db", n))
 	if bt := benchTraces[name]; bt != nil {
 		return bt
 	}
@@ -483,7 +507,7 @@ func diffTrace(tb testing.TB, n int) *benchTrace {
 // each, about 200 in flight at a time.
 func reportTrace(tb testing.TB, pods, revs int) *benchTrace {
 	tb.Helper()
-	name := fmt.Sprintf("report-%dx%d.db", pods, revs)
+	name := benchTraceName(fmt.Sprintf("report-%dx%d.db", pods, revs))
 	if bt := benchTraces[name]; bt != nil {
 		return bt
 	}
