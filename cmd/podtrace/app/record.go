@@ -516,8 +516,9 @@ type traceWriter interface {
 // A trace that cannot be written (a full disk, a quota, an I/O error) does
 // not stop the recording: the records wait in memory, the sink warns once
 // and retries every retryEvery. maxBacklog bounds what waits, in bytes of
-// record JSON: 256 MiB is about 40,000 revisions of pods of a few KiB, some
-// minutes of a busy cluster, on top of the recorder's own ~100 MiB. Past it
+// the records' objects (a pod's protobuf, the others' JSON): 256 MiB is
+// more than 40,000 revisions of pods of a few KiB, some minutes of a busy
+// cluster, on top of the recorder's own ~100 MiB. Past it
 // new records are dropped and counted; once the trace takes the backlog, a
 // store.GapWriteFailed gap says when and how many. The bound applies as
 // well to records held back by a reader that keeps the file open.

@@ -227,7 +227,7 @@ var (
 	descPending = prometheus.NewDesc("podtrace_pending_records",
 		"Records waiting in memory for the trace file (a full disk, a reader holding the file).", nil, nil)
 	descBacklog = prometheus.NewDesc("podtrace_pending_bytes",
-		"Bytes of JSON of the pending records; past 256 MiB new records are dropped.", nil, nil)
+		"Bytes of the pending records' objects (pods' protobuf, the others' JSON); past 256 MiB new records are dropped.", nil, nil)
 	descDropped = prometheus.NewDesc("podtrace_records_dropped_total",
 		"Records dropped because the backlog was full (each stretch is recorded as a gap).", nil, nil)
 	descTraceBytes = prometheus.NewDesc("podtrace_trace_bytes",
