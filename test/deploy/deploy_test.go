@@ -16,6 +16,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -279,8 +280,18 @@ func resource(kind string) string {
 // a token from the TokenRequest API, beside the admin's CA.
 func tokenKubeconfig(t *testing.T, c *cluster.Cluster, client kubernetes.Interface, sa string) string {
 	t.Helper()
-	tr, err := client.CoreV1().ServiceAccounts("podtrace").CreateToken(context.Background(), sa,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(600))}}, metav1.CreateOptions{})
+	// The namespace's "default" ServiceAccount is made by the controller
+	// manager after the namespace is: a TokenRequest right after the apply
+	// can find none yet (seen once in CI).
+	var tr *authenticationv1.TokenRequest
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		tr, err = client.CoreV1().ServiceAccounts("podtrace").CreateToken(context.Background(), sa,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(600))}}, metav1.CreateOptions{})
+		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("TokenRequest for podtrace/%s: %v", sa, err)
 	}
