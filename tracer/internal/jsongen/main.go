@@ -1274,11 +1274,19 @@ func (g *gen) pbLeaf(w *bytes.Buffer, t reflect.Type, a, p string, num int) {
 		fmt.Fprintf(w, "\tif %s.n == 1 {\n\t\tb = %s(b, %s[%s.lo:%s.hi])\n\t} else {\n", a, fn, p, a, a)
 		defer w.WriteString("\t}\n")
 	}
+	v := g.pbDecodeTyped(w, t, a, p, num)
+	g.value(w, t, v, true, false)
+	w.WriteString("\t}\n")
+}
+
+// pbDecodeTyped opens a block and writes in it the code that decodes into a
+// new variable of type t, which it returns, the occurrences of field num, a,
+// of p (merged as gogo merges them); the caller closes the block.
+func (g *gen) pbDecodeTyped(w *bytes.Buffer, t reflect.Type, a, p string, num int) string {
 	v, it := g.temp("v"), g.temp("it")
 	fmt.Fprintf(w, "\t{\n\tvar %s %s\n\t%s := pbIter{p: %s, i: int(%s.first), num: %d}\n\tfor range %s.n {\n\t\tif %s.Unmarshal(%s.next()) != nil {\n\t\t\tpbFail()\n\t\t}\n\t}\n",
 		v, g.typeExpr(t), it, p, a, num, a, v, it)
-	g.value(w, t, v, true, false)
-	w.WriteString("\t}\n")
+	return v
 }
 
 // pbTypedOmitZero: field fl of t, with omitzero, is one a transcoder can
@@ -1304,9 +1312,7 @@ func (g *gen) pbTypedOmitZero(t reflect.Type, fl field) bool {
 func (g *gen) pbTypedZero(w *bytes.Buffer, o pbOut, a, p string, num int) {
 	t := o.kind.msg
 	g.pbTyped(t)
-	v, it := g.temp("v"), g.temp("it")
-	fmt.Fprintf(w, "\t{\n\tvar %s %s\n\t%s := pbIter{p: %s, i: int(%s.first), num: %d}\n\tfor range %s.n {\n\t\tif %s.Unmarshal(%s.next()) != nil {\n\t\t\tpbFail()\n\t\t}\n\t}\n",
-		v, g.typeExpr(t), it, p, a, num, a, v, it)
+	v := g.pbDecodeTyped(w, t, a, p, num)
 	cond, _ := g.notZero(t, v)
 	fmt.Fprintf(w, "\tif %s {\n\tb = append(b, %s...)\n", cond, strconv.Quote(","+o.fld.nameEscHTML))
 	g.value(w, t, v, true, false)
