@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/segmentio/encoding/json"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podtrace/podtrace/store"
@@ -54,41 +53,13 @@ func podJSON(dst []byte, r *store.Record) ([]byte, error) {
 // the trace does not need: that was half a read's transcoding). false if
 // data is not canonical or a transcoder gave up.
 func appendPodProto(b []byte, kind, apiVersion string, data []byte) ([]byte, bool) {
-	var fields [4][]byte
-	var seen [4]bool
-	if !scanMessages(data, func(num int32, sub []byte) bool {
-		if seen[num] {
-			return false // sent twice: gogo merges them
-		}
-		seen[num], fields[num] = true, sub
-		return true
-	}) {
+	fields, _, ok := podFields(data)
+	if !ok {
 		return b, false
 	}
-	start := len(b)
-	if len(kind) != 0 {
-		b = append(b, `,"kind":`...)
-		b = json.AppendEscape(b, kind, flags)
-	}
-	if len(apiVersion) != 0 {
-		b = append(b, `,"apiVersion":`...)
-		b = json.AppendEscape(b, apiVersion, flags)
-	}
-	b = append(b, `,"metadata":`...)
-	var ok bool
-	if b, ok = appendProtoJSON(b, fields[1], pbMetav1ObjectMeta); !ok {
-		return b[:start], false
-	}
-	b = append(b, `,"spec":`...)
-	if b, ok = appendProtoJSON(b, fields[2], pbCorev1PodSpec); !ok {
-		return b[:start], false
-	}
-	b = append(b, `,"status":`...)
-	if b, ok = appendProtoJSON(b, fields[3], pbCorev1PodStatus); !ok {
-		return b[:start], false
-	}
-	b[start] = '{'
-	return append(b, '}'), true
+	return appendPod(b, kind, apiVersion, func(b []byte) ([]byte, bool) {
+		return appendProtoJSON(b, fields[1], pbMetav1ObjectMeta)
+	}, fields[2], fields[3])
 }
 
 // podBufs holds the buffers podJSON writes pods' JSON into; one grown

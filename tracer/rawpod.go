@@ -62,15 +62,7 @@ func (r *rawPod) Unmarshal(data []byte) error {
 
 // decode is Unmarshal; it keeps data itself unless copy is set.
 func (r *rawPod) decode(data []byte, copy bool) error {
-	var fields [4][]byte
-	var seen [4]bool
-	canonical := scanMessages(data, func(num int32, sub []byte) bool {
-		if seen[num] {
-			return false // sent twice: gogo merges them
-		}
-		seen[num], fields[num] = true, sub
-		return true
-	})
+	fields, seen, canonical := podFields(data)
 	if !canonical {
 		// Not what the API server writes: let gogo's decoder take it, with
 		// its errors and merging rules.
@@ -102,6 +94,20 @@ func (r *rawPod) decode(data []byte, copy bool) error {
 		r.status = part(fields[3])
 	}
 	return nil
+}
+
+// podFields returns the metadata, spec and status (fields 1 to 3) of the
+// pod's protobuf data, and which of them it holds; false if data is not
+// canonical: malformed, or a field sent twice (gogo merges them).
+func podFields(data []byte) (fields [4][]byte, seen [4]bool, ok bool) {
+	ok = scanMessages(data, func(num int32, sub []byte) bool {
+		if seen[num] {
+			return false
+		}
+		seen[num], fields[num] = true, sub
+		return true
+	})
+	return fields, seen, ok
 }
 
 // scanMessages calls fn with each field numbered 1 to 3 of the protobuf
@@ -168,24 +174,35 @@ func (r *rawPod) Pod() (*corev1.Pod, error) {
 // their protobuf; false if a transcoder gave up (an appender that gives up
 // panics, see appendGenerated).
 func appendRawPod(b []byte, r *rawPod) ([]byte, bool) {
+	return appendPod(b, r.Kind, r.APIVersion, func(b []byte) ([]byte, bool) {
+		return appendMetav1ObjectMeta(b, &r.ObjectMeta), true
+	}, r.spec, r.status)
+}
+
+// appendPod writes a pod's JSON object: its kind and apiVersion, the
+// metadata meta writes, and the spec and status transcoded from their
+// protobuf. false if meta or a transcoder gave up.
+func appendPod(b []byte, kind, apiVersion string, meta func(b []byte) ([]byte, bool), spec, status []byte) ([]byte, bool) {
 	start := len(b)
-	if len(r.Kind) != 0 {
+	if len(kind) != 0 {
 		b = append(b, `,"kind":`...)
-		b = json.AppendEscape(b, r.Kind, flags)
+		b = json.AppendEscape(b, kind, flags)
 	}
-	if len(r.APIVersion) != 0 {
+	if len(apiVersion) != 0 {
 		b = append(b, `,"apiVersion":`...)
-		b = json.AppendEscape(b, r.APIVersion, flags)
+		b = json.AppendEscape(b, apiVersion, flags)
 	}
 	b = append(b, `,"metadata":`...)
-	b = appendMetav1ObjectMeta(b, &r.ObjectMeta)
-	b = append(b, `,"spec":`...)
-	b, ok := appendProtoJSON(b, r.spec, pbCorev1PodSpec)
+	b, ok := meta(b)
 	if !ok {
 		return b, false
 	}
+	b = append(b, `,"spec":`...)
+	if b, ok = appendProtoJSON(b, spec, pbCorev1PodSpec); !ok {
+		return b, false
+	}
 	b = append(b, `,"status":`...)
-	if b, ok = appendProtoJSON(b, r.status, pbCorev1PodStatus); !ok {
+	if b, ok = appendProtoJSON(b, status, pbCorev1PodStatus); !ok {
 		return b, false
 	}
 	b[start] = '{'
