@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"net"
 	"net/http"
@@ -13,6 +14,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/podtrace/podtrace/store"
 )
@@ -144,5 +149,53 @@ func TestWriterHandsGapsToAGapSink(t *testing.T) {
 	}
 	if len(sink.gaps) != 1 || !sink.gaps[0].Start.Equal(observedAt) || len(sink.records()) != 1 {
 		t.Errorf("gaps %+v, %d records; want the one gap queued before close and 1 record", sink.gaps, len(sink.records()))
+	}
+}
+
+// TestCompressionOffByDefault: the tracer's clients ask the API server for
+// no gzip unless Options.Compression; a kubeconfig's disable-compression
+// holds either way. Over TLS, as to an API server: client-go gives a plain
+// http:// host Go's default transport, which asks for gzip whatever the
+// config says.
+func TestCompressionOffByDefault(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.URL.Path+" Accept-Encoding="+r.Header.Get("Accept-Encoding"))
+		mu.Unlock()
+		http.Error(w, "no", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		compression, disabled bool
+		want                  string
+	}{
+		{false, false, ""},
+		{true, false, "gzip"},
+		{true, true, ""},
+	} {
+		mu.Lock()
+		got = nil
+		mu.Unlock()
+		cfg := &rest.Config{Host: srv.URL, DisableCompression: c.disabled,
+			TLSClientConfig: rest.TLSClientConfig{CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}}
+		tr, err := New(Options{RESTConfig: cfg, Compression: c.compression})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		tr.pods.Get().Resource("pods").Do(ctx)
+		tr.meta.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).List(ctx, metav1.ListOptions{})
+		mu.Lock()
+		if len(got) < 2 {
+			t.Errorf("Compression %v, kubeconfig disable-compression %v: %d requests, want 2", c.compression, c.disabled, len(got))
+		}
+		for _, g := range got {
+			if !strings.HasSuffix(g, "Accept-Encoding="+c.want) {
+				t.Errorf("Compression %v, kubeconfig disable-compression %v: %s; want Accept-Encoding=%q", c.compression, c.disabled, g, c.want)
+			}
+		}
+		mu.Unlock()
 	}
 }

@@ -61,6 +61,8 @@ type options struct {
 	// procs is the GOMAXPROCS of the baseline and the recorders; 0 leaves
 	// each its own.
 	procs int
+	// baseGzip: the baseline asks for gzip, as client-go does by default.
+	baseGzip bool
 
 	// The soak (soak.go).
 	soak       time.Duration
@@ -82,6 +84,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
 	flag.StringVar(&o.profile, "profile", "", "a pprof profile of podtrace record to write to OUT/podtrace.PROFILE.pprof (cpu, heap, allocs...)")
 	flag.IntVar(&o.procs, "gomaxprocs", 1, "GOMAXPROCS of the baseline and of both recorders, the same for all: like for like (1: what podtrace record sets itself, and what the manifests' CPU limit gives; 0: each its own, the runtime's default of the machine's cores for the baseline)")
+	flag.BoolVar(&o.baseGzip, "baseline-compression", true, "the baseline asks for gzip, as client-go does by default (false: no compression, as podtrace record by default: like for like on the transport)")
 	flag.StringVar(&o.compare, "compare", "", "another podtrace binary (an earlier version) to run beside the first, for a before/after in one run")
 	flag.DurationVar(&o.soak, "soak", 0, "run the soak instead: churn of short-lived pods for this long under record --retain (see soak.go)")
 	flag.StringVar(&o.retain, "retain", "2m", "the soak's record --retain")
@@ -363,7 +366,11 @@ func run(o options) (err error) {
 	if o.procs > 0 {
 		procsEnv = []string{fmt.Sprintf("GOMAXPROCS=%d", o.procs)}
 	}
-	base, err := startEnv("baseline", o.out, procsEnv, baselineBin, "-kubeconfig", c.Kubeconfig)
+	baseArgs := []string{"-kubeconfig", c.Kubeconfig}
+	if !o.baseGzip {
+		baseArgs = append(baseArgs, "-disable-compression")
+	}
+	base, err := startEnv("baseline", o.out, procsEnv, append([]string{baselineBin}, baseArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -474,6 +481,11 @@ func run(o options) (err error) {
 		w("GOMAXPROCS: %d for the baseline and the recorders alike (-gomaxprocs)\n", o.procs)
 	} else {
 		w("GOMAXPROCS: each its own (-gomaxprocs 0): the baseline %d (the machine's cores), podtrace record's own choice\n", runtime.NumCPU())
+	}
+	if o.baseGzip {
+		w("transport: the baseline asks for gzip (client-go's default); podtrace record does not, by default (a -compare binary before 2026-12-04 does)\n")
+	} else {
+		w("transport: neither the baseline nor podtrace record asks for gzip (-baseline-compression=false)\n")
 	}
 	bp, rp := base.watchPeak(), rec.watchPeak()
 	w("\n| process | CPU s (at SIGINT) | CPU s (at exit) | peak RSS MiB (at exit) | peak RSS MiB sampled while watching | notifications / revisions |\n|---|---|---|---|---|---|\n")

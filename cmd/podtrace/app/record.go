@@ -41,6 +41,7 @@ type recordOptions struct {
 	Retain        string
 	MaxSize       string
 	WaitForLease  time.Duration
+	Compression   bool
 
 	retain  time.Duration // Retain, parsed
 	maxSize int64         // MaxSize, parsed
@@ -74,6 +75,7 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.StringFlag{Name: "retain", Usage: "prune, while recording, the history of pods gone (deleted) longer than this, with their events and dependents, e.g. 7d or 36h; live pods are never pruned, and the trace says what was (default: keep everything)", Destination: &o.Retain},
 			&cli.StringFlag{Name: "max-size", Usage: "prune the oldest gone pods while the trace's pages in use exceed 95% of this, e.g. 10GiB or 500MiB (the file itself is reused, not shrunk, until record stops and compacts it)", Destination: &o.MaxSize},
 			&cli.DurationFlag{Name: "wait-for-lease", Usage: "if another recorder holds the trace (one stopping, as a Deployment's old pod does), wait up to this long for it to let go, e.g. 2m30s, instead of failing at once; /healthz answers meanwhile", Destination: &o.WaitForLease},
+			&cli.BoolFlag{Name: "compression", Usage: "ask the API server to gzip what it sends: half the bytes, for a slow link to a remote cluster, at a CPU cost to both ends (since Kubernetes 1.37 each event of a watch's initial stream is compressed on its own); off by default", Destination: &o.Compression},
 			&cli.StringFlag{Name: "audit-log", Usage: "follow this kube-apiserver audit log (its --audit-log-path) while recording and keep its events about the recorded pods; read from its end on, through rotation (add older lines with podtrace import)", Destination: &o.AuditLog, TakesFile: true},
 		},
 		Action: func(c *cli.Context) error {
@@ -262,6 +264,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		PodSelector:      o.Selector,
 		DefaultNamespace: defaultNS,
 		Warn:             warn,
+		Compression:      o.Compression,
 	})
 	if err != nil {
 		return err

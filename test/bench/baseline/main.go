@@ -6,6 +6,10 @@
 // (UID, resourceVersion, deleted or not) so that test/bench can tell whether
 // podtrace lost one. On SIGINT or SIGTERM it stops and prints its counts and
 // those hashes as one JSON object on stdout.
+//
+// Its transport is client-go's default, which asks the API server for gzip,
+// unless -disable-compression (podtrace record's default; see
+// tracer.Options.Compression).
 package main
 
 import (
@@ -80,18 +84,20 @@ type Counts struct {
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
+	noGzip := flag.Bool("disable-compression", false, "ask the API server for no gzip, as podtrace record does by default")
 	flag.Parse()
-	if err := run(*kubeconfig); err != nil {
+	if err := run(*kubeconfig, *noGzip); err != nil {
 		fmt.Fprintln(os.Stderr, "baseline:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig string) error {
+func run(kubeconfig string, noGzip bool) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
 	}
+	cfg.DisableCompression = noGzip
 	cfg.QPS, cfg.Burst = 50, 100 // as podtrace's tracer
 	typed := rest.CopyConfig(cfg)
 	typed.ContentType = "application/vnd.kubernetes.protobuf"
