@@ -200,6 +200,7 @@ type htmlPage struct {
 	Sessions     []htmlSession
 	Window       string
 	Pruned       []string
+	Gaps         []string
 	Redaction    string
 	PodCount     int
 	Outcomes     []htmlCount
@@ -345,6 +346,7 @@ func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 		p.Window = fmt.Sprintf("%s to %s (%s)", stampUTC(start), stampUTC(end), end.Sub(start).Round(time.Second))
 	}
 	p.Pruned = PruneLines(tr.Pruned, stampUTC)
+	p.Gaps = GapLines(tr.Gaps, tr.Sessions, stampUTC)
 	p.Redaction = tr.Redaction()
 	outcomes := tr.Outcomes()
 	names := make([]string, 0, len(outcomes))

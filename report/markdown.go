@@ -47,6 +47,9 @@ func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
 	for _, l := range PruneLines(tr.Pruned, t.stamp) {
 		t.printf("**Pruned** %s  \n", mdText(l))
 	}
+	for _, l := range GapLines(tr.Gaps, tr.Sessions, t.stamp) {
+		t.printf("**Gaps** %s  \n", mdText(l))
+	}
 	t.printf("**Pods** %d: %s  \n", len(tr.Pods), mdText(outcomeLine(tr.Outcomes())))
 	fs := tr.Findings()
 	t.printf("**Findings** %d\n\n", len(fs))

@@ -57,3 +57,37 @@ func TestHTMLGaps(t *testing.T) {
 		}
 	}
 }
+
+// The whole trace's gaps head every report format, after the window: a
+// reader of the summary learns that the recording was not continuous
+// before reading any pod.
+func TestReportShowsGaps(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	tr := &Trace{File: "trace.db",
+		Sessions: []store.Session{{ID: 1, Server: "https://a", Started: t0, Stopped: t0.Add(10 * time.Minute)}},
+		Gaps: []store.Gap{
+			{Session: 1, Cause: store.GapWatch, Resource: "pods", Start: t0.Add(time.Minute), End: t0.Add(time.Minute + 3*time.Second)},
+			{Session: 1, Cause: store.GapWatch, Resource: "pods", Start: t0.Add(2 * time.Minute), End: t0.Add(2*time.Minute + time.Second)},
+		}}
+	want := "the watch of pods was restarted and pods listed again, 2 times, 2026-12-01 09:01:00 UTC to 2026-12-01 09:02:01 UTC (4s in all)"
+	var text, md bytes.Buffer
+	if err := Text(&text, tr, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&md, tr, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	html := renderHTML(t, tr, HTMLOptions{})
+	for _, c := range []struct{ format, out, line string }{
+		{"text", text.String(), "Gaps:    " + want + "\n"},
+		{"markdown", md.String(), "**Gaps** " + want + "  \n"},
+		{"html", html, "<dt>Gaps</dt><dd><div>" + want + "</div></dd>"},
+	} {
+		if !strings.Contains(c.out, c.line) {
+			t.Errorf("%s report lacks %q:\n%s", c.format, c.line, c.out)
+		}
+	}
+	if i, j := strings.Index(text.String(), "Window:"), strings.Index(text.String(), "Gaps:"); i < 0 || j < i {
+		t.Errorf("text report: the gaps do not follow the window:\n%s", text.String())
+	}
+}

@@ -26,6 +26,9 @@ func Text(w io.Writer, tr *Trace, opts TextOptions) error {
 	for _, l := range PruneLines(tr.Pruned, t.stamp) {
 		t.printf("Pruned:  %s\n", l)
 	}
+	for _, l := range GapLines(tr.Gaps, tr.Sessions, t.stamp) {
+		t.printf("Gaps:    %s\n", l)
+	}
 	t.printf("Pods:    %d (%s)\n", len(tr.Pods), outcomeLine(tr.Outcomes()))
 	t.printf("Redaction: %s\n", tr.Redaction())
 
