@@ -469,6 +469,25 @@ func manyFindings(t *testing.T, n int) *Trace {
 	return tr
 }
 
+// Many findings of one kind are "in 1 kind", not "1 kinds".
+func TestHTMLGroupsOneKind(t *testing.T) {
+	tr := fixtureTrace(t)
+	hostile := fixturePod(t, tr, "hostile")
+	tr.Pods = nil
+	for i := range 20 {
+		p := hostile.Copy()
+		p.Name = fmt.Sprintf("clone-%03d", i)
+		tr.Pods = append(tr.Pods, p)
+	}
+	doc, err := html.Parse(strings.NewReader(renderHTML(t, tr, HTMLOptions{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := textOf(byID(doc, "findings")), "20 findings in 1 kind; open one"; !strings.Contains(got, want) {
+		t.Errorf("the findings do not say %q:\n%.500s", want, got)
+	}
+}
+
 func TestHTMLGroupsManyFindings(t *testing.T) {
 	tests := []struct {
 		clones        int
