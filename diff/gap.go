@@ -30,24 +30,28 @@ func (g Gap) Text() string {
 	if g.Resource != "" && g.Resource != "pods" {
 		what = g.Resource + " not observed"
 	}
-	var why string
-	switch g.Cause {
-	case store.GapRecorderDown:
-		why = "no recorder was running"
-	case store.GapAPIServer:
-		why = "the API server did not answer"
-	case store.GapWatch:
-		why = "the watch was restarted and " + orDefault(g.Resource, "its kind") + " listed again"
-	case store.GapWriteFailed:
-		why = "records were lost: the trace could not be written"
-	default:
-		why = string(g.Cause)
-	}
-	s := fmt.Sprintf("%s for %s: %s", what, g.Duration(), why)
+	s := fmt.Sprintf("%s for %s: %s", what, g.Duration(), GapCauseText(g.Cause, g.Resource))
 	if g.Detail != "" {
 		s += " (" + g.Detail + ")"
 	}
 	return s
+}
+
+// GapCauseText says why the recorder did not observe resource ("" for
+// its kind, whichever it was): "the watch was restarted and pods listed
+// again".
+func GapCauseText(cause store.GapCause, resource string) string {
+	switch cause {
+	case store.GapRecorderDown:
+		return "no recorder was running"
+	case store.GapAPIServer:
+		return "the API server did not answer"
+	case store.GapWatch:
+		return "the watch was restarted and " + orDefault(resource, "its kind") + " listed again"
+	case store.GapWriteFailed:
+		return "records were lost: the trace could not be written"
+	}
+	return string(cause)
 }
 
 func orDefault(s, def string) string {

@@ -6,14 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/store"
 )
 
 // GapLines says, for a "Gaps" heading, where the recording did not observe
 // the cluster: one line per cause and kind, with how many times, from the
 // first gap's start to the last one's end, and how long in all, its times
-// written by stamp: "the watch of pods was restarted and pods listed
-// again, 8 times, 2026-12-04 21:16:43 UTC to 2026-12-04 21:16:54 UTC (11s
+// written by stamp: "the watch was restarted and pods listed again, 8
+// times, 2026-12-04 21:16:43 UTC to 2026-12-04 21:16:54 UTC (11s
 // in all)". A gap left open ends with its session. Each pod's timeline
 // shows the gaps it crosses; this is the whole trace's. None for a trace
 // without gaps.
@@ -63,7 +64,10 @@ func GapLines(gaps []store.Gap, sessions []store.Session, stamp func(time.Time) 
 	for _, k := range order {
 		s := sums[k]
 		var b strings.Builder
-		b.WriteString(gapCauseText(k.cause, k.resource, s.dropped))
+		b.WriteString(diff.GapCauseText(k.cause, k.resource))
+		if s.dropped > 0 {
+			fmt.Fprintf(&b, " (%s)", countOf(s.dropped, "record"))
+		}
 		if s.n > 1 {
 			fmt.Fprintf(&b, ", %s", countOf(s.n, "time"))
 		}
@@ -75,29 +79,4 @@ func GapLines(gaps []store.Gap, sessions []store.Session, stamp func(time.Time) 
 		out = append(out, b.String())
 	}
 	return out
-}
-
-// gapCauseText says why the recorder did not observe resource ("" for
-// every kind).
-func gapCauseText(cause store.GapCause, resource string, dropped int) string {
-	switch cause {
-	case store.GapRecorderDown:
-		return "no recorder was running"
-	case store.GapAPIServer:
-		return "the API server did not answer"
-	case store.GapWatch:
-		if resource == "" {
-			return "a watch was restarted and its kind listed again"
-		}
-		return fmt.Sprintf("the watch of %s was restarted and %s listed again", resource, resource)
-	case store.GapWriteFailed:
-		if dropped > 0 {
-			return fmt.Sprintf("%s lost: the trace could not be written", countOf(dropped, "record"))
-		}
-		return "records were lost: the trace could not be written"
-	}
-	if resource != "" {
-		return fmt.Sprintf("%s not observed (%s)", resource, cause)
-	}
-	return string(cause)
 }

@@ -27,10 +27,10 @@ func TestGapLines(t *testing.T) {
 	}
 	got := GapLines(gaps, sessions, stampUTC)
 	want := []string{
-		"the watch of pods was restarted and pods listed again, 3 times, 2026-12-04 21:16:43 UTC to 2026-12-04 21:16:54 UTC (10s in all)",
-		"the watch of events was restarted and events listed again, 2026-12-04 21:16:45 UTC to 2026-12-04 21:16:46 UTC (1s in all)",
+		"the watch was restarted and pods listed again, 3 times, 2026-12-04 21:16:43 UTC to 2026-12-04 21:16:54 UTC (10s in all)",
+		"the watch was restarted and events listed again, 2026-12-04 21:16:45 UTC to 2026-12-04 21:16:46 UTC (1s in all)",
 		"no recorder was running, 2026-12-04 21:18:23 UTC to 2026-12-04 21:20:03 UTC (1m40s in all)",
-		"1,204 records lost: the trace could not be written, 2026-12-04 21:21:43 UTC to 2026-12-04 21:21:48 UTC (5s in all)",
+		"records were lost: the trace could not be written (1,204 records), 2026-12-04 21:21:43 UTC to 2026-12-04 21:21:48 UTC (5s in all)",
 		"the API server did not answer, 2026-12-04 21:23:13 UTC to 2026-12-04 21:23:23 UTC (10s in all)",
 	}
 	if d := cmp.Diff(want, got); d != "" {

@@ -69,7 +69,7 @@ func TestReportShowsGaps(t *testing.T) {
 			{Session: 1, Cause: store.GapWatch, Resource: "pods", Start: t0.Add(time.Minute), End: t0.Add(time.Minute + 3*time.Second)},
 			{Session: 1, Cause: store.GapWatch, Resource: "pods", Start: t0.Add(2 * time.Minute), End: t0.Add(2*time.Minute + time.Second)},
 		}}
-	want := "the watch of pods was restarted and pods listed again, 2 times, 2026-12-01 09:01:00 UTC to 2026-12-01 09:02:01 UTC (4s in all)"
+	want := "the watch was restarted and pods listed again, 2 times, 2026-12-01 09:01:00 UTC to 2026-12-01 09:02:01 UTC (4s in all)"
 	var text, md bytes.Buffer
 	if err := Text(&text, tr, TextOptions{}); err != nil {
 		t.Fatal(err)
