@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // workload generates the records of a recording: pods going through their
@@ -493,12 +490,12 @@ func rewriteBatches(recs []Record, window time.Duration) [][]Record {
 	return batches
 }
 
-// rewriteRecords returns the records of the trace $PODTRACE_REWRITE names,
-// without their Seq and session, or skips the benchmark.
 // rewritePodsProto: the rewrite benchmarks hand the store pods as their
 // protobuf, as record does; $PODTRACE_BENCH_PODS=json hands it their JSON.
 var rewritePodsProto = os.Getenv("PODTRACE_BENCH_PODS") != "json"
 
+// rewriteRecords returns the records of the trace $PODTRACE_REWRITE names,
+// without their Seq and session, or skips the benchmark.
 func rewriteRecords(b *testing.B) []Record {
 	src := os.Getenv("PODTRACE_REWRITE")
 	if src == "" {
@@ -513,13 +510,9 @@ func rewriteRecords(b *testing.B) []Record {
 		r.Seq, r.Session = 0, 0
 		if r.Kind == "Pod" && r.APIVersion == "v1" && rewritePodsProto {
 			// As record hands pods to the store: their protobuf.
-			var p corev1.Pod
-			if err := json.Unmarshal(r.Object, &p); err != nil {
-				return fmt.Errorf("pod %s/%s: %w", r.Namespace, r.Name, err)
-			}
-			pb, err := p.Marshal()
+			_, pb, err := podProto(r.Object)
 			if err != nil {
-				return err
+				return fmt.Errorf("pod %s/%s: %w", r.Namespace, r.Name, err)
 			}
 			r.Object, r.Proto = pb, true
 		}

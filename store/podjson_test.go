@@ -25,15 +25,11 @@ func protoPods(t testing.TB, pods, n int) (proto, want []Record) {
 	for range n {
 		for _, g := range gen {
 			r := g.record(1)
-			var p corev1.Pod
-			if err := json.Unmarshal(r.Object, &p); err != nil {
-				t.Fatal(err)
-			}
-			pb, err := p.Marshal()
+			p, pb, err := podProto(r.Object)
 			if err != nil {
 				t.Fatal(err)
 			}
-			js, err := json.Marshal(&p)
+			js, err := json.Marshal(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,4 +196,15 @@ func TestPodProtoOnlyPods(t *testing.T) {
 	if err := db.Write([]Record{r}); err == nil || !strings.Contains(err.Error(), "only of v1 Pods") {
 		t.Errorf("Write of a ConfigMap as protobuf: %v", err)
 	}
+}
+
+// podProto decodes a pod's JSON into its typed pod and marshals that to
+// protobuf, as the API server sends it and record hands it to the store.
+func podProto(js []byte) (*corev1.Pod, []byte, error) {
+	var p corev1.Pod
+	if err := json.Unmarshal(js, &p); err != nil {
+		return nil, nil, err
+	}
+	pb, err := p.Marshal()
+	return &p, pb, err
 }
