@@ -483,7 +483,7 @@ func run(o options) (err error) {
 		w("GOMAXPROCS: each its own (-gomaxprocs 0): the baseline %d (the machine's cores), podtrace record's own choice\n", runtime.NumCPU())
 	}
 	if o.baseGzip {
-		w("transport: the baseline asks for gzip (client-go's default); podtrace record does not, by default (a -compare binary before 2026-12-04 does)\n")
+		w("transport: the baseline asks for gzip (client-go's default); podtrace record does not, by default (a -compare binary older than 397a28f does)\n")
 	} else {
 		w("transport: neither the baseline nor podtrace record asks for gzip (-baseline-compression=false)\n")
 	}
