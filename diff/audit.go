@@ -3,6 +3,7 @@ package diff
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -48,9 +49,16 @@ type AuditRequest struct {
 	UserAgent        string `json:"userAgent,omitempty"`
 	Code             int    `json:"code"`
 	// ResourceVersion of the object as stored; Seq is the recorded revision
-	// with that resourceVersion, 0 if none.
+	// with that resourceVersion, 0 if none. For a deletecollection, the
+	// pod's as the response listed it.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 	Seq             uint64 `json:"seq,omitempty"`
+	// GracePeriodSeconds is a DELETE's (or deletecollection's), as its
+	// DeleteOptions asked, when the audit event holds the request.
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+	// Selector is a deletecollection's label and field selectors, from
+	// its request URI: which pods of the namespace it deleted.
+	Selector string `json:"selector,omitempty"`
 }
 
 // DeniedRequests are refused requests of one kind: same user, verb,
@@ -79,6 +87,11 @@ type DeniedRequests struct {
 	// requests' validation_failure annotation or their message.
 	Policy  string `json:"policy,omitempty"`
 	Binding string `json:"binding,omitempty"`
+	// Budget is the PodDisruptionBudget that refused evictions (By
+	// "PodDisruptionBudget"), and BudgetStatus what the API server said of
+	// it: "needs 2 healthy pods and has 2 currently" (the last refusal's).
+	Budget       string `json:"budget,omitempty"`
+	BudgetStatus string `json:"budgetStatus,omitempty"`
 }
 
 // PolicyFailures are failed validations of one ValidatingAdmissionPolicy,
@@ -135,9 +148,16 @@ type auditEvent struct {
 		Username string `json:"username"`
 	} `json:"impersonatedUser"`
 	UserAgent      string `json:"userAgent"`
+	RequestURI     string `json:"requestURI"`
 	ResponseStatus struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
+		Details *struct {
+			Causes []struct {
+				Type    string `json:"reason"`
+				Message string `json:"message"`
+			} `json:"causes"`
+		} `json:"details"`
 	} `json:"responseStatus"`
 	StageTimestamp time.Time         `json:"stageTimestamp"`
 	Annotations    map[string]string `json:"annotations"`
@@ -223,8 +243,49 @@ func refusedBy(ev *auditEvent) (string, bool) {
 		return "admission", true
 	case code == 403:
 		return "authorization or admission", true
+	case budgetCause(ev) != "":
+		return refusedByBudget, true
 	}
 	return "", false
+}
+
+// refusedByBudget is the DeniedRequests.By of evictions a
+// PodDisruptionBudget refused.
+const refusedByBudget = "PodDisruptionBudget"
+
+// disruptionBudgetCause is the cause the eviction subresource gives when a
+// PodDisruptionBudget refuses an eviction (policyv1.DisruptionBudgetCause),
+// with 429 TooManyRequests: "The disruption budget NAME needs N healthy
+// pods and has M currently", or "... is still being processed by the
+// server" (pkg/registry/core/pod/storage/eviction.go). API priority and
+// fairness answers 429 too, without it.
+const disruptionBudgetCause = "DisruptionBudget"
+
+// budgetCause returns the message of a refused request's
+// DisruptionBudget cause, or "".
+func budgetCause(ev *auditEvent) string {
+	if ev.ResponseStatus.Details == nil || ev.ResponseStatus.Code != 429 {
+		return ""
+	}
+	for _, c := range ev.ResponseStatus.Details.Causes {
+		if c.Type == disruptionBudgetCause {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// budgetInCause reads the budget's name and what the API server said of
+// it from a DisruptionBudget cause's message.
+var budgetInCause = regexp.MustCompile(`^The disruption budget (\S+) (.*?)\.?$`)
+
+// budgetOf returns the PodDisruptionBudget a DisruptionBudget cause names,
+// and what it said of it ("needs 1 healthy pods and has 1 currently").
+func budgetOf(cause string) (name, status string) {
+	if m := budgetInCause.FindStringSubmatch(cause); m != nil {
+		return m[1], m[2]
+	}
+	return "", cause
 }
 
 // policyInMessage finds the ValidatingAdmissionPolicy, and its binding, a
@@ -276,11 +337,11 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 	var create *auditEvent
 	failures := map[string]*PolicyFailures{}
 	for _, rec := range in.Audit {
-		var ev auditEvent
-		if json.Unmarshal(rec.Object, &ev) != nil {
+		ev, listed, ok := readAuditEvent(in.Histories, rec)
+		if !ok {
 			continue
 		}
-		vfs := validationFailures(ev)
+		vfs := validationFailures(*ev)
 		for _, vf := range vfs {
 			denied := ev.ResponseStatus.Code >= 400
 			key := strings.Join([]string{vf.Policy, vf.Binding, vf.Message, ev.User.Username, ev.Verb, ev.ObjectRef.Subresource, strconv.FormatBool(denied)}, "\x00")
@@ -302,11 +363,12 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			}
 		}
 		if ev.ResponseStatus.Code >= 400 {
-			by, ok := refusedBy(&ev)
+			by, ok := refusedBy(ev)
 			if !ok {
 				continue // failed without being refused: see refusedBy
 			}
-			key := strings.Join([]string{ev.User.Username, ev.impersonated(), ev.Verb, ev.ObjectRef.Subresource, strconv.Itoa(ev.ResponseStatus.Code), ev.ResponseStatus.Message}, "\x00")
+			budget, _ := budgetOf(budgetCause(ev))
+			key := strings.Join([]string{ev.User.Username, ev.impersonated(), ev.Verb, ev.ObjectRef.Subresource, strconv.Itoa(ev.ResponseStatus.Code), ev.ResponseStatus.Message, budget}, "\x00")
 			d := denied[key]
 			if d == nil {
 				d = &DeniedRequests{User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
@@ -321,10 +383,21 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			}
 			d.Count++
 			d.Last = ev.StageTimestamp
+			if cause := budgetCause(ev); cause != "" {
+				// The numbers change from one refusal to the next: the
+				// last one's are kept.
+				d.Budget, d.BudgetStatus = budgetOf(cause)
+			}
 			continue
 		}
 		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
 			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
+		if ev.Verb == verbDeleteCollection {
+			r.ResourceVersion, r.Selector = listed[lc.UID], selectorOf(ev.RequestURI)
+		}
+		if ev.Verb == "delete" || ev.Verb == verbDeleteCollection {
+			r.GracePeriodSeconds = gracePeriodOf(ev.RequestObject)
+		}
 		if r.ResourceVersion != "" {
 			r.Seq = byRV[r.ResourceVersion]
 		} else if r.Subresource == "binding" {
@@ -335,10 +408,9 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			}
 		}
 		a.Requests = append(a.Requests, r)
-		a.Patches = append(a.Patches, patches(ev)...)
+		a.Patches = append(a.Patches, patches(*ev)...)
 		if ev.Verb == "create" && ev.ObjectRef.Subresource == "" && create == nil {
-			e := ev
-			create = &e
+			create = ev
 		}
 	}
 	// The denied groups, in the order they first appeared.
@@ -365,6 +437,101 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 	if create != nil {
 		auditAdmission(lc, *create, a.Patches, opts)
 	}
+}
+
+// verbDeleteCollection is the audit verb of a DELETE of a collection: the
+// namespace controller's of a namespace's pods, kubectl delete pods --all.
+const verbDeleteCollection = "deletecollection"
+
+// readAuditEvent decodes an imported audit event. One that names several
+// pods (a deletecollection: the same record for each of them) is decoded
+// once per h, its response reduced to the resourceVersion of each pod it
+// listed (by UID); what it returns is then shared and must not be
+// modified.
+func readAuditEvent(h *Histories, rec store.Record) (ev *auditEvent, listed map[string]string, ok bool) {
+	decode := func() auditCollection {
+		var c auditCollection
+		var ev auditEvent
+		if json.Unmarshal(rec.Object, &ev) != nil {
+			return c
+		}
+		if ev.Verb == verbDeleteCollection {
+			c.listed = listedPods(ev.ResponseObject)
+			ev.ResponseObject = nil
+		}
+		c.ev = &ev
+		return c
+	}
+	var c auditCollection
+	if len(rec.Refs) > 1 {
+		c = Memo(h, []store.Record{rec}, decode)
+	} else {
+		c = decode()
+	}
+	return c.ev, c.listed, c.ev != nil
+}
+
+// auditCollection is an audit event decoded, with the pods its response
+// listed.
+type auditCollection struct {
+	ev     *auditEvent
+	listed map[string]string // pod UID -> resourceVersion
+}
+
+// listedPods returns the UID and resourceVersion of each item of a list
+// in a response (a PodList, or the PartialObjectMetadataList a metadata
+// client asks for), or nil.
+func listedPods(raw json.RawMessage) map[string]string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				UID             string `json:"uid"`
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if json.Unmarshal(raw, &list) != nil {
+		return nil
+	}
+	out := make(map[string]string, len(list.Items))
+	for _, it := range list.Items {
+		out[it.Metadata.UID] = it.Metadata.ResourceVersion
+	}
+	return out
+}
+
+// selectorOf returns the label and field selectors of a request URI, as
+// "labelSelector=app=web, fieldSelector=spec.nodeName=n1", or "".
+func selectorOf(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range []string{"labelSelector", "fieldSelector"} {
+		if v := u.Query().Get(k); v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// gracePeriodOf returns the gracePeriodSeconds of a DELETE's
+// DeleteOptions (its audit event's requestObject), or nil.
+func gracePeriodOf(raw json.RawMessage) *int64 {
+	if len(raw) == 0 {
+		return nil
+	}
+	var o struct {
+		GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
+	}
+	if json.Unmarshal(raw, &o) != nil {
+		return nil
+	}
+	return o.GracePeriodSeconds
 }
 
 // deleteOperation marks the actor of a revision that a DELETE request made,
@@ -625,31 +792,58 @@ func (d DeniedRequests) Summary() string {
 		d.First.UTC().Format("15:04:05"), d.Last.UTC().Format("15:04:05"))
 }
 
-// ReadAudit reads a pod's imported audit events (Input.Audit) as requests:
-// the successful ones, and the refused or failed ones (any response code
-// of 400 or more), consecutive alike failures grouped.
-func ReadAudit(recs []store.Record) (requests []AuditRequest, failed []DeniedRequests) {
-	for _, rec := range recs {
-		var ev auditEvent
-		if json.Unmarshal(rec.Object, &ev) != nil {
-			continue
-		}
-		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
-			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
-		if r.Code >= 400 {
-			d := DeniedRequests{User: r.User, ImpersonatedUser: r.ImpersonatedUser, UserAgent: r.UserAgent, Verb: r.Verb, Subresource: r.Subresource,
-				Code: r.Code, Message: ev.ResponseStatus.Message, Count: 1, First: r.Time, Last: r.Time}
-			if n := len(failed); n > 0 {
-				if p := &failed[n-1]; p.User == d.User && p.Verb == d.Verb && p.Subresource == d.Subresource && p.Code == d.Code && p.Message == d.Message {
-					p.Count++
-					p.Last = d.Last
-					continue
-				}
-			}
-			failed = append(failed, d)
-			continue
-		}
-		requests = append(requests, r)
+// deletionSlack is how far apart the API server's clock (an audit event's
+// stageTimestamp) and the recorder's (when it observed the revision the
+// request made) may be for the one to be taken for the other's cause.
+const deletionSlack = 2 * time.Second
+
+// IsDeletion reports whether the request asks for the pod's deletion: a
+// DELETE of it, a deletecollection that listed it, or an eviction (the
+// API server deletes the pod inside the eviction request).
+func (r AuditRequest) IsDeletion() bool {
+	switch {
+	case r.Code >= 400:
+		return false
+	case r.Subresource == "":
+		return r.Verb == "delete" || r.Verb == verbDeleteCollection
 	}
-	return requests, failed
+	return r.Verb == "create" && r.Subresource == "eviction"
+}
+
+// Deletion returns, from the audit log, the request that asked for the
+// pod's deletion, and the other successful deletion requests (in time
+// order: those after it, mostly). The one that
+// asked is the one that set metadata.deletionTimestamp: the request whose
+// response carried the revision that first had it (its resourceVersion),
+// else the first deletion request made by the time that revision was
+// observed. The ones after it did not ask; they confirmed the deletion
+// (the node's kubelet DELETEs with grace period 0 once the containers
+// stopped, and the pod goes) or forced it. A pod deleted at once (no
+// grace period, or never on a node) has no revision with a
+// deletionTimestamp: its first deletion request asked. asked is nil when
+// the log holds none (no log imported, or one that does not cover it).
+func (lc *Lifecycle) Deletion() (asked *AuditRequest, others []AuditRequest) {
+	if lc.Audit == nil {
+		return nil, nil
+	}
+	var dels []AuditRequest
+	for _, r := range lc.Audit.Requests {
+		if r.IsDeletion() {
+			dels = append(dels, r)
+		}
+	}
+	if len(dels) == 0 {
+		return nil, nil
+	}
+	i := 0
+	if req, ok := lc.Phase(PhaseDeletionRequested); ok {
+		i = slices.IndexFunc(dels, func(r AuditRequest) bool { return r.Seq == req.Seq })
+		if i < 0 {
+			i = slices.IndexFunc(dels, func(r AuditRequest) bool { return !r.Time.After(req.Time.Add(deletionSlack)) })
+		}
+		if i < 0 {
+			return nil, dels // all made after it was asked for: none asked
+		}
+	}
+	return &dels[i], append(slices.Clip(dels[:i:i]), dels[i+1:]...)
 }

@@ -171,9 +171,13 @@ type traceContext struct {
 	// "Node/name": nodes and namespaces are sometimes re-created.
 	latest map[string]store.Object
 
-	mu     sync.Mutex                // guards byName and about
+	mu     sync.Mutex                // guards byName, about and owners
 	byName map[string][]store.Record // "Namespace/name", "Node/name" -> history
 	about  map[string][]store.Record // owner UID -> the Events about it
+	owners map[string]ownerHistory   // owner UID -> its history
+
+	// histories holds the decoded histories the pods' replays share.
+	histories *diff.Histories
 
 	nodes []store.Object // every node recorded
 
@@ -217,7 +221,8 @@ func loadContext(db *store.DB) (*traceContext, error) {
 
 // newContext loads the trace context from the objects scanTrace listed.
 func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
-	tc := &traceContext{webhooks: map[string][]store.Record{}, policies: map[string][]store.Record{}, latest: map[string]store.Object{}, byName: map[string][]store.Record{}}
+	tc := &traceContext{webhooks: map[string][]store.Record{}, policies: map[string][]store.Record{}, latest: map[string]store.Object{}, byName: map[string][]store.Record{},
+		owners: map[string]ownerHistory{}, histories: diff.NewHistories()}
 	var err error
 	if tc.sessions, err = db.Sessions(); err != nil {
 		return nil, err
@@ -273,6 +278,34 @@ func (tc *traceContext) named(db *store.DB, kind, name string) ([]store.Record, 
 	}
 	tc.byName[key] = recs
 	return recs, nil
+}
+
+// ownerHistory is an owner's recorded history, or that it was not
+// recorded.
+type ownerHistory struct {
+	recs     []store.Record
+	recorded bool
+}
+
+// owner returns the history of the owner uid, loading it on first use: the
+// pods of a ReplicaSet share it. ok is false when the trace does not hold
+// it (an owner outside the recorded scope).
+func (tc *traceContext) owner(db *store.DB, uid string) (recs []store.Record, ok bool, err error) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if h, ok := tc.owners[uid]; ok {
+		return h.recs, h.recorded, nil
+	}
+	recs, err = db.History(uid)
+	if errors.Is(err, store.ErrNotFound) {
+		tc.owners[uid] = ownerHistory{}
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	tc.owners[uid] = ownerHistory{recs: recs, recorded: true}
+	return recs, true, nil
 }
 
 // eventsAbout returns the revisions of the Events about the object uid (an
@@ -340,7 +373,7 @@ func (tc *traceContext) fitContext(db *store.DB) (nodes, pods map[string][]store
 
 // loadInput loads everything recorded about one pod incarnation.
 func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, error) {
-	in := diff.Input{Related: map[string][]store.Record{}, Webhooks: tc.webhooks, Policies: tc.policies, Sessions: tc.sessions, Gaps: tc.gaps}
+	in := diff.Input{Related: map[string][]store.Record{}, Webhooks: tc.webhooks, Policies: tc.policies, Sessions: tc.sessions, Gaps: tc.gaps, Histories: tc.histories}
 	var err error
 	if in.Pod, err = db.History(pod.UID); err != nil {
 		return in, err
@@ -372,12 +405,12 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 		if _, ok := in.Related[owner]; ok {
 			continue
 		}
-		recs, err := db.History(owner)
-		if errors.Is(err, store.ErrNotFound) {
-			continue // an owner outside the recorded scope
-		}
+		recs, recorded, err := tc.owner(db, owner)
 		if err != nil {
 			return in, err
+		}
+		if !recorded {
+			continue // an owner outside the recorded scope
 		}
 		in.Related[owner] = recs
 		evs, err := tc.eventsAbout(db, owner)
