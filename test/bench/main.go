@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,7 +95,7 @@ func main() {
 	flag.IntVar(&o.procs, "gomaxprocs", 1, "GOMAXPROCS of the baseline and of both recorders, the same for all: like for like (1: what podtrace record sets itself, and what the manifests' CPU limit gives; 0: each its own, the runtime's default of the machine's cores for the baseline)")
 	flag.BoolVar(&o.baseGzip, "baseline-compression", true, "the baseline asks for gzip, as client-go does by default (false: no compression, as podtrace record by default: like for like on the transport)")
 	flag.StringVar(&o.workload, "workload", "mixed", "mixed: Deployments, Jobs, patches, a rollout, delete; rollout: one Deployment of pods/2 two-container replicas, rolled once, then deleted")
-	flag.BoolVar(&o.audit, "audit", false, "the API server writes an audit log (the pod audit policy), kept as OUT/audit.log and imported into OUT/trace-audit.db, a copy of the trace")
+	flag.BoolVar(&o.audit, "audit", false, "the API server writes an audit log (the pod audit policy), kept as OUT/audit*.log and imported into OUT/trace-audit.db, a copy of the trace")
 	flag.StringVar(&o.compare, "compare", "", "another podtrace binary (an earlier version) to run beside the first, for a before/after in one run")
 	flag.DurationVar(&o.soak, "soak", 0, "run the soak instead: churn of short-lived pods for this long under record --retain (see soak.go)")
 	flag.StringVar(&o.retain, "retain", "2m", "the soak's record --retain")
@@ -739,21 +740,40 @@ func memoryCurve(path string, began time.Time, procs []*proc) (string, error) {
 // it into OUT/trace-audit.db, a copy of the trace: the same recording, with
 // and without the audit log, for the read benchmarks and the tests.
 func importAudit(ctx context.Context, log, podtraceBin, out, trace string) (string, error) {
-	kept := filepath.Join(out, "audit.log")
-	if err := copyFile(log, kept); err != nil {
-		return "", fmt.Errorf("keep the audit log: %w", err)
+	// The API server rotates its log at 100 MB (audit-TIME.log beside
+	// it): every file is kept, the rotated ones first.
+	rotated, err := filepath.Glob(filepath.Join(filepath.Dir(log), "audit-*.log"))
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(rotated)
+	args := []string{"import"}
+	var size int64
+	for i, f := range append(rotated, log) {
+		kept := filepath.Join(out, "audit.log")
+		if f != log {
+			kept = filepath.Join(out, fmt.Sprintf("audit.%d.log", i+1))
+		}
+		if err := copyFile(f, kept); err != nil {
+			return "", fmt.Errorf("keep the audit log: %w", err)
+		}
+		st, err := os.Stat(kept)
+		if err != nil {
+			return "", err
+		}
+		size += st.Size()
+		args = append(args, "--audit-log", kept)
 	}
 	audited := filepath.Join(out, "trace-audit.db")
 	if err := copyFile(trace, audited); err != nil {
 		return "", fmt.Errorf("copy the trace: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, podtraceBin, "import", "--audit-log", kept, "--db", audited)
+	cmd := exec.CommandContext(ctx, podtraceBin, append(args, "--db", audited)...)
 	b, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("podtrace import: %w\n%s", err, b)
 	}
-	st, _ := os.Stat(kept)
-	return fmt.Sprintf("audit log: %s (%d bytes) imported into %s: %s", kept, st.Size(), audited, strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])), nil
+	return fmt.Sprintf("audit log: %d files (%d bytes) kept in %s, imported into %s: %s", len(rotated)+1, size, out, audited, strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])), nil
 }
 
 func copyFile(from, to string) error {
