@@ -13,6 +13,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,7 +38,7 @@ import (
 // imports, and registers in its scheme, every API group Kubernetes serves,
 // with their clients, listers, informers and apply configurations (and the
 // discovery client the OpenAPI models): 25 of the 56 MB of a stripped
-// podtrace, for the seven group versions used here.
+// podtrace, for the eight group versions used here.
 type Client interface {
 	// ListWatch lists and watches the resource gvr in namespace ns ("" for
 	// all namespaces, and for a cluster-scoped resource), with the list
@@ -63,6 +64,7 @@ var apiScheme = func() *runtime.Scheme {
 		corev1.AddToScheme,
 		appsv1.AddToScheme,
 		batchv1.AddToScheme,
+		policyv1.AddToScheme,
 		admissionv1.AddToScheme,
 		admissionv1beta1.AddToScheme,
 		admissionv1alpha1.AddToScheme,
@@ -82,6 +84,7 @@ var clientGroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
 	appsv1.SchemeGroupVersion,
 	batchv1.SchemeGroupVersion,
+	policyv1.SchemeGroupVersion,
 	admissionv1.SchemeGroupVersion,
 	admissionv1beta1.SchemeGroupVersion,
 	admissionv1alpha1.SchemeGroupVersion,

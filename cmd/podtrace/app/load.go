@@ -175,6 +175,9 @@ type traceContext struct {
 	byName map[string][]store.Record // "Namespace/name", "Node/name" -> history
 	about  map[string][]store.Record // owner UID -> the Events about it
 	owners map[string]ownerHistory   // owner UID -> its history
+	// budgets holds each namespace's PodDisruptionBudgets, by UID; nil
+	// until first asked for.
+	budgets map[string]map[string][]store.Record
 
 	// histories holds the decoded histories the pods' replays share.
 	histories *diff.Histories
@@ -306,6 +309,33 @@ func (tc *traceContext) owner(db *store.DB, uid string) (recs []store.Record, ok
 	}
 	tc.owners[uid] = ownerHistory{recs: recs, recorded: true}
 	return recs, true, nil
+}
+
+// budgetsIn returns the histories of the PodDisruptionBudgets recorded in
+// namespace ns, by UID: every namespace's are loaded on first use, in one
+// scan of the trace's objects.
+func (tc *traceContext) budgetsIn(db *store.DB, ns string) (map[string][]store.Record, error) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.budgets == nil {
+		objs, err := db.Objects(store.ObjectFilter{Kind: "PodDisruptionBudget"})
+		if err != nil {
+			return nil, err
+		}
+		budgets := map[string]map[string][]store.Record{}
+		for _, o := range objs {
+			recs, err := db.History(o.UID)
+			if err != nil {
+				return nil, err
+			}
+			if budgets[o.Namespace] == nil {
+				budgets[o.Namespace] = map[string][]store.Record{}
+			}
+			budgets[o.Namespace][o.UID] = recs
+		}
+		tc.budgets = budgets
+	}
+	return tc.budgets[ns], nil
 }
 
 // eventsAbout returns the revisions of the Events about the object uid (an
@@ -441,6 +471,9 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 			return in, err
 		}
 		in.Related[uid] = recs
+	}
+	if in.Budgets, err = tc.budgetsIn(db, pod.Namespace); err != nil {
+		return in, err
 	}
 	if recs, err := tc.named(db, "Namespace", pod.Namespace); err != nil {
 		return in, err
