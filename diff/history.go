@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -35,20 +37,44 @@ func (r *Revision[T]) Deleted() bool {
 type Histories struct {
 	mu sync.Mutex
 	m  map[historyKey]*historyEntry
+	// fields holds parsed managedFields field sets (fieldSet) by their
+	// JSON: the pods of one template have the same managers' field lists,
+	// revision after revision.
+	fields sync.Map
+}
+
+// fieldSet returns f parsed, once per h; a nil h parses it.
+func (h *Histories) fieldSet(f *metav1.FieldsV1) fieldSet {
+	if h == nil {
+		return parseFields(f)
+	}
+	if s, ok := h.fields.Load(string(f.Raw)); ok {
+		return s.(fieldSet)
+	}
+	s := parseFields(f)
+	h.fields.Store(string(f.Raw), s)
+	return s
 }
 
 // historyKey names one decoded history: the object, the Go type it is
-// decoded as, and how many records it had (a history read again, longer,
-// while a recorder writes, is another).
+// decoded as, how many records it had and the last one (a history read
+// again, longer, while a recorder writes, is another; so is one revision
+// of it alone).
 type historyKey struct {
-	uid string
-	t   reflect.Type
-	n   int
+	uid  string
+	t    reflect.Type
+	n    int
+	last uint64 // the last record's Seq
 }
 
 type historyEntry struct {
 	once sync.Once
 	v    any
+}
+
+// historyKeyOf is the key of the history recs (not empty) decoded as T.
+func historyKeyOf[T any](recs []store.Record) historyKey {
+	return historyKey{uid: recs[0].UID, t: reflect.TypeFor[T](), n: len(recs), last: recs[len(recs)-1].Seq}
 }
 
 // NewHistories returns an empty Histories.
@@ -82,8 +108,7 @@ func DecodeHistory[T any](h *Histories, recs []store.Record) []Revision[T] {
 	if len(recs) == 0 {
 		return nil
 	}
-	key := historyKey{uid: recs[0].UID, t: reflect.TypeFor[T](), n: len(recs)}
-	return h.shared(key, func() any { return decodeHistory[T](recs) }).([]Revision[T])
+	return h.shared(historyKeyOf[T](recs), func() any { return decodeHistory[T](recs) }).([]Revision[T])
 }
 
 func decodeHistory[T any](recs []store.Record) []Revision[T] {
@@ -109,8 +134,7 @@ func Memo[T any](h *Histories, recs []store.Record, make func() T) T {
 	if len(recs) == 0 {
 		return make()
 	}
-	key := historyKey{uid: recs[0].UID, t: reflect.TypeFor[T](), n: len(recs)}
-	return h.shared(key, func() any { return make() }).(T)
+	return h.shared(historyKeyOf[T](recs), func() any { return make() }).(T)
 }
 
 // ReplayOwnerEvents is ReplayEvents of the events about one owner (recs,
@@ -119,7 +143,7 @@ func ReplayOwnerEvents(h *Histories, uid string, recs []store.Record) []Event {
 	if len(recs) == 0 {
 		return nil
 	}
-	key := historyKey{uid: uid, t: reflect.TypeFor[Event](), n: len(recs)}
+	key := historyKey{uid: uid, t: reflect.TypeFor[Event](), n: len(recs), last: recs[len(recs)-1].Seq}
 	return h.shared(key, func() any { return ReplayEvents(recs) }).([]Event)
 }
 

@@ -157,7 +157,7 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	var prev *corev1.Pod
 	var dec decoder
 	var w walker
-	var sets fieldSets
+	sets := fieldSets{shared: in.Histories}
 	for _, rec := range in.Pod {
 		pod, err := dec.decode(rec)
 		if err != nil {

@@ -344,13 +344,19 @@ func rolloutEvidence(lc *diff.Lifecycle, in diff.Input, owner *metav1.OwnerRefer
 			out = append(out, e)
 		}
 	}
+	// The deployment controller's last "Scaled down replica set NAME ..."
+	// (pkg/controller/deployment/sync.go) about this ReplicaSet by then: a
+	// rollout of many steps makes dozens.
+	var scaled *diff.Event
 	for _, e := range diff.ReplayOwnerEvents(in.Histories, depUID, in.OwnerEvents[depUID]) {
-		// The deployment controller's "Scaled down replica set NAME ..."
-		// (pkg/controller/deployment/sync.go) about this ReplicaSet.
 		if e.Reason == "ScalingReplicaSet" && !e.Time.Before(lc.Steps[0].Time) && !e.Time.After(at.Add(ownerSlack)) &&
 			containsWord(e.Message, rs.Name) {
-			out = append(out, Evidence{Seq: e.Seq, Time: e.Time, Text: fmt.Sprintf("event %s on Deployment %s: %s", e.Reason, dep.Name, e.Message)})
+			e := e
+			scaled = &e
 		}
+	}
+	if scaled != nil {
+		out = append(out, Evidence{Seq: scaled.Seq, Time: scaled.Time, Text: fmt.Sprintf("event %s on Deployment %s: %s", scaled.Reason, dep.Name, scaled.Message)})
 	}
 	return out
 }
