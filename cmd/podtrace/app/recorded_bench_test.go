@@ -1,0 +1,137 @@
+package app
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podtrace/podtrace/redact"
+	"github.com/podtrace/podtrace/serve"
+	"github.com/podtrace/podtrace/store"
+)
+
+// BenchmarkRecorded runs the read commands on traces recorded on the local
+// control plane by test/bench (its -out directory keeps trace.db, and
+// trace-audit.db with the audit log imported): $PODTRACE_BENCH_TRACE, one
+// path or several separated by commas. Their pods share owners with long
+// histories, as on a real cluster, which the synthetic traces of the other
+// benchmarks never do: a cost of pods x owner revisions shows here. It is
+// skipped without the variable.
+//
+//	go run ./test/bench -workload rollout -pods 4000 -audit -podtrace _output/podtrace -out _output/bench-rollout
+//	PODTRACE_BENCH_TRACE=_output/bench-rollout/trace.db,_output/bench-rollout/trace-audit.db \
+//	  go test ./cmd/podtrace/app/ -run '^$' -bench Recorded -benchtime 3x -timeout 60m
+//
+// explain takes the pod with most revisions, compare the first and last
+// pods recorded; serve answers `kubectl get pods -A` at the moment most
+// pods were present.
+func BenchmarkRecorded(b *testing.B) {
+	env := os.Getenv("PODTRACE_BENCH_TRACE")
+	if env == "" {
+		b.Skip("set PODTRACE_BENCH_TRACE to traces test/bench recorded")
+	}
+	for _, path := range strings.Split(env, ",") {
+		db, err := store.Open(path, store.Options{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pods, err := db.Objects(store.ObjectFilter{Kind: "Pod"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := db.Stats()
+		db.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(pods) < 2 {
+			b.Fatalf("%s holds %d pods, want 2 or more", path, len(pods))
+		}
+		one := slices.MaxFunc(pods, func(a, b store.Object) int { return cmp.Compare(a.Revisions, b.Revisions) })
+		first, last := pods[0], pods[len(pods)-1]
+		name := strings.TrimSuffix(filepath.Base(path), ".db")
+		b.Run(name+"/report", func(b *testing.B) {
+			benchCommand(b, []string{"podtrace", "report", "--db", path, "--color", "never"}, func(out *countWriter, _ string) error {
+				return contains(out.head.String(), fmt.Sprintf("Pods:    %d", len(pods)))
+			})
+			b.ReportMetric(float64(len(pods)), "pods")
+			b.ReportMetric(float64(st.Records), "trace-records")
+		})
+		b.Run(name+"/report-html", func(b *testing.B) {
+			page := filepath.Join(b.TempDir(), "report.html")
+			benchCommand(b, []string{"podtrace", "report", "--html", "-o", page, "--db", path}, func(_ *countWriter, errOut string) error {
+				return contains(errOut, fmt.Sprintf("wrote html report of %d pods", len(pods)))
+			})
+		})
+		b.Run(name+"/explain", func(b *testing.B) {
+			benchCommand(b, []string{"podtrace", "explain", one.Name, "-n", one.Namespace, "--uid", one.UID, "--db", path, "--color", "never"}, func(out *countWriter, _ string) error {
+				return contains(out.head.String(), one.Name)
+			})
+		})
+		b.Run(name+"/compare", func(b *testing.B) {
+			benchCommand(b, []string{"podtrace", "compare", first.Namespace + "/" + first.Name, last.Namespace + "/" + last.Name, "--db", path, "--color", "never"}, func(out *countWriter, _ string) error {
+				return contains(out.head.String(), "Verdict")
+			})
+		})
+		b.Run(name+"/serve-get-pods", func(b *testing.B) {
+			db, err := store.Open(path, store.Options{ReadOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			red, err := redact.New(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv, err := serve.New(db, serve.Options{Redactor: red})
+			if err != nil {
+				b.Fatal(err)
+			}
+			at := busiest(pods)
+			cpu := cpuTime()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodGet, serve.Path(at)+"api/v1/pods", nil)
+				req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+				w := &countingWriter{count: []byte(`"cells":`)}
+				srv.ServeHTTP(w, req)
+				if w.code != 0 && w.code != http.StatusOK {
+					b.Fatalf("%d %s", w.code, w.head.Bytes())
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// busiest returns the moment the most pods were present: first observed
+// by then, not yet gone.
+func busiest(pods []store.Object) time.Time {
+	type change struct {
+		at time.Time
+		d  int
+	}
+	var cs []change
+	for _, p := range pods {
+		cs = append(cs, change{p.FirstObserved, 1})
+		if p.Deleted {
+			cs = append(cs, change{p.LastObserved, -1})
+		}
+	}
+	slices.SortFunc(cs, func(a, b change) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(b.d, a.d)) })
+	var at time.Time
+	n, most := 0, -1
+	for _, c := range cs {
+		n += c.d
+		if n > most {
+			most, at = n, c.at
+		}
+	}
+	return at
+}
