@@ -38,7 +38,10 @@ type Audit struct {
 
 // AuditRequest is one successful request about the pod.
 type AuditRequest struct {
+	// Time is when the response completed (stageTimestamp); Received
+	// when the API server received the request.
 	Time        time.Time `json:"time"`
+	Received    time.Time `json:"received,omitzero"`
 	AuditID     string    `json:"auditID"`
 	Verb        string    `json:"verb"`
 	Subresource string    `json:"subresource,omitempty"`
@@ -49,10 +52,13 @@ type AuditRequest struct {
 	UserAgent        string `json:"userAgent,omitempty"`
 	Code             int    `json:"code"`
 	// ResourceVersion of the object as stored; Seq is the recorded revision
-	// with that resourceVersion, 0 if none. For a deletecollection, the
-	// pod's as the response listed it.
+	// with that resourceVersion, 0 if none.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 	Seq             uint64 `json:"seq,omitempty"`
+	// Listed is, for a deletecollection, the pod's resourceVersion when
+	// the request listed it, before deleting it: its response lists the
+	// pods as they were (genericregistry.Store.DeleteCollection).
+	Listed string `json:"listedResourceVersion,omitempty"`
 	// GracePeriodSeconds is a DELETE's (or deletecollection's), as its
 	// DeleteOptions asked, when the audit event holds the request.
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
@@ -160,6 +166,7 @@ type auditEvent struct {
 		} `json:"details"`
 	} `json:"responseStatus"`
 	StageTimestamp time.Time         `json:"stageTimestamp"`
+	Received       time.Time         `json:"requestReceivedTimestamp"`
 	Annotations    map[string]string `json:"annotations"`
 	RequestObject  json.RawMessage   `json:"requestObject"`
 	ResponseObject json.RawMessage   `json:"responseObject"`
@@ -390,10 +397,12 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			}
 			continue
 		}
-		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
+		r := AuditRequest{Time: ev.StageTimestamp, Received: ev.Received, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
 			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
 		if ev.Verb == verbDeleteCollection {
-			r.ResourceVersion, r.Selector = listed[lc.UID], selectorOf(ev.RequestURI)
+			// Its response is no revision it made: it lists the pods as
+			// they were before it deleted them.
+			r.ResourceVersion, r.Listed, r.Selector = "", listed[lc.UID], selectorOf(ev.RequestURI)
 		}
 		if ev.Verb == "delete" || ev.Verb == verbDeleteCollection {
 			r.GracePeriodSeconds = gracePeriodOf(ev.RequestObject)
@@ -797,6 +806,15 @@ func (d DeniedRequests) Summary() string {
 // request made) may be for the one to be taken for the other's cause.
 const deletionSlack = 2 * time.Second
 
+// received is when the API server received the request, or, for an audit
+// event without that time, when it answered.
+func (r AuditRequest) received() time.Time {
+	if r.Received.IsZero() {
+		return r.Time
+	}
+	return r.Received
+}
+
 // IsDeletion reports whether the request asks for the pod's deletion: a
 // DELETE of it, a deletecollection that listed it, or an eviction (the
 // API server deletes the pod inside the eviction request).
@@ -812,10 +830,11 @@ func (r AuditRequest) IsDeletion() bool {
 
 // Deletion returns, from the audit log, the request that asked for the
 // pod's deletion, and the other successful deletion requests (in time
-// order: those after it, mostly). The one that
-// asked is the one that set metadata.deletionTimestamp: the request whose
-// response carried the revision that first had it (its resourceVersion),
-// else the first deletion request made by the time that revision was
+// order: those after it, mostly). The one that asked is the one that set
+// metadata.deletionTimestamp: the request whose response carried the
+// revision that first had it (its resourceVersion), or the
+// deletecollection that listed the pod at the revision before it; else
+// the first deletion request received by the time that revision was
 // observed. The ones after it did not ask; they confirmed the deletion
 // (the node's kubelet DELETEs with grace period 0 once the containers
 // stopped, and the pod goes) or forced it. A pod deleted at once (no
@@ -837,9 +856,17 @@ func (lc *Lifecycle) Deletion() (asked *AuditRequest, others []AuditRequest) {
 	}
 	i := 0
 	if req, ok := lc.Phase(PhaseDeletionRequested); ok {
-		i = slices.IndexFunc(dels, func(r AuditRequest) bool { return r.Seq == req.Seq })
+		before := ""
+		for j, s := range lc.Steps {
+			if s.Seq == req.Seq && j > 0 {
+				before = lc.Steps[j-1].ResourceVersion
+			}
+		}
+		i = slices.IndexFunc(dels, func(r AuditRequest) bool {
+			return r.Seq == req.Seq || r.Listed != "" && r.Listed == before
+		})
 		if i < 0 {
-			i = slices.IndexFunc(dels, func(r AuditRequest) bool { return !r.Time.After(req.Time.Add(deletionSlack)) })
+			i = slices.IndexFunc(dels, func(r AuditRequest) bool { return !r.received().After(req.Time.Add(deletionSlack)) })
 		}
 		if i < 0 {
 			return nil, dels // all made after it was asked for: none asked

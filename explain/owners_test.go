@@ -79,15 +79,15 @@ func deletedAt(t *testing.T, p *corev1.Pod) []store.Record {
 }
 
 // collection is the namespace controller's deletecollection of the pods
-// of ci, listing this pod at resourceVersion 110 and another: one record
-// of both pods.
+// of ci, listing this pod as it was before (resourceVersion 100) and
+// another: one record of both pods.
 func collection(t *testing.T, user string) store.Record {
 	rec := endAuditWith(t, 20*time.Second, "deletecollection", "", user, "kube-controller-manager/v1.37.2", 200, map[string]any{
 		"objectRef":  map[string]any{"resource": "pods", "namespace": finNS, "apiVersion": "v1"},
 		"requestURI": "/api/v1/namespaces/ci/pods",
 		"responseObject": map[string]any{"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "items": []any{
 			map[string]any{"metadata": map[string]any{"name": "other", "uid": "pod-uid-9", "resourceVersion": "111"}},
-			map[string]any{"metadata": map[string]any{"name": "web-1-abcde", "uid": string(finPodUID), "resourceVersion": "110"}},
+			map[string]any{"metadata": map[string]any{"name": "web-1-abcde", "uid": string(finPodUID), "resourceVersion": "100"}},
 		}},
 	})
 	rec.Refs = []string{"pod-uid-9", string(finPodUID)}
