@@ -98,15 +98,46 @@ func ownerGoneBefore(in diff.Input, owner *metav1.OwnerReference, at time.Time) 
 	return Evidence{Seq: r.seq, Time: r.observed, Text: fmt.Sprintf("owner %s %s deletion requested (finalizers %v)", owner.Kind, owner.Name, r.meta.Finalizers)}, true
 }
 
-// revAt returns the revision of revs last observed by at (with
-// ownerSlack) that decoded, and its index, or nil and -1.
+// revAt returns the revision of revs last observed by at that decoded,
+// else the first observed within ownerSlack after it, and its index, or
+// nil and -1.
 func revAt[T any](revs []diff.Revision[T], at time.Time) (*diff.Revision[T], int) {
-	for i := diff.At(revs, at.Add(ownerSlack)); i >= 0; i-- {
+	n := diff.At(revs, at)
+	for i := n; i >= 0; i-- {
+		if revs[i].Object != nil {
+			return &revs[i], i
+		}
+	}
+	for i := n + 1; i < len(revs) && !revs[i].Observed.After(at.Add(ownerSlack)); i++ {
 		if revs[i].Object != nil {
 			return &revs[i], i
 		}
 	}
 	return nil, -1
+}
+
+// near returns the last of idx (indexes of revs, ascending) observed by
+// at, else the first observed within ownerSlack after it (the owner's
+// watch and the pod's deliver apart), or -1.
+func near[T any](revs []diff.Revision[T], idx []int, at time.Time) int {
+	if k := lastBefore(revs, idx, at); k >= 0 {
+		return k
+	}
+	return after(revs, idx, at)
+}
+
+// after returns the first of idx observed after at, within ownerSlack,
+// or -1.
+func after[T any](revs []diff.Revision[T], idx []int, at time.Time) int {
+	for _, k := range idx {
+		if o := revs[k].Observed; o.After(at) {
+			if !o.After(at.Add(ownerSlack)) {
+				return k
+			}
+			break
+		}
+	}
+	return -1
 }
 
 // replicaSetView is what the rules ask of a ReplicaSet's history: the
@@ -154,19 +185,22 @@ func lastBefore[T any](revs []diff.Revision[T], idx []int, at time.Time) int {
 
 // scaledDown returns the revision of the ReplicaSet whose spec.replicas
 // went down and made its controller delete a pod whose deletion was asked
-// for at at: the last decrease observed by then (with ownerSlack), after
-// the pod was created (from), with no revision between them where the
-// controller had settled at the new count (a pod still there when it
-// settled was one it kept). -1 when there is none.
+// for at at: the last decrease observed by then, after the pod was
+// created (from), with no revision between them where the controller had
+// settled at the new count (a pod still there when it settled was one it
+// kept); else a decrease observed within ownerSlack after at (the watches
+// deliver apart). -1 when there is none.
 func (v replicaSetView) scaledDown(from, at time.Time) int {
-	k := lastBefore(v.revs, v.downs, at.Add(ownerSlack))
-	if k < 0 || v.revs[k].Observed.Before(from.Add(-ownerSlack)) {
-		return -1
+	ok := func(k int) bool {
+		return k >= 0 && !v.revs[k].Observed.Before(from.Add(-ownerSlack)) && lastBefore(v.revs, v.settled, at.Add(-ownerSlack)) <= k
 	}
-	if s := lastBefore(v.revs, v.settled, at.Add(-ownerSlack)); s > k {
-		return -1
+	if k := lastBefore(v.revs, v.downs, at); ok(k) {
+		return k
 	}
-	return k
+	if k := after(v.revs, v.downs, at); ok(k) {
+		return k
+	}
+	return -1
 }
 
 // replicasReduced reports whether the ReplicaSet's spec.replicas went
@@ -174,7 +208,7 @@ func (v replicaSetView) scaledDown(from, at time.Time) int {
 // to at (with ownerSlack).
 func replicasReduced(in diff.Input, owner *metav1.OwnerReference, from, at time.Time) bool {
 	v := replicaSetOf(in, string(owner.UID))
-	k := lastBefore(v.revs, v.downs, at.Add(ownerSlack))
+	k := near(v.revs, v.downs, at)
 	return k >= 0 && !v.revs[k].Observed.Before(from)
 }
 
@@ -311,7 +345,11 @@ func rolloutEvidence(lc *diff.Lifecycle, in diff.Input, owner *metav1.OwnerRefer
 	}
 	var out []Evidence
 	v := replicaSetOf(in, string(owner.UID))
-	if k := lastBefore(v.revs, v.downs, at.Add(ownerSlack)); k >= 0 {
+	k := v.scaledDown(lc.Steps[0].Time, at)
+	if k < 0 {
+		k = near(v.revs, v.downs, at)
+	}
+	if k >= 0 {
 		out = append(out, downEvidence(v.revs, k, "ReplicaSet", rsSpec))
 	}
 	rsRev := rsAt(in, string(owner.UID), at)
@@ -333,10 +371,7 @@ func rolloutEvidence(lc *diff.Lifecycle, in diff.Input, owner *metav1.OwnerRefer
 	case MechanismScaleDown:
 		// Who scaled the Deployment down.
 		dv := deploymentOf(in, depUID)
-		for _, k := range dv.downs {
-			if dv.revs[k].Observed.After(at.Add(ownerSlack)) {
-				break
-			}
+		if k := near(dv.revs, dv.downs, at); k >= 0 {
 			out = append(out, downEvidence(dv.revs, k, "Deployment", depSpec))
 		}
 	case MechanismRollout:

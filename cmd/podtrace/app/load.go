@@ -175,6 +175,9 @@ type traceContext struct {
 	byName map[string][]store.Record // "Namespace/name", "Node/name" -> history
 	about  map[string][]store.Record // owner UID -> the Events about it
 	owners map[string]ownerHistory   // owner UID -> its history
+	// siblings holds, by a Deployment's UID, the UIDs of its recorded
+	// ReplicaSets.
+	siblings map[string][]string
 	// budgets holds each namespace's PodDisruptionBudgets, by UID; nil
 	// until first asked for.
 	budgets map[string]map[string][]store.Record
@@ -225,7 +228,7 @@ func loadContext(db *store.DB) (*traceContext, error) {
 // newContext loads the trace context from the objects scanTrace listed.
 func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
 	tc := &traceContext{webhooks: map[string][]store.Record{}, policies: map[string][]store.Record{}, latest: map[string]store.Object{}, byName: map[string][]store.Record{},
-		owners: map[string]ownerHistory{}, histories: diff.NewHistories()}
+		owners: map[string]ownerHistory{}, siblings: map[string][]string{}, histories: diff.NewHistories()}
 	var err error
 	if tc.sessions, err = db.Sessions(); err != nil {
 		return nil, err
@@ -309,6 +312,29 @@ func (tc *traceContext) owner(db *store.DB, uid string) (recs []store.Record, ok
 	}
 	tc.owners[uid] = ownerHistory{recs: recs, recorded: true}
 	return recs, true, nil
+}
+
+// replicaSetsOf returns the UIDs of the recorded ReplicaSets that refer to
+// the Deployment uid, loading them on first use: a rollout's new
+// ReplicaSet scaling up beside a pod's own scaling down.
+func (tc *traceContext) replicaSetsOf(db *store.DB, uid string) ([]string, error) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if s, ok := tc.siblings[uid]; ok {
+		return s, nil
+	}
+	refs, err := db.Referring(uid)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, o := range refs {
+		if o.Kind == "ReplicaSet" {
+			out = append(out, o.UID)
+		}
+	}
+	tc.siblings[uid] = out
+	return out, nil
 }
 
 // budgetsIn returns the histories of the PodDisruptionBudgets recorded in
@@ -455,6 +481,25 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 		}
 		if i < len(pod.Refs) && len(recs) > 0 {
 			owners = append(owners, recs[len(recs)-1].Refs...) // one level up
+		}
+		if i >= len(pod.Refs) && len(recs) > 0 && recs[0].Kind == "Deployment" {
+			// The Deployment's other ReplicaSets: a rollout's new one.
+			rss, err := tc.replicaSetsOf(db, owner)
+			if err != nil {
+				return in, err
+			}
+			for _, rs := range rss {
+				if _, ok := in.Related[rs]; ok {
+					continue
+				}
+				h, recorded, err := tc.owner(db, rs)
+				if err != nil {
+					return in, err
+				}
+				if recorded {
+					in.Related[rs] = h
+				}
+			}
 		}
 	}
 	// The pods its events name as another party: the preemptor of the
