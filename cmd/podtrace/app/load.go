@@ -170,6 +170,9 @@ type traceContext struct {
 	// latest is the latest object of each "Namespace/name" and
 	// "Node/name": nodes and namespaces are sometimes re-created.
 	latest map[string]store.Object
+	// namespaces holds every incarnation of each namespace name, in the
+	// order first recorded: a pod's is the one it was created in.
+	namespaces map[string][]store.Object
 
 	mu     sync.Mutex                // guards byName, about and owners
 	byName map[string][]store.Record // "Namespace/name", "Node/name" -> history
@@ -227,7 +230,7 @@ func loadContext(db *store.DB) (*traceContext, error) {
 
 // newContext loads the trace context from the objects scanTrace listed.
 func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
-	tc := &traceContext{webhooks: map[string][]store.Record{}, policies: map[string][]store.Record{}, latest: map[string]store.Object{}, byName: map[string][]store.Record{},
+	tc := &traceContext{webhooks: map[string][]store.Record{}, policies: map[string][]store.Record{}, latest: map[string]store.Object{}, namespaces: map[string][]store.Object{}, byName: map[string][]store.Record{},
 		owners: map[string]ownerHistory{}, siblings: map[string][]string{}, histories: diff.NewHistories()}
 	var err error
 	if tc.sessions, err = db.Sessions(); err != nil {
@@ -260,9 +263,35 @@ func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
 			if l, ok := tc.latest[key]; !ok || o.FirstSeq > l.FirstSeq {
 				tc.latest[key] = o
 			}
+			if o.Kind == "Namespace" {
+				tc.namespaces[o.Name] = append(tc.namespaces[o.Name], o)
+			}
 		}
 	}
+	for _, incs := range tc.namespaces {
+		sort.Slice(incs, func(i, j int) bool { return incs[i].FirstSeq < incs[j].FirstSeq })
+	}
 	return tc, nil
+}
+
+// namespaceOf returns the history of the namespace the pod was created
+// in: of the incarnations of its name, the last one first recorded by the
+// pod's first record (a namespace deleted and created again under the
+// same name is another object); else the latest.
+func (tc *traceContext) namespaceOf(db *store.DB, pod store.Object) ([]store.Record, error) {
+	incs := tc.namespaces[pod.Namespace] // in the order first recorded
+	if len(incs) < 2 {
+		return tc.named(db, "Namespace", pod.Namespace)
+	}
+	ns := incs[len(incs)-1]
+	for i := len(incs) - 1; i >= 0; i-- {
+		if incs[i].FirstSeq < pod.FirstSeq {
+			ns = incs[i]
+			break
+		}
+	}
+	recs, _, err := tc.owner(db, ns.UID)
+	return recs, err
 }
 
 // named returns the history of the cluster-scoped object kind/name (a
@@ -520,7 +549,7 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 	if in.Budgets, err = tc.budgetsIn(db, pod.Namespace); err != nil {
 		return in, err
 	}
-	if recs, err := tc.named(db, "Namespace", pod.Namespace); err != nil {
+	if recs, err := tc.namespaceOf(db, pod); err != nil {
 		return in, err
 	} else if len(recs) > 0 {
 		in.Related[recs[0].UID] = recs
