@@ -165,6 +165,20 @@ func TestEndedWhoAsked(t *testing.T) {
 		mechanism: MechanismDelete, basis: diff.BasisAuditLog, who: "alice",
 		evidence: []string{"the recorded fields pointed at the ReplicaSet controller (kube-controller-manager), but the audit log shows the deletion asked for by alice"},
 	}, {
+		name: "scale-down from the owners' history, no event: inferred",
+		in: func(t *testing.T) diff.Input {
+			dep := endDeployment("1", 3, "1")
+			down := endDeployment("2", 1, "1")
+			down.ManagedFields = []metav1.ManagedFieldsEntry{endMF("kubectl-scale", "", `{"f:spec":{"f:replicas":{}}}`, 18*time.Second)}
+			return endInput(deletedAt(t, running), map[string][]store.Record{
+				string(endRSUID): {finRecord(t, 5, -time.Second, store.Added, "ReplicaSet", endRSAt("1", 3, "1", 1, 1, 3)),
+					finRecord(t, 18, 19*time.Second, store.Updated, "ReplicaSet", endRSAt("2", 1, "1", 2, 1, 3))},
+				string(endDepUID): {finRecord(t, 4, -time.Second, store.Added, "Deployment", dep), finRecord(t, 17, 18*time.Second, store.Updated, "Deployment", down)},
+			})
+		},
+		mechanism: MechanismScaleDown, basis: diff.BasisFieldSemantics, who: "the ReplicaSet controller",
+		evidence: []string{"ReplicaSet web-1 spec.replicas 3 -> 1", "Deployment web spec.replicas 3 -> 1, by kubectl (kubectl-scale) (managedFields)"},
+	}, {
 		name: "the ReplicaSet had settled at its new count before: not its controller",
 		in: func(t *testing.T) diff.Input {
 			owners := rolloutOwners(t)
