@@ -11,6 +11,10 @@
 //
 //	go run ./test/bench -workload rollout -pods 4000 -audit -podtrace _output/podtrace -out _output/bench-rollout
 //	go run ./test/bench/read -trace _output/bench-rollout/trace.db -podtrace _output/podtrace -compare /tmp/podtrace-main -runs 3
+//
+// serve is measured twice: its start, until it has replayed every pod for
+// the kubeconfig's contexts at findings' moments (it serves meanwhile),
+// and then the requests alone.
 package main
 
 import (
@@ -113,30 +117,46 @@ func run(o options) error {
 			if c.serve && o.kubectl == "" {
 				continue
 			}
-			samples := make([][]sample, len(bins))
+			// samples[row][binary]: serve gives two rows, its start (the
+			// findings' replay) and the requests.
+			names := []string{c.name}
+			if c.serve {
+				names = []string{"serve: start, findings replayed", c.name}
+			}
+			samples := make([][][]sample, len(names))
+			for row := range samples {
+				samples[row] = make([][]sample, len(bins))
+			}
 			for r := 0; r < o.runs; r++ {
 				for i, bin := range bins {
-					var s sample
-					var err error
+					var ss []sample
 					if c.serve {
-						s, err = serveRun(bin, trace, tmp, o.kubectl, o.gets, c.at)
+						start, get, err := serveRun(bin, trace, tmp, o.kubectl, o.gets, c.at)
+						if err != nil {
+							return fmt.Errorf("%s %s: %w", bin, c.name, err)
+						}
+						ss = []sample{start, get}
 					} else {
-						s, err = timed(bin, c.args(bin))
+						s, err := timed(bin, c.args(bin))
+						if err != nil {
+							return fmt.Errorf("%s %s: %w", bin, c.name, err)
+						}
+						ss = []sample{s}
 					}
-					if err != nil {
-						return fmt.Errorf("%s %s: %w", bin, c.name, err)
+					for row, s := range ss {
+						samples[row][i] = append(samples[row][i], s)
+						fmt.Fprintf(os.Stderr, "%s %s %s: %.3f s wall, %.3f s CPU, %.1f MiB\n", time.Now().Format("15:04:05"), filepath.Base(bin), names[row], s.wall.Seconds(), s.cpu.Seconds(), float64(s.rssKiB)/1024)
 					}
-					samples[i] = append(samples[i], s)
-					fmt.Fprintf(os.Stderr, "%s %s %s: %.3f s wall, %.3f s CPU, %.1f MiB\n", time.Now().Format("15:04:05"), filepath.Base(bin), c.name, s.wall.Seconds(), s.cpu.Seconds(), float64(s.rssKiB)/1024)
 				}
 			}
-			for i, bin := range bins {
-				fmt.Fprintf(&out, "| %s | %s | %s | %s | %.1f |\n", c.name, bin, spread(samples[i], func(s sample) float64 { return s.wall.Seconds() }),
-					spread(samples[i], func(s sample) float64 { return s.cpu.Seconds() }), maxRSS(samples[i]))
-			}
-			if len(bins) == 2 {
-				fmt.Fprintf(&out, "| %s | ratio (median) | %.3fx | %.3fx | %.2fx |\n", c.name,
-					median(samples[0], wallOf)/median(samples[1], wallOf), median(samples[0], cpuOf)/median(samples[1], cpuOf), maxRSS(samples[0])/maxRSS(samples[1]))
+			for row, name := range names {
+				for i, bin := range bins {
+					fmt.Fprintf(&out, "| %s | %s | %s | %s | %.1f |\n", name, bin, spread(samples[row][i], wallOf), spread(samples[row][i], cpuOf), maxRSS(samples[row][i]))
+				}
+				if len(bins) == 2 {
+					a, b := samples[row][0], samples[row][1]
+					fmt.Fprintf(&out, "| %s | ratio (median) | %.3fx | %.3fx | %.2fx |\n", name, median(a, wallOf)/median(b, wallOf), median(a, cpuOf)/median(b, cpuOf), maxRSS(a)/maxRSS(b))
+				}
 			}
 		}
 	}
@@ -208,17 +228,20 @@ func usage(st *os.ProcessState, wall time.Duration) sample {
 	return s
 }
 
-// serveRun starts bin's serve on trace, runs kubectl get pods -A gets
-// times against it (at the moment at) and stops it: the wall time is the
-// requests' mean, the CPU the server's per request.
-func serveRun(bin, trace, tmp, kubectl string, gets int, at time.Time) (sample, error) {
+// serveRun starts bin's serve on trace, waits until it has replayed every
+// pod for its findings' contexts (start: the time, CPU and peak RSS until
+// then), then runs kubectl get pods -A gets times against it (at the
+// moment at) and stops it (get: the requests' mean wall time, the
+// server's CPU per request, its peak RSS).
+func serveRun(bin, trace, tmp, kubectl string, gets int, at time.Time) (start, get sample, err error) {
 	kc := filepath.Join(tmp, "serve.kubeconfig")
 	os.Remove(kc)
 	cmd := exec.Command(bin, "serve", "--db", trace, "--kubeconfig", kc)
 	var out, errOut syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	began := time.Now()
 	if err := cmd.Start(); err != nil {
-		return sample{}, err
+		return sample{}, sample{}, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -231,26 +254,36 @@ func serveRun(bin, trace, tmp, kubectl string, gets int, at time.Time) (sample, 
 			<-done
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// An hour: an earlier binary may replay the pods in time quadratic.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	var base string
 	for {
-		if _, after, ok := strings.Cut(out.String(), " at http://"); ok {
+		text := out.String()
+		if _, after, ok := strings.Cut(text, " at http://"); ok && base == "" {
 			if addr, _, ok := strings.Cut(after, " "); ok {
 				base = "http://" + addr
-				break
 			}
+		}
+		// Its line once every pod was replayed for the findings'
+		// contexts ("... added at findings' moments", or "no contexts at
+		// findings' moments").
+		if base != "" && strings.Contains(text, "findings' moments") {
+			break
 		}
 		select {
 		case err := <-done:
-			return sample{}, fmt.Errorf("serve exited: %v: %s", err, errOut.String())
+			return sample{}, sample{}, fmt.Errorf("serve exited: %v: %s", err, errOut.String())
 		case <-ctx.Done():
 			stop()
-			return sample{}, fmt.Errorf("serve did not say where it listens: %s%s", out.String(), errOut.String())
-		case <-time.After(100 * time.Millisecond):
+			return sample{}, sample{}, fmt.Errorf("serve did not finish its start: %s%s", out.String(), errOut.String())
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	get := func() (time.Duration, error) {
+	start.wall = time.Since(began)
+	start.cpu, _ = procCPU(cmd.Process.Pid)
+	start.rssKiB, _ = procPeakRSS(cmd.Process.Pid)
+	request := func() (time.Duration, error) {
 		c := exec.Command(kubectl, "--kubeconfig", kc, "--server", base+"/at/"+at.UTC().Format(time.RFC3339Nano)+"/", "get", "pods", "-A", "--request-timeout", "60s")
 		var out bytes.Buffer
 		c.Stdout, c.Stderr = &out, &out
@@ -261,24 +294,24 @@ func serveRun(bin, trace, tmp, kubectl string, gets int, at time.Time) (sample, 
 		}
 		return time.Since(began), nil
 	}
-	if _, err := get(); err != nil { // warm: the server's first look at the trace
+	if _, err := request(); err != nil { // warm: the server's first look at the trace
 		stop()
-		return sample{}, err
+		return sample{}, sample{}, err
 	}
 	before, _ := procCPU(cmd.Process.Pid)
 	var wall time.Duration
 	for range gets {
-		d, err := get()
+		d, err := request()
 		if err != nil {
 			stop()
-			return sample{}, err
+			return sample{}, sample{}, err
 		}
 		wall += d
 	}
 	after, _ := procCPU(cmd.Process.Pid)
 	rss, _ := procPeakRSS(cmd.Process.Pid)
 	stop()
-	return sample{wall: wall / time.Duration(gets), cpu: (after - before) / time.Duration(gets), rssKiB: rss}, nil
+	return start, sample{wall: wall / time.Duration(gets), cpu: (after - before) / time.Duration(gets), rssKiB: rss}, nil
 }
 
 // procCPU reads user+sys time of pid from /proc/PID/stat.
