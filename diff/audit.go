@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -461,7 +462,7 @@ func readAuditEvent(h *Histories, rec store.Record) (ev *auditEvent, listed map[
 	decode := func() auditCollection {
 		var c auditCollection
 		var ev auditEvent
-		if json.Unmarshal(rec.Object, &ev) != nil {
+		if decodeAuditEvent(rec.Object, &ev) != nil {
 			return c
 		}
 		if ev.Verb == verbDeleteCollection {
@@ -478,6 +479,65 @@ func readAuditEvent(h *Histories, rec store.Record) (ev *auditEvent, listed map[
 		c = decode()
 	}
 	return c.ev, c.listed, c.ev != nil
+}
+
+// decodeAuditEvent decodes an audit event's line as json.Unmarshal would,
+// but for its requestObject and responseObject, which it keeps as their
+// bytes without reading them: at the RequestResponse level they are the
+// pod twice, most of the line, and only a CREATE's and a DELETE's are
+// read. The other members are split off with a byte scan and decoded;
+// what the scan does not follow (escaped keys) is decoded whole. The
+// importer kept only lines encoding/json decoded.
+func decodeAuditEvent(raw []byte, ev *auditEvent) error {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return json.Unmarshal(raw, ev)
+	}
+	small := make([]byte, 0, 2048)
+	small = append(small, '{')
+	var req, resp []byte
+	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
+		if raw[i] != '"' {
+			return json.Unmarshal(raw, ev)
+		}
+		end, ok := stringEnd(raw, i+1)
+		if !ok || bytes.IndexByte(raw[i:end], '\\') >= 0 {
+			return json.Unmarshal(raw, ev)
+		}
+		key := raw[i+1 : end-1]
+		j := skipSpace(raw, end)
+		if j == len(raw) || raw[j] != ':' {
+			return json.Unmarshal(raw, ev)
+		}
+		j = skipSpace(raw, j+1)
+		vend, ok := skipValue(raw, j)
+		if !ok {
+			return json.Unmarshal(raw, ev)
+		}
+		switch string(key) {
+		case "requestObject":
+			req = raw[j:vend]
+		case "responseObject":
+			resp = raw[j:vend]
+		default:
+			if len(small) > 1 {
+				small = append(small, ',')
+			}
+			small = append(small, raw[i:vend]...)
+		}
+		i = skipSpace(raw, vend)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	if i >= len(raw) || skipSpace(raw, i+1) != len(raw) {
+		return json.Unmarshal(raw, ev) // not one whole object: its error
+	}
+	if err := json.Unmarshal(append(small, '}'), ev); err != nil {
+		return err
+	}
+	ev.RequestObject, ev.ResponseObject = req, resp
+	return nil
 }
 
 // auditCollection is an audit event decoded, with the pods its response
