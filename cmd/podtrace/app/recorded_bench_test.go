@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podtrace/podtrace/internal/tracetest"
 	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/serve"
 	"github.com/podtrace/podtrace/store"
@@ -94,7 +95,7 @@ func BenchmarkRecorded(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			at := busiest(pods)
+			at := tracetest.Busiest(pods)
 			cpu := cpuTime()
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodGet, serve.Path(at)+"api/v1/pods", nil)
@@ -108,30 +109,4 @@ func BenchmarkRecorded(b *testing.B) {
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 		})
 	}
-}
-
-// busiest returns the moment the most pods were present: first observed
-// by then, not yet gone.
-func busiest(pods []store.Object) time.Time {
-	type change struct {
-		at time.Time
-		d  int
-	}
-	var cs []change
-	for _, p := range pods {
-		cs = append(cs, change{p.FirstObserved, 1})
-		if p.Deleted {
-			cs = append(cs, change{p.LastObserved, -1})
-		}
-	}
-	slices.SortFunc(cs, func(a, b change) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(b.d, a.d)) })
-	var at time.Time
-	n, most := 0, -1
-	for _, c := range cs {
-		n += c.d
-		if n > most {
-			most, at = n, c.at
-		}
-	}
-	return at
 }

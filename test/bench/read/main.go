@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podtrace/podtrace/internal/tracetest"
 	"github.com/podtrace/podtrace/store"
 	// Pods kept as protobuf are read back as JSON (store.RegisterPodJSON).
 	_ "github.com/podtrace/podtrace/tracer"
@@ -192,7 +193,7 @@ func commands(trace, tmp string) ([]command, string, error) {
 	one := slices.MaxFunc(pods, func(a, b store.Object) int { return cmp.Compare(a.Revisions, b.Revisions) })
 	a, b := pods[0], pods[len(pods)-1]
 	about := fmt.Sprintf("%d pods, %d records, %.1f MiB; explain %s/%s (%d revisions), compare %s/%s with %s/%s, get pods -A at %s",
-		len(pods), st.Records, float64(st.FileBytes)/(1<<20), one.Namespace, one.Name, one.Revisions, a.Namespace, a.Name, b.Namespace, b.Name, busiest(pods).UTC().Format(time.RFC3339Nano))
+		len(pods), st.Records, float64(st.FileBytes)/(1<<20), one.Namespace, one.Name, one.Revisions, a.Namespace, a.Name, b.Namespace, b.Name, tracetest.Busiest(pods).UTC().Format(time.RFC3339Nano))
 	page := filepath.Join(tmp, "report.html")
 	text := filepath.Join(tmp, "report.txt")
 	return []command{
@@ -204,7 +205,7 @@ func commands(trace, tmp string) ([]command, string, error) {
 		{name: "compare", args: func(bin string) []string {
 			return []string{bin, "compare", a.Namespace + "/" + a.Name, b.Namespace + "/" + b.Name, "--db", trace, "--color", "never"}
 		}},
-		{name: "serve: get pods -A", serve: true, at: busiest(pods)},
+		{name: "serve: get pods -A", serve: true, at: tracetest.Busiest(pods)},
 	}, about, nil
 }
 
@@ -403,30 +404,4 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// busiest returns the moment the most pods were present: first observed
-// by then, not yet gone.
-func busiest(pods []store.Object) time.Time {
-	type change struct {
-		at time.Time
-		d  int
-	}
-	var cs []change
-	for _, p := range pods {
-		cs = append(cs, change{p.FirstObserved, 1})
-		if p.Deleted {
-			cs = append(cs, change{p.LastObserved, -1})
-		}
-	}
-	slices.SortFunc(cs, func(a, b change) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(b.d, a.d)) })
-	var at time.Time
-	n, most := 0, -1
-	for _, c := range cs {
-		n += c.d
-		if n > most {
-			most, at = n, c.at
-		}
-	}
-	return at
 }
