@@ -538,10 +538,15 @@ func deleted(lc *diff.Lifecycle, in diff.Input) Finding {
 	switch {
 	case asked != nil:
 		a := asked.Actor()
-		if byFields != nil && byFields.Basis == diff.BasisFieldSemantics && !controllerAccount(asked, accounts) {
-			// The fields pointed at a controller; the request came from
-			// someone else. The audit log decides.
-			f.Evidence = append(f.Evidence, Evidence{Time: asked.Time, Text: fmt.Sprintf("the recorded fields pointed at %s, but the audit log shows the deletion asked for by %s: not that controller's request", byFields.Who, asked.Identity())})
+		if byFields != nil && !controllerAccount(asked, accounts) {
+			// The fields (or the controller's event) pointed at a
+			// controller; the request that asked came from someone else.
+			// The audit log decides.
+			what := "the recorded fields pointed at"
+			if byFields.Basis == diff.BasisEvent {
+				what = "the controller's event named"
+			}
+			f.Evidence = append(f.Evidence, Evidence{Time: asked.Time, Text: fmt.Sprintf("%s %s, but the audit log shows the deletion asked for by %s: not that controller's request", what, byFields.Who, asked.Identity())})
 			m := deletions[MechanismDelete]
 			f.Mechanism, f.Severity, f.Headline = m.name, m.severity, m.what
 		}

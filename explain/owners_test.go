@@ -201,6 +201,17 @@ func TestEndedWhoAsked(t *testing.T) {
 		mechanism: MechanismRollout, basis: diff.BasisEvent, who: "replicaset-controller",
 		evidence: []string{"(combined from similar events): Deleted pod: web-1-abcde"},
 	}, {
+		name: "the controller's event names the pod, but a client's DELETE asked first: the log decides",
+		in: func(t *testing.T) diff.Input {
+			in := endInput(deletedAt(t, running), rolloutOwners(t))
+			in.OwnerEvents = map[string][]store.Record{string(endRSUID): {endEvent(t, 19, 20*time.Second, string(endRSUID), "ReplicaSet", "web-1", "SuccessfulDelete",
+				"Deleted pod: web-1-abcde", "replicaset-controller", nil)}}
+			in.Audit = []store.Record{endAuditWith(t, 20*time.Second, "delete", "", "alice", "kubectl/v1.37.2", 200, deleteOptions(30))}
+			return in
+		},
+		mechanism: MechanismDelete, basis: diff.BasisAuditLog, who: "alice",
+		evidence: []string{"the controller's event named replicaset-controller, but the audit log shows the deletion asked for by alice"},
+	}, {
 		name: "StatefulSet scaled down below the pod's ordinal: inferred",
 		in: func(t *testing.T) diff.Input {
 			p := stsPod()
