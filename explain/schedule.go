@@ -19,7 +19,7 @@ import (
 // kept whole in the evidence.
 func unschedulable(lc *diff.Lifecycle, in diff.Input) []Finding {
 	if lc.Node != "" {
-		return nil
+		return scheduledLate(lc)
 	}
 	var evidence []Evidence
 	for _, e := range lc.Events {
@@ -89,5 +89,31 @@ func unschedulable(lc *diff.Lifecycle, in diff.Input) []Finding {
 	// and only its message says which.
 	f.Next = append(f.Next, fmt.Sprintf("%s %s every check podtrace makes: the scheduler's message says what else rules %s out (pod affinity or anti-affinity, topology spread, volumes, ports)",
 		strings.Join(passing, ", "), map[bool]string{true: "passes", false: "pass"}[len(passing) == 1], map[bool]string{true: "it", false: "them"}[len(passing) == 1]))
+	return []Finding{f}
+}
+
+// scheduledLate explains the scheduler's failures on a pod it bound in
+// the end: an info when it bound it within SchedulingAllowance of its
+// creation (a node came, room was made), a warning after that.
+func scheduledLate(lc *diff.Lifecycle) []Finding {
+	var evidence []Evidence
+	for _, g := range warningGroups(lc) {
+		if g.reason == "FailedScheduling" {
+			evidence = append(evidence, groupEvidence(g)...)
+		}
+	}
+	bound, ok := lc.Phase(diff.PhaseScheduled)
+	if len(evidence) == 0 || !ok {
+		return nil
+	}
+	waited := diff.ObservedFor(lc.Gaps, lc.Steps[0].Time, bound.Time)
+	f := Finding{ID: "unschedulable", Severity: Info, Evidence: evidence,
+		Headline: fmt.Sprintf("scheduled %s after its first revision, once the scheduler found a node: it failed first", diff.Duration(waited))}
+	if waited > SchedulingAllowance {
+		f.Severity = Warning
+		f.Headline = fmt.Sprintf("scheduled only %s after its first revision: the scheduler failed until then", diff.Duration(waited))
+		f.Next = []string{"the scheduler's messages say what was missing until then (resources, a node, a volume): the cluster had no room for it for that long"}
+	}
+	f.Evidence = append(f.Evidence, Evidence{Seq: bound.Seq, Time: bound.Time, Text: "scheduled " + bound.Detail})
 	return []Finding{f}
 }
