@@ -47,6 +47,21 @@ func unschedulable(lc *diff.Lifecycle, in diff.Input) []Finding {
 		f.Next = []string{"the pod waits for its scheduling gates to be removed (spec.schedulingGates), by whoever added them"}
 		return []Finding{f}
 	}
+	// A claim that is not bound holds the pod before any node does.
+	var claims []claimState
+	for _, c := range claimStates(lc, in) {
+		if c.blocking != "" {
+			claims = append(claims, c)
+		}
+	}
+	if len(claims) > 0 {
+		f.Headline = "never scheduled: " + claims[0].blocking
+		for _, c := range claims {
+			f.Evidence = append(f.Evidence, c.evidence...)
+		}
+		f.Next = []string{fmt.Sprintf("the scheduler places the pod only once its claims can bind: fix the claim (its StorageClass, a matching PersistentVolume) or create it; kubectl describe pvc -n %s %s", lc.Namespace, claims[0].name)}
+		return []Finding{f}
+	}
 	t := scheduleTime(lc)
 	fits := fitNodes(lc, in, t)
 	if fits == nil {

@@ -240,10 +240,11 @@ func (u *unwellScan) revision(i int, pod *corev1.Pod) {
 }
 
 // startingReason reports whether a waiting reason is one of a normal
-// start-up: the kubelet's ContainerCreating and PodInitializing
-// (pkg/kubelet/kubelet_pods.go), or none given.
+// start-up: the kubelet's ContainerCreating and PodInitializing, and
+// RestartingAllContainers (pkg/kubelet/kubelet_pods.go; the exit that
+// causes the last is unwell itself), or none given.
 func startingReason(r string) bool {
-	return r == "" || r == "ContainerCreating" || r == "PodInitializing"
+	return r == "" || r == "ContainerCreating" || r == "PodInitializing" || r == "RestartingAllContainers"
 }
 
 func exitText(t *corev1.ContainerStateTerminated) string {

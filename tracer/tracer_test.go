@@ -459,10 +459,10 @@ func TestRunRecordsEventsAndPodDependents(t *testing.T) {
 		}
 	}
 	// Secret data is never asked for: the typed client never touches
-	// Secrets, ConfigMaps or PVCs.
+	// Secrets or ConfigMaps.
 	for _, a := range c.Actions() {
 		switch a.GetResource().Resource {
-		case "secrets", "configmaps", "persistentvolumeclaims":
+		case "secrets", "configmaps":
 			t.Errorf("typed client did %s %s; want metadata client only", a.GetVerb(), a.GetResource().Resource)
 		}
 	}
