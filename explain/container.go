@@ -175,7 +175,7 @@ func (c *containerLife) findings(lc *diff.Lifecycle) []Finding {
 	}
 	if c.restarts != nil && c.crash == nil && c.oom == nil {
 		f := Finding{ID: "restarted", Severity: Warning, Evidence: c.restarts.evidence()}
-		f.Headline = fmt.Sprintf("%s restarted %d times during the recording", c.noun(), c.restarts.count)
+		f.Headline = fmt.Sprintf("%s restarted %s during the recording", c.noun(), times(c.restarts.count))
 		if t := c.restarts.status.LastTerminationState.Terminated; t != nil {
 			f.Headline += fmt.Sprintf(", the last one after it exited %d (%s)", t.ExitCode, t.Reason)
 		}
@@ -195,6 +195,12 @@ func (c *containerLife) findings(lc *diff.Lifecycle) []Finding {
 			f.Headline += ": " + shorten(w.Message, 160)
 		}
 		f.Evidence = append(f.Evidence, eventsLike(lc, "Failed", "FailedPostStartHook", "FailedCreatePodContainer")...)
+		if w.Reason == "CreateContainerConfigError" {
+			if refs := envRefs(c.errored.pod, c.name, c.init); refs != "" {
+				f.Evidence = append(f.Evidence, Evidence{Seq: c.errored.first.Seq, Time: c.errored.first.Time,
+					Text: c.noun() + " takes its environment from " + refs + ": podtrace records ConfigMaps and Secrets only when a pod owns them, so whether they existed is not in the trace"})
+			}
+		}
 		f.Next = []string{"the kubelet's message says what failed: " + waitingAdvice(w.Reason)}
 		out = append(out, f)
 	}
@@ -284,4 +290,51 @@ func probeKills(lc *diff.Lifecycle, c *containerLife) []Evidence {
 		}
 	}
 	return out
+}
+
+// times says a count: "once", "3 times".
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+// envRefs names the ConfigMaps and Secrets a container's environment
+// takes values from (env valueFrom, envFrom), or "".
+func envRefs(pod *corev1.Pod, name string, init bool) string {
+	list := pod.Spec.Containers
+	if init {
+		list = pod.Spec.InitContainers
+	}
+	var refs []string
+	add := func(s string) {
+		if !slices.Contains(refs, s) {
+			refs = append(refs, s)
+		}
+	}
+	for _, c := range list {
+		if c.Name != name {
+			continue
+		}
+		for _, e := range c.EnvFrom {
+			if e.ConfigMapRef != nil {
+				add("ConfigMap " + e.ConfigMapRef.Name)
+			}
+			if e.SecretRef != nil {
+				add("Secret " + e.SecretRef.Name)
+			}
+		}
+		for _, e := range c.Env {
+			if v := e.ValueFrom; v != nil {
+				if v.ConfigMapKeyRef != nil {
+					add(fmt.Sprintf("ConfigMap %s (key %s)", v.ConfigMapKeyRef.Name, v.ConfigMapKeyRef.Key))
+				}
+				if v.SecretKeyRef != nil {
+					add(fmt.Sprintf("Secret %s (key %s)", v.SecretKeyRef.Name, v.SecretKeyRef.Key))
+				}
+			}
+		}
+	}
+	return strings.Join(refs, ", ")
 }

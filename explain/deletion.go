@@ -87,7 +87,7 @@ func deletionUnconfirmed(lc *diff.Lifecycle, in diff.Input) []Finding {
 	f.Evidence = append(f.Evidence, gapEvidence(lc, req.Time)...)
 	if gone {
 		d, _ := lc.Phase(diff.PhaseDeleted)
-		f.Evidence = append(f.Evidence, Evidence{Seq: d.Seq, Time: d.Time, Text: "removed: " + orUnknown(d.Detail)})
+		f.Evidence = append(f.Evidence, Evidence{Seq: d.Seq, Time: d.Time, Text: said("removed", d.Detail)})
 		f.Next = []string{"the kubelet took longer than the grace period to stop the containers and confirm: it kills what is left at the grace period and confirms within seconds; check its log on node " + orUnknown(lc.Node) + " for that time"}
 		if len(held.Finalizers) > 0 {
 			f.Next = []string{fmt.Sprintf("finalizers %v held the pod until their owners removed them: check those controllers", held.Finalizers)}

@@ -12,8 +12,8 @@ import (
 	"github.com/podtrace/podtrace/diff"
 )
 
-// podFailed explains a pod that ended Failed: evicted, preempted, past its
-// deadline, or with containers that exited non-zero.
+// podFailed explains a pod that failed while not being deleted: evicted,
+// preempted, past its deadline, or with containers that exited non-zero.
 func podFailed(lc *diff.Lifecycle, in diff.Input) []Finding {
 	p, ok := lc.Phase(diff.PhaseFailed)
 	if !ok {
@@ -25,7 +25,13 @@ func podFailed(lc *diff.Lifecycle, in diff.Input) []Finding {
 			pod = lc.Pods()[i]
 		}
 	}
-	f := Finding{ID: "failed", Severity: Warning, Evidence: []Evidence{{Seq: p.Seq, Time: p.Time, Text: strings.TrimSpace("phase Failed: " + p.Detail)}}}
+	if pod.DeletionTimestamp != nil {
+		// Failed on its way out: the kubelet ends a deleted pod Failed when
+		// a container exits non-zero on SIGTERM, or is killed at the grace
+		// period (137). How it ended is the ended finding's.
+		return nil
+	}
+	f := Finding{ID: "failed", Severity: Warning, Evidence: []Evidence{{Seq: p.Seq, Time: p.Time, Text: said("phase Failed", p.Detail)}}}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
 			f.Evidence = append(f.Evidence, Evidence{Time: c.LastTransitionTime.Time, Text: fmt.Sprintf("condition DisruptionTarget %s: %s", c.Reason, c.Message)})

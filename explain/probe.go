@@ -151,7 +151,7 @@ func notReadyFinding(lc *diff.Lifecycle, stretches []Stretch) Finding {
 		for _, s := range stretches {
 			if overlapsStretch(g, s) {
 				f.Evidence = append(f.Evidence, groupEvidence(g)...)
-				failures = append(failures, fmt.Sprintf("%s (x%d): %s", strings.ToLower(k)+" probe failed", len(g.occurrences), shorten(strings.TrimPrefix(strings.TrimPrefix(g.message, k+" probe failed:"), " "), 120)))
+				failures = append(failures, fmt.Sprintf("%s probe failed at least %d times: %s", strings.ToLower(k), groupCount(g), shorten(strings.TrimPrefix(strings.TrimPrefix(g.message, k+" probe failed:"), " "), 120)))
 				break
 			}
 		}
@@ -249,7 +249,7 @@ func probeFailures(lc *diff.Lifecycle, cited map[uint64]bool) (Finding, bool) {
 		if len(owners) == 1 {
 			name += " of container " + owners[0]
 		}
-		what = append(what, fmt.Sprintf("%s failed %d times", name, len(g.occurrences)))
+		what = append(what, fmt.Sprintf("%s failed at least %d times", name, groupCount(g)))
 	}
 	if len(what) == 0 {
 		return Finding{}, false
@@ -273,4 +273,15 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// groupCount is how many times a group's events happened, at least: the
+// highest count of its occurrences (an Event's count grows with each), or
+// their number if more.
+func groupCount(g warningGroup) int {
+	n := len(g.occurrences)
+	for _, e := range g.occurrences {
+		n = max(n, int(e.Count))
+	}
+	return n
 }
