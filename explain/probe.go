@@ -7,6 +7,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,9 +76,15 @@ func probeHandler(p *corev1.Probe) string {
 // probes' failures.
 func probeTrouble(lc *diff.Lifecycle, in diff.Input) []Finding {
 	var out []Finding
+	// The stretches not Ready, but those a container's own trouble
+	// explains (waiting, restarting, exited): its finding tells why.
+	unwell := Unwell(lc)
 	var notReady []Stretch
-	for _, s := range Unwell(lc) {
-		if s.State == StateNotReady {
+	for _, s := range unwell {
+		if s.State == StateNotReady && !slices.ContainsFunc(unwell, func(c Stretch) bool {
+			return (c.State == StateWaiting || c.State == StateRestarted || c.State == StateExited) && !c.Init &&
+				!c.Start.After(s.End) && !c.End.Before(s.Start)
+		}) {
 			notReady = append(notReady, s)
 		}
 	}

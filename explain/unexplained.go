@@ -171,7 +171,7 @@ func unexplainedFinding(lc *diff.Lifecycle, in diff.Input, s Stretch) Finding {
 	case StateTerminating:
 		how = fmt.Sprintf("for %s (grace period %s)", diff.Duration(s.Observed), diff.Duration(s.Allowed))
 	case StateUnscheduled, StatePending, StateNotReady:
-		how = fmt.Sprintf("for %s (%s is normal)", diff.Duration(s.Observed), diff.Duration(s.Allowed))
+		how = fmt.Sprintf("for %s (up to %s is normal)", diff.Duration(s.Observed), diff.Duration(s.Allowed))
 	case StateRestarted, StateWarningEvent:
 		how = ""
 	}
@@ -194,6 +194,9 @@ func unexplainedFinding(lc *diff.Lifecycle, in diff.Input, s Stretch) Finding {
 		}
 	}
 	f.Evidence = append(f.Evidence, containerEvidence(lc.Steps[i], pod)...)
+	if s.State == StateUnscheduled && s.Reason == "" && !slices.ContainsFunc(lc.Events, func(e diff.Event) bool { return e.Reason == "FailedScheduling" }) {
+		f.Evidence = append(f.Evidence, Evidence{Seq: s.Seq, Time: s.Start, Text: fmt.Sprintf("no PodScheduled condition and no FailedScheduling event: the scheduler %q had not tried the pod (its queue, or no scheduler of that name runs)", orDefault(pod.Spec.SchedulerName, "default-scheduler"))})
+	}
 	for _, g := range warningGroups(lc) {
 		for _, e := range g.occurrences {
 			if !e.Time.Before(s.Start.Add(-overlapSlack)) && !e.Time.After(s.End.Add(overlapSlack)) {

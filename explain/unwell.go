@@ -340,25 +340,24 @@ func (u *unwellScan) close(key string, i int, last bool) {
 	u.keep(*s)
 }
 
-// keep adds an unwell stretch; a container's runs of the same state and
-// reason are merged into one (a crash loop's many back-offs are one
-// stretch, from the first to the last).
+// keep adds an unwell stretch; the runs of the same state (of the same
+// container, with the same reason) are merged into one, from the first to
+// the last: a crash loop's many back-offs are one stretch, and so are the
+// many stretches not Ready of a pod whose readiness flaps.
 func (u *unwellScan) keep(s Stretch) {
-	if s.Container != "" {
-		key := stateKey(s.State, s.Container, s.Init, s.Reason)
-		if u.merged == nil {
-			u.merged = map[string]int{}
-		}
-		if j, ok := u.merged[key]; ok {
-			m := &u.out[j]
-			if s.End.After(m.End) {
-				m.End, m.Open, m.Message = s.End, s.Open, s.Message
-			}
-			m.Observed += s.Observed
-			return
-		}
-		u.merged[key] = len(u.out)
+	key := stateKey(s.State, s.Container, s.Init, s.Reason)
+	if u.merged == nil {
+		u.merged = map[string]int{}
 	}
+	if j, ok := u.merged[key]; ok {
+		m := &u.out[j]
+		if s.End.After(m.End) {
+			m.End, m.Open, m.Message = s.End, s.Open, s.Message
+		}
+		m.Observed += s.Observed
+		return
+	}
+	u.merged[key] = len(u.out)
 	u.out = append(u.out, s)
 }
 

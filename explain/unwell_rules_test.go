@@ -374,7 +374,7 @@ func TestUnwellRules(t *testing.T) {
 		want: "unexplained",
 		check: func(t *testing.T, lc *Lifecycle) {
 			f := finFind(lc.Findings, "unexplained")
-			if !strings.Contains(f.Headline, "Pending after it was scheduled for 5m58s (5m0s is normal): the cause is not known to podtrace") || !evidenceHas(f, "node node-a as recorded then: Ready=True KubeletReady") {
+			if !strings.Contains(f.Headline, "Pending after it was scheduled for 5m58s (up to 5m0s is normal): the cause is not known to podtrace") || !evidenceHas(f, "node node-a as recorded then: Ready=True KubeletReady") {
 				t.Errorf("headline %q, evidence %+v", f.Headline, f.Evidence)
 			}
 		},
