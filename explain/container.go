@@ -146,7 +146,7 @@ func (c *containerLife) findings(lc *diff.Lifecycle) []Finding {
 	if c.crash != nil {
 		f := Finding{ID: "crash-loop", Severity: Warning, Headline: c.noun() + " is crash looping", Evidence: c.crash.evidence()}
 		if t := c.crash.status.LastTerminationState.Terminated; t != nil {
-			f.Headline += fmt.Sprintf(": %d restarts, the last one after it exited %d (%s)", c.crash.status.RestartCount, t.ExitCode, t.Reason)
+			f.Headline += fmt.Sprintf(": restarted %s, the last time after it exited %d (%s)", times(int(c.crash.status.RestartCount)), t.ExitCode, t.Reason)
 			f.Evidence = append(f.Evidence, Evidence{Seq: c.crash.last.Seq, Time: c.crash.last.Time,
 				Text: fmt.Sprintf("%s last terminated: %s, %s, at %s", c.noun(), t.Reason, exitText(t), t.FinishedAt.UTC().Format(time.RFC3339))})
 		}
@@ -169,6 +169,7 @@ func (c *containerLife) findings(lc *diff.Lifecycle) []Finding {
 		f.Evidence = append(f.Evidence, Evidence{Seq: c.oom.first.Seq, Time: c.oom.first.Time, Text: text})
 		if c.restarts != nil && c.crash == nil {
 			f.Evidence = append(f.Evidence, c.restarts.evidence()...)
+			f.Evidence = append(f.Evidence, backOffEvents(lc, c.name)...)
 		}
 		f.Next = []string{"raise the container's memory limit (resources.limits.memory) or find what makes it grow"}
 		out = append(out, f)
@@ -177,10 +178,11 @@ func (c *containerLife) findings(lc *diff.Lifecycle) []Finding {
 		f := Finding{ID: "restarted", Severity: Warning, Evidence: c.restarts.evidence()}
 		f.Headline = fmt.Sprintf("%s restarted %s during the recording", c.noun(), times(c.restarts.count))
 		if t := c.restarts.status.LastTerminationState.Terminated; t != nil {
-			f.Headline += fmt.Sprintf(", the last one after it exited %d (%s)", t.ExitCode, t.Reason)
+			f.Headline += fmt.Sprintf(", the last time after it exited %d (%s)", t.ExitCode, t.Reason)
 		}
 		kills := probeKills(lc, c)
 		f.Evidence = append(f.Evidence, kills...)
+		f.Evidence = append(f.Evidence, backOffEvents(lc, c.name)...)
 		f.Next = []string{"read the previous container's logs: kubectl logs --previous -n " + lc.Namespace + " " + lc.Name + " -c " + c.name}
 		if len(kills) > 0 {
 			f.Next = append([]string{"the kubelet restarted it for a failing liveness or startup probe: see the probe's failures, and what the probe checks"}, f.Next...)

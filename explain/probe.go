@@ -158,7 +158,7 @@ func notReadyFinding(lc *diff.Lifecycle, stretches []Stretch) Finding {
 		for _, s := range stretches {
 			if overlapsStretch(g, s) {
 				f.Evidence = append(f.Evidence, groupEvidence(g)...)
-				failures = append(failures, fmt.Sprintf("%s probe failed at least %d times: %s", strings.ToLower(k), groupCount(g), shorten(strings.TrimPrefix(strings.TrimPrefix(g.message, k+" probe failed:"), " "), 120)))
+				failures = append(failures, fmt.Sprintf("%s probe failed, %s at least: %s", strings.ToLower(k), times(groupCount(g)), shorten(strings.TrimPrefix(strings.TrimPrefix(g.message, k+" probe failed:"), " "), 120)))
 				break
 			}
 		}
@@ -256,7 +256,7 @@ func probeFailures(lc *diff.Lifecycle, cited map[uint64]bool) (Finding, bool) {
 		if len(owners) == 1 {
 			name += " of container " + owners[0]
 		}
-		what = append(what, fmt.Sprintf("%s failed at least %d times", name, groupCount(g)))
+		what = append(what, fmt.Sprintf("%s failed, %s at least", name, times(groupCount(g))))
 	}
 	if len(what) == 0 {
 		return Finding{}, false

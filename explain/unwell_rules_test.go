@@ -149,7 +149,7 @@ func TestUnwellRules(t *testing.T) {
 		want: "not-ready",
 		check: func(t *testing.T, lc *Lifecycle) {
 			f := finFind(lc.Findings, "not-ready")
-			if !strings.Contains(f.Headline, "its probes allow 26s") || !strings.Contains(f.Headline, "readiness probe failed at least 20 times") {
+			if !strings.Contains(f.Headline, "its probes allow 26s") || !strings.Contains(f.Headline, "readiness probe failed, 20 times at least") {
 				t.Errorf("headline %q: want the allowance and the probe's failures", f.Headline)
 			}
 			if !evidenceHas(f, "readiness probe httpGet HTTP :8080/healthz, initialDelaySeconds 0, periodSeconds 5, timeoutSeconds 1, failureThreshold 3") {
