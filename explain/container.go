@@ -19,20 +19,25 @@ import (
 )
 
 // sighting is a container state seen in one or more revisions: the first
-// and the last, and how many.
+// and the last, and how many. Only those two are put in words (text), at
+// the first sighting and when the finding is made.
 type sighting struct {
 	first, last Evidence
 	count       int
-	// status is the container's status at the last sighting.
+	// status is the container's status at the last sighting, pod its
+	// revision.
 	status corev1.ContainerStatus
 	pod    *corev1.Pod
+	text   func(corev1.ContainerStatus) string
 }
 
-func (s *sighting) see(ev Evidence, st corev1.ContainerStatus, pod *corev1.Pod) *sighting {
+// see notes a sighting at step; text puts a sighting in words.
+func (s *sighting) see(step diff.Step, st corev1.ContainerStatus, pod *corev1.Pod, text func(corev1.ContainerStatus) string) *sighting {
 	if s == nil {
-		return &sighting{first: ev, last: ev, count: 1, status: st, pod: pod}
+		ev := Evidence{Seq: step.Seq, Time: step.Time, Text: text(st)}
+		return &sighting{first: ev, last: ev, count: 1, status: st, pod: pod, text: text}
 	}
-	s.last, s.status, s.pod = ev, st, pod
+	s.last, s.status, s.pod = Evidence{Seq: step.Seq, Time: step.Time}, st, pod
 	s.count++
 	return s
 }
@@ -43,7 +48,7 @@ func (s *sighting) evidence() []Evidence {
 		return []Evidence{s.first}
 	}
 	last := s.last
-	last.Text += fmt.Sprintf(" (the last of %d revisions so)", s.count)
+	last.Text = s.text(s.status) + fmt.Sprintf(" (the last of %d revisions so)", s.count)
 	return []Evidence{s.first, last}
 }
 
@@ -63,6 +68,39 @@ type containerLife struct {
 
 func (c *containerLife) noun() string { return containerNoun(c.name, c.init) }
 
+// The sightings in words.
+func (c *containerLife) pullText(s corev1.ContainerStatus) string {
+	return fmt.Sprintf("%s waiting: %s: %s (image %s)", c.noun(), s.State.Waiting.Reason, s.State.Waiting.Message, s.Image)
+}
+
+func (c *containerLife) crashText(s corev1.ContainerStatus) string {
+	return fmt.Sprintf("%s waiting: CrashLoopBackOff, %d restarts: %s", c.noun(), s.RestartCount, s.State.Waiting.Message)
+}
+
+func (c *containerLife) waitingText(s corev1.ContainerStatus) string {
+	return fmt.Sprintf("%s waiting: %s: %s", c.noun(), s.State.Waiting.Reason, s.State.Waiting.Message)
+}
+
+func (c *containerLife) exitedText(s corev1.ContainerStatus) string {
+	return fmt.Sprintf("%s terminated: %s, %s", c.noun(), s.State.Terminated.Reason, exitText(s.State.Terminated))
+}
+
+func (c *containerLife) oomText(s corev1.ContainerStatus) string {
+	t := s.State.Terminated
+	if t == nil || t.Reason != "OOMKilled" {
+		t = s.LastTerminationState.Terminated
+	}
+	return fmt.Sprintf("%s OOMKilled (exit %d) at %s", c.noun(), t.ExitCode, t.FinishedAt.UTC().Format(time.RFC3339))
+}
+
+func (c *containerLife) restartText(s corev1.ContainerStatus) string {
+	text := fmt.Sprintf("%s restarted (restartCount %d)", c.noun(), s.RestartCount)
+	if t := s.LastTerminationState.Terminated; t != nil {
+		text += fmt.Sprintf(": it had terminated %s, %s, at %s", t.Reason, exitText(t), t.FinishedAt.UTC().Format(time.RFC3339))
+	}
+	return text
+}
+
 // pullReasons are the kubelet's waiting reasons of an image that does not
 // pull (pkg/kubelet/images).
 var pullReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "ImageInspectError"}
@@ -80,7 +118,12 @@ func containerTrouble(lc *diff.Lifecycle, in diff.Input) []Finding {
 		lives = append(lives, c)
 		return c
 	}
-	oomSeen := map[string]bool{}
+	type oomKey struct {
+		init     bool
+		name     string
+		finished time.Time
+	}
+	oomSeen := map[oomKey]bool{}
 	for i, pod := range lc.Pods() {
 		step := lc.Steps[i]
 		for _, l := range [2]struct {
@@ -89,39 +132,32 @@ func containerTrouble(lc *diff.Lifecycle, in diff.Input) []Finding {
 		}{{pod.Status.InitContainerStatuses, true}, {pod.Status.ContainerStatuses, false}} {
 			for _, s := range l.list {
 				c := life(s.Name, l.init)
-				ev := func(text string) Evidence {
-					return Evidence{Seq: step.Seq, Time: step.Time, Text: c.noun() + " " + text}
-				}
 				if w := s.State.Waiting; w != nil {
 					switch {
 					case slices.Contains(pullReasons, w.Reason):
-						c.pull = c.pull.see(ev(fmt.Sprintf("waiting: %s: %s (image %s)", w.Reason, w.Message, s.Image)), s, pod)
+						c.pull = c.pull.see(step, s, pod, c.pullText)
 					case w.Reason == "CrashLoopBackOff":
-						c.crash = c.crash.see(ev(fmt.Sprintf("waiting: CrashLoopBackOff, %d restarts: %s", s.RestartCount, w.Message)), s, pod)
+						c.crash = c.crash.see(step, s, pod, c.crashText)
 					case !startingReason(w.Reason):
-						c.errored = c.errored.see(ev(fmt.Sprintf("waiting: %s: %s", w.Reason, w.Message)), s, pod)
+						c.errored = c.errored.see(step, s, pod, c.waitingText)
 					}
 				}
 				for _, t := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
 					if t == nil || t.Reason != "OOMKilled" {
 						continue
 					}
-					key := fmt.Sprintf("%t/%s/%s", l.init, s.Name, t.FinishedAt.UTC())
+					key := oomKey{l.init, s.Name, t.FinishedAt.Time}
 					if oomSeen[key] {
 						continue
 					}
 					oomSeen[key] = true
-					c.oom = c.oom.see(ev(fmt.Sprintf("OOMKilled (exit %d) at %s", t.ExitCode, t.FinishedAt.UTC().Format(time.RFC3339))), s, pod)
+					c.oom = c.oom.see(step, s, pod, c.oomText)
 				}
 				if t := s.State.Terminated; t != nil && t.Reason != "OOMKilled" && t.ExitCode != 0 && pod.DeletionTimestamp == nil {
-					c.exited = c.exited.see(ev(fmt.Sprintf("terminated: %s, %s", t.Reason, exitText(t))), s, pod)
+					c.exited = c.exited.see(step, s, pod, c.exitedText)
 				}
 				if c.seenRestarts && s.RestartCount > c.restartCount {
-					text := fmt.Sprintf("restarted (restartCount %d)", s.RestartCount)
-					if t := s.LastTerminationState.Terminated; t != nil {
-						text += fmt.Sprintf(": it had terminated %s, %s, at %s", t.Reason, exitText(t), t.FinishedAt.UTC().Format(time.RFC3339))
-					}
-					c.restarts = c.restarts.see(ev(text), s, pod)
+					c.restarts = c.restarts.see(step, s, pod, c.restartText)
 				}
 				c.restartCount, c.seenRestarts = s.RestartCount, true
 			}

@@ -27,11 +27,13 @@ func Replay(in diff.Input, opts diff.Options) (*Lifecycle, error) {
 // order.
 func Diagnose(lc *diff.Lifecycle, in diff.Input) []Finding {
 	var out []Finding
+	d := &diagnosis{unwell: Unwell(lc)}
 	for _, r := range Rules {
 		if r.run != nil {
 			out = append(out, r.run(lc, in)...)
 		} else {
-			out = append(out, r.last(lc, in, out)...)
+			d.found = out
+			out = append(out, r.read(lc, in, d)...)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity > out[j].Severity })
@@ -48,9 +50,15 @@ type Rule struct {
 	// Reads says what in the recording the rule reads, in a few words.
 	Reads string
 	run   func(lc *diff.Lifecycle, in diff.Input) []Finding
-	// last, for the last rule instead of run, reads the other rules'
-	// findings too.
-	last func(lc *diff.Lifecycle, in diff.Input, found []Finding) []Finding
+	// read, instead of run, reads what Diagnose has found so far too.
+	read func(lc *diff.Lifecycle, in diff.Input, d *diagnosis) []Finding
+}
+
+// diagnosis is what Diagnose has found so far: the pod's unwell stretches
+// (Unwell, read once) and the findings of the rules run before.
+type diagnosis struct {
+	unwell []Stretch
+	found  []Finding
 }
 
 // Rules run in this order; their findings are then sorted by severity, the
@@ -71,16 +79,16 @@ var Rules = []Rule{
 		Reads: "container and init container statuses in every revision: waiting reasons (image pulls, CrashLoopBackOff, the kubelet's create and start errors), terminated reasons and exit codes, restartCount and lastState; the containers' memory limits and requests; BackOff events, and the kubelet's kills for failed liveness or startup probes"},
 	{IDs: []string{"volume"}, run: volumeTrouble,
 		Reads: "the kubelet's and the attach-detach controller's volume events (FailedMount, FailedAttachVolume...), the volume they name and its source: a ConfigMap or Secret (recorded only when a pod owns them), a PersistentVolumeClaim's recorded phase and class, its StorageClass, the volume controllers' events on the claim"},
-	{IDs: []string{"event-warning"}, run: eventWarnings,
+	{IDs: []string{"event-warning"}, read: eventWarnings,
 		Reads: "Warning events whose reason the vocabulary (explain.Vocabulary) says what it means and no other rule reads: the sandbox and CNI, DNS configuration, image pull secrets, dynamic resources, pod certificates, resizes"},
-	{IDs: []string{"not-ready", "probe-failed"}, run: probeTrouble,
+	{IDs: []string{"not-ready", "probe-failed"}, read: probeTrouble,
 		Reads: "a running pod's Ready condition against what its startup and readiness probes allow (initialDelaySeconds, periodSeconds x failureThreshold), the probes themselves, readiness gates, the kubelet's Unhealthy events"},
 	{IDs: []string{"failed", "evicted", "deadline-exceeded", "preempted"}, run: podFailed,
 		Reads: "phase Failed, status.reason, the DisruptionTarget condition"},
 	{IDs: []string{"ended"}, run: ended,
 		Reads: "how a pod that left (or was asked to) ended: DisruptionTarget reasons, Job failure conditions, the controller's events and owner chain, ownerReference removal, the audit log's DELETE"},
 	// Last: what the others leave unexplained.
-	{IDs: []string{"unexplained"}, last: unexplained,
+	{IDs: []string{"unexplained"}, read: unexplained,
 		Reads: "every stretch of the pod's life that Kubernetes' own state shows unwell (Unwell: not scheduled, Pending, Running but not Ready past its probes, containers waiting, restarting or exiting non-zero, phase Failed, Terminating past its grace period, Warning events) that no other finding covers, and every Warning event no other finding cites"},
 }
 

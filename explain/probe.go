@@ -74,11 +74,11 @@ func probeHandler(p *corev1.Probe) string {
 
 // probeTrouble reads the pod's readiness against its probes, and the
 // probes' failures.
-func probeTrouble(lc *diff.Lifecycle, in diff.Input) []Finding {
+func probeTrouble(lc *diff.Lifecycle, in diff.Input, d *diagnosis) []Finding {
 	var out []Finding
 	// The stretches not Ready, but those a container's own trouble
 	// explains (waiting, restarting, exited): its finding tells why.
-	unwell := Unwell(lc)
+	unwell := d.unwell
 	var notReady []Stretch
 	for _, s := range unwell {
 		if s.State == StateNotReady && !slices.ContainsFunc(unwell, func(c Stretch) bool {
@@ -96,7 +96,7 @@ func probeTrouble(lc *diff.Lifecycle, in diff.Input) []Finding {
 		}
 		out = append(out, f)
 	}
-	if f, ok := probeFailures(lc, cited); ok {
+	if f, ok := probeFailures(lc, unwell, cited); ok {
 		out = append(out, f)
 	}
 	return out
@@ -211,8 +211,7 @@ func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 // cited (cited, by Seq), and that no restart for a failed probe accounts
 // for: a warning, or, when each happened during a start-up within what
 // the probes allow or during the pod's deletion, an info.
-func probeFailures(lc *diff.Lifecycle, cited map[uint64]bool) (Finding, bool) {
-	unwell := Unwell(lc)
+func probeFailures(lc *diff.Lifecycle, unwell []Stretch, cited map[uint64]bool) (Finding, bool) {
 	killedFor := map[string]bool{}
 	for _, e := range lc.Events {
 		if e.Reason == "Killing" && strings.Contains(e.Message, " probe") {

@@ -101,10 +101,11 @@ func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 // rules do not cover a finding of its own, and gathers the Warning events
 // no finding cites (probe failures during a healthy start-up, say) into an
 // info finding.
-func unexplained(lc *diff.Lifecycle, in diff.Input, found []Finding) []Finding {
+func unexplained(lc *diff.Lifecycle, in diff.Input, d *diagnosis) []Finding {
+	found := d.found
 	var out []Finding
 	var events []Stretch
-	for _, s := range Unwell(lc) {
+	for _, s := range d.unwell {
 		if slices.ContainsFunc(found, func(f Finding) bool { return covers(&f, &s) }) {
 			continue
 		}

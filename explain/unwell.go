@@ -144,7 +144,7 @@ func Unwell(lc *diff.Lifecycle) []Stretch {
 	if len(pods) == 0 {
 		return nil
 	}
-	u := unwellScan{lc: lc, end: podEnd(lc), open: map[string]*Stretch{}}
+	u := unwellScan{lc: lc, end: podEnd(lc)}
 	for i, pod := range pods {
 		u.revision(i, pod)
 	}
@@ -169,13 +169,13 @@ type unwellScan struct {
 	end time.Time
 	// open holds the stretches the last revision is in, by key
 	// (state/container/reason).
-	open map[string]*Stretch
+	open []openStretch
 	// restarts counts each container's restarts as last seen.
-	restarts map[string]int32
+	restarts map[stretchKey]int32
 	out      []Stretch
 	// merged holds, per container state, the stretch earlier runs of the
 	// same state were merged into (see close).
-	merged map[string]int
+	merged map[stretchKey]int
 }
 
 // revision notes the states of revision i.
@@ -186,34 +186,36 @@ func (u *unwellScan) revision(i int, pod *corev1.Pod) {
 		u.closeAll(i)
 		return
 	}
-	seen := map[string]bool{}
+	for j := range u.open {
+		u.open[j].seen = false
+	}
 	deleting := pod.DeletionTimestamp != nil
 	phase := pod.Status.Phase
 	finished := phase == corev1.PodSucceeded || phase == corev1.PodFailed
 	// The pod's own states.
 	switch {
 	case deleting:
-		u.enter(seen, i, StateTerminating, "", false, "", "")
+		u.enter(i, StateTerminating, "", false, "", "")
 	case pod.Spec.NodeName == "" && !finished:
 		c := condition(pod, corev1.PodScheduled)
 		reason, msg := "", ""
 		if c != nil && c.Status != corev1.ConditionTrue {
 			reason, msg = c.Reason, c.Message
 		}
-		u.enter(seen, i, StateUnscheduled, "", false, reason, msg)
+		u.enter(i, StateUnscheduled, "", false, reason, msg)
 	case phase == corev1.PodPending || phase == "":
-		u.enter(seen, i, StatePending, "", false, "", "")
+		u.enter(i, StatePending, "", false, "", "")
 	case phase == corev1.PodRunning:
 		if reason, msg, ok := notReady(pod); ok {
-			u.enter(seen, i, StateNotReady, "", false, reason, msg)
+			u.enter(i, StateNotReady, "", false, reason, msg)
 		}
 	case phase == corev1.PodFailed:
 		// Failed while not being deleted. Once failed, the pod stays so:
 		// a deletion that follows does not end the stretch.
-		u.enter(seen, i, StateFailed, "", false, pod.Status.Reason, pod.Status.Message)
+		u.enter(i, StateFailed, "", false, pod.Status.Reason, pod.Status.Message)
 	}
-	if deleting && phase == corev1.PodFailed && u.open[StateFailed] != nil {
-		seen[StateFailed] = true
+	if j := u.find(stretchKey{state: StateFailed}); deleting && phase == corev1.PodFailed && j >= 0 {
+		u.open[j].seen = true
 	}
 	// The containers' states.
 	for _, l := range [2]struct {
@@ -223,20 +225,45 @@ func (u *unwellScan) revision(i int, pod *corev1.Pod) {
 		for j := range l.list {
 			s := &l.list[j]
 			if w := s.State.Waiting; w != nil && !startingReason(w.Reason) {
-				u.enter(seen, i, StateWaiting, s.Name, l.init, w.Reason, w.Message)
+				u.enter(i, StateWaiting, s.Name, l.init, w.Reason, w.Message)
 			}
 			if t := s.State.Terminated; t != nil && !deleting && (t.ExitCode != 0 || t.Reason == "OOMKilled") {
-				u.enter(seen, i, StateExited, s.Name, l.init, t.Reason, exitText(t))
+				u.enter(i, StateExited, s.Name, l.init, t.Reason, "")
+				if st := u.open[u.find(stretchKey{StateExited, s.Name, l.init, t.Reason})].s; st.Message == "" {
+					st.Message = exitText(t)
+				}
 			}
 			u.restarted(i, s, l.init)
 		}
 	}
 	// What this revision is no longer in ends at it.
-	for key := range u.open {
-		if !seen[key] {
-			u.close(key, i, false)
+	kept := u.open[:0]
+	for _, o := range u.open {
+		if o.seen {
+			kept = append(kept, o)
+		} else {
+			u.close(o.s, i, false)
 		}
 	}
+	u.open = kept
+}
+
+// openStretch is a stretch the revisions read so far are in; seen says the
+// revision being read is in it.
+type openStretch struct {
+	key  stretchKey
+	s    *Stretch
+	seen bool
+}
+
+// find returns the index of the open stretch key, or -1.
+func (u *unwellScan) find(key stretchKey) int {
+	for j := range u.open {
+		if u.open[j].key == key {
+			return j
+		}
+	}
+	return -1
 }
 
 // startingReason reports whether a waiting reason is one of a normal
@@ -258,22 +285,29 @@ func exitText(t *corev1.ContainerStateTerminated) string {
 	return s
 }
 
-// stateKey is the key of an open stretch.
-func stateKey(state, container string, init bool, reason string) string {
+// stretchKey identifies a state: a pod's, or a container's with its
+// reason.
+type stretchKey struct {
+	state, container string
+	init             bool
+	reason           string
+}
+
+func stateKey(state, container string, init bool, reason string) stretchKey {
 	if container == "" {
-		return state
+		return stretchKey{state: state}
 	}
-	return fmt.Sprintf("%s/%s/%t/%s", state, container, init, reason)
+	return stretchKey{state, container, init, reason}
 }
 
 // enter notes that revision i is in a state: it opens a stretch, or keeps
 // the open one.
-func (u *unwellScan) enter(seen map[string]bool, i int, state, container string, init bool, reason, msg string) {
+func (u *unwellScan) enter(i int, state, container string, init bool, reason, msg string) {
 	key := stateKey(state, container, init, reason)
-	seen[key] = true
-	if s := u.open[key]; s != nil {
+	if j := u.find(key); j >= 0 {
+		u.open[j].seen = true
 		if msg != "" {
-			s.Message = msg
+			u.open[j].s.Message = msg
 		}
 		return
 	}
@@ -284,22 +318,21 @@ func (u *unwellScan) enter(seen map[string]bool, i int, state, container string,
 			s.Start = req.Time
 		}
 	}
-	u.open[key] = s
+	u.open = append(u.open, openStretch{key: key, s: s, seen: true})
 }
 
 // closeAll ends every open stretch at revision i, or at the pod's end for
 // the last revision.
 func (u *unwellScan) closeAll(i int) {
-	for key := range u.open {
-		u.close(key, i, i == len(u.lc.Steps)-1)
+	for _, o := range u.open {
+		u.close(o.s, i, i == len(u.lc.Steps)-1)
 	}
+	u.open = u.open[:0]
 }
 
-// close ends the open stretch key at revision i (at the pod's end if
-// last), and keeps it if it is unwell.
-func (u *unwellScan) close(key string, i int, last bool) {
-	s := u.open[key]
-	delete(u.open, key)
+// close ends the open stretch s at revision i (at the pod's end if last),
+// and keeps it if it is unwell.
+func (u *unwellScan) close(s *Stretch, i int, last bool) {
 	s.End = u.lc.Steps[i].Time
 	if last {
 		s.End = u.end
@@ -347,7 +380,7 @@ func (u *unwellScan) close(key string, i int, last bool) {
 func (u *unwellScan) keep(s Stretch) {
 	key := stateKey(s.State, s.Container, s.Init, s.Reason)
 	if u.merged == nil {
-		u.merged = map[string]int{}
+		u.merged = map[stretchKey]int{}
 	}
 	if j, ok := u.merged[key]; ok {
 		m := &u.out[j]
@@ -397,9 +430,9 @@ func PastGrace(lc *diff.Lifecycle) time.Duration {
 // since the revision before, or, at the first revision, a restart that
 // finished within the recorded life.
 func (u *unwellScan) restarted(i int, s *corev1.ContainerStatus, init bool) {
-	key := fmt.Sprintf("%t/%s", init, s.Name)
+	key := stretchKey{container: s.Name, init: init}
 	if u.restarts == nil {
-		u.restarts = map[string]int32{}
+		u.restarts = map[stretchKey]int32{}
 	}
 	before, known := u.restarts[key]
 	u.restarts[key] = s.RestartCount
@@ -462,7 +495,13 @@ func notReady(pod *corev1.Pod) (reason, msg string, ok bool) {
 // longest, plus ReadySlack.
 func ReadyAllowance(pod *corev1.Pod) time.Duration {
 	var most time.Duration
-	for _, c := range readinessContainers(pod) {
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			most = max(most, probeAllowance(c.StartupProbe)+probeAllowance(c.ReadinessProbe))
+		}
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
 		most = max(most, probeAllowance(c.StartupProbe)+probeAllowance(c.ReadinessProbe))
 	}
 	return most + ReadySlack

@@ -14,19 +14,15 @@ import (
 // eventWarnings gives a finding to each reason of the pod's Warning events
 // that the vocabulary maps to event-warning, unless every occurrence is
 // benign in its context (eventBenign).
-func eventWarnings(lc *diff.Lifecycle, in diff.Input) []Finding {
+func eventWarnings(lc *diff.Lifecycle, in diff.Input, d *diagnosis) []Finding {
 	var out []Finding
 	byReason := map[string]int{}
-	var unwell []Stretch
 	for _, g := range warningGroups(lc) {
 		v, ok := VocabularyOf(WhereEvent, g.reason)
 		if !ok || !slices.Contains(v.Findings, "event-warning") {
 			continue
 		}
-		if unwell == nil {
-			unwell = Unwell(lc)
-		}
-		if !slices.ContainsFunc(g.occurrences, func(e *diff.Event) bool { return !eventBenign(lc, unwell, e) }) {
+		if !slices.ContainsFunc(g.occurrences, func(e *diff.Event) bool { return !eventBenign(lc, d.unwell, e) }) {
 			continue
 		}
 		i, seen := byReason[g.reason]

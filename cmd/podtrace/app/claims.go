@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,10 @@ func (tc *traceContext) claimInput(db *store.DB, in *diff.Input) error {
 		} `json:"spec"`
 	}
 	last := in.Pod[len(in.Pod)-1]
+	// Most pods name no claim: no decode for them.
+	if !bytes.Contains(last.Object, []byte(`"persistentVolumeClaim"`)) && !bytes.Contains(last.Object, []byte(`"ephemeral"`)) {
+		return nil
+	}
 	if json.Unmarshal(last.Object, &p) != nil {
 		return nil
 	}
