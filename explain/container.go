@@ -126,10 +126,7 @@ func containerTrouble(lc *diff.Lifecycle, in diff.Input) []Finding {
 	oomSeen := map[oomKey]bool{}
 	for i, pod := range lc.Pods() {
 		step := lc.Steps[i]
-		for _, l := range [2]struct {
-			list []corev1.ContainerStatus
-			init bool
-		}{{pod.Status.InitContainerStatuses, true}, {pod.Status.ContainerStatuses, false}} {
+		for _, l := range statusLists(pod) {
 			for _, s := range l.list {
 				c := life(s.Name, l.init)
 				if w := s.State.Waiting; w != nil {

@@ -40,10 +40,7 @@ func podFailed(lc *diff.Lifecycle, in diff.Input) []Finding {
 	// The containers that exited non-zero, init containers first: they
 	// say why in their logs, which the kubelet keeps while the pod exists.
 	var exits []string
-	for _, l := range [2]struct {
-		list []corev1.ContainerStatus
-		init bool
-	}{{pod.Status.InitContainerStatuses, true}, {pod.Status.ContainerStatuses, false}} {
+	for _, l := range statusLists(pod) {
 		for _, s := range l.list {
 			if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
 				what := fmt.Sprintf("%s exited %d (%s)", containerNoun(s.Name, l.init), t.ExitCode, t.Reason)

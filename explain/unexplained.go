@@ -222,10 +222,7 @@ func unexplainedFinding(lc *diff.Lifecycle, in diff.Input, s Stretch) Finding {
 // for those not running and ready.
 func containerEvidence(step diff.Step, pod *corev1.Pod) []Evidence {
 	var out []Evidence
-	for _, l := range [2]struct {
-		list []corev1.ContainerStatus
-		init bool
-	}{{pod.Status.InitContainerStatuses, true}, {pod.Status.ContainerStatuses, false}} {
+	for _, l := range statusLists(pod) {
 		for _, s := range l.list {
 			var text string
 			switch {

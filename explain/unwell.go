@@ -128,6 +128,18 @@ func (s Stretch) What() string {
 	return s.State
 }
 
+// statusList is a pod's init container statuses, or its container
+// statuses.
+type statusList struct {
+	list []corev1.ContainerStatus
+	init bool
+}
+
+// statusLists are a pod's container statuses, init containers first.
+func statusLists(pod *corev1.Pod) [2]statusList {
+	return [2]statusList{{pod.Status.InitContainerStatuses, true}, {pod.Status.ContainerStatuses, false}}
+}
+
 // containerNoun names a container: "container web", "init container setup".
 func containerNoun(name string, init bool) string {
 	if init {
@@ -218,10 +230,7 @@ func (u *unwellScan) revision(i int, pod *corev1.Pod) {
 		u.open[j].seen = true
 	}
 	// The containers' states.
-	for _, l := range [2]struct {
-		list []corev1.ContainerStatus
-		init bool
-	}{{pod.Status.InitContainerStatuses, true}, {pod.Status.ContainerStatuses, false}} {
+	for _, l := range statusLists(pod) {
 		for j := range l.list {
 			s := &l.list[j]
 			if w := s.State.Waiting; w != nil && !startingReason(w.Reason) {

@@ -389,10 +389,7 @@ func TestUnwellRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := ""
-			if len(lc.Findings) > 0 && lc.Findings[0].Severity > Info {
-				got = lc.Findings[0].ID
-			}
+			got := worstID(lc.Findings)
 			if got != tc.want {
 				t.Errorf("most severe finding %q, want %q; findings:\n%s", got, tc.want, findingsText(lc.Findings))
 			}

@@ -56,11 +56,7 @@ func TestLiveDeletionWithinGrace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := ""
-			if len(lc.Findings) > 0 && lc.Findings[0].Severity > Info {
-				got = lc.Findings[0].ID
-			}
-			if got != tc.want {
+			if got := worstID(lc.Findings); got != tc.want {
 				t.Errorf("most severe finding %q (%v), want %q", got, finIDs(lc.Findings), tc.want)
 			}
 			if v := Check(lc); len(v) > 0 {
@@ -68,4 +64,13 @@ func TestLiveDeletionWithinGrace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// worstID is the id of the most severe finding (they come most severe
+// first) if it is a warning or critical, else "".
+func worstID(fs []Finding) string {
+	if len(fs) > 0 && fs[0].Severity > Info {
+		return fs[0].ID
+	}
+	return ""
 }
