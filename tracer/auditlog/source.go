@@ -56,11 +56,14 @@ type DocumentError struct {
 	Err  error
 }
 
-func (e *DocumentError) Error() string {
+func (e *DocumentError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Text()) }
+
+// Text says what the damage is, without its line.
+func (e *DocumentError) Text() string {
 	if errors.Is(e.Err, io.ErrUnexpectedEOF) {
-		return fmt.Sprintf("line %d: the JSON document ends in the middle of a value (truncated?)", e.Line)
+		return "the JSON document ends in the middle of a value (truncated?)"
 	}
-	return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	return e.Err.Error()
 }
 
 func (e *DocumentError) Unwrap() error { return e.Err }

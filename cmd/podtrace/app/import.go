@@ -186,6 +186,14 @@ func (o *importOptions) Run() error {
 	return nil
 }
 
+// keptBefore says the records before damage are kept.
+func keptBefore(n int) string {
+	if n == 1 {
+		return "the record before it is kept"
+	}
+	return fmt.Sprintf("the %d records before it are kept", n)
+}
+
 // pluralUnit counts n of a unit whose plural the caller chose.
 func pluralUnit(n int, unit string) string {
 	if unit == "line or record" || unit == "lines or records" {
@@ -280,7 +288,7 @@ func (imp *auditImporter) importFile(in auditInput, stdin io.Reader) (*fileSumma
 			case errors.As(err, &de):
 				reason := "damaged JSON document (rest of the file)"
 				imp.stats.skip(reason)
-				imp.warnf(reason, "%s:%v; the %s before are kept", name, err, plural(sum.records, "record"))
+				imp.warnf(reason, "%s:%d: %s; %s", name, de.Line, de.Text(), keptBefore(sum.records))
 			case errors.Is(err, bufio.ErrTooLong):
 				reason := fmt.Sprintf("line longer than %d MiB (rest of the file)", auditlog.MaxLine>>20)
 				imp.stats.skip(reason)
