@@ -182,8 +182,10 @@ func (s *Source) Next(want Want) (Entry, error) {
 		if s.apiserver {
 			// As kube-apiserver wrote it: the lines Parse cannot read
 			// as an audit event may be an export's (a mixed file).
+			// A skip without a warning is an audit event Parse read and
+			// does not keep (most lines): no second look.
 			ev, skip := Parse(b, want)
-			if skip == nil || IsEvent(b) {
+			if skip == nil || skip.Warning == "" || IsEvent(b) {
 				return Entry{Line: s.line, Event: ev, Unwrapped: Unwrapped{Event: b, Format: FormatAPIServer}, Skip: skip}, nil
 			}
 		}
