@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/test/cloudexport"
 )
 
@@ -297,4 +299,66 @@ func s3Rel(t *testing.T) string {
 		t.Fatalf("%s: %v", rel, err)
 	}
 	return filepath.ToSlash(rel)
+}
+
+// TestCloudAuditCompareCanFail: the comparison finds a count, a user or a
+// code that differs, a field missing without the export saying it lacks
+// it, and a lacked field the findings do not name.
+func TestCloudAuditCompareCanFail(t *testing.T) {
+	local, _ := cloudEvidence(t, filepath.Join(cloudFixtures, cloudexport.LocalLog))
+	aks, _ := cloudEvidence(t, filepath.Join(cloudFixtures, "aks/aksauditadmin.json"))
+	clone := func(ev map[string]*cloudexport.PodEvidence) map[string]*cloudexport.PodEvidence {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]*cloudexport.PodEvidence
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		from   map[string]*cloudexport.PodEvidence
+		change func(map[string]*cloudexport.PodEvidence)
+	}{
+		{"a denied attempt less", local, func(ev map[string]*cloudexport.PodEvidence) {
+			ev["ci/runner-job-1"].Lifecycle.Audit.Denied[0].Count--
+		}},
+		{"the impersonated user dropped, not said lacking", local, func(ev map[string]*cloudexport.PodEvidence) {
+			for i := range ev["ops/cache-flush"].Requests {
+				ev["ops/cache-flush"].Requests[i].ImpersonatedUser = ""
+			}
+		}},
+		{"a refused eviction's code changed", local, func(ev map[string]*cloudexport.PodEvidence) {
+			ev["web/web-0"].Failed[0].Code = 403
+		}},
+		{"the note on what the export lacks dropped", aks, func(ev map[string]*cloudexport.PodEvidence) {
+			for i := range ev["ops/cache-flush"].Lifecycle.Findings {
+				f := &ev["ops/cache-flush"].Lifecycle.Findings[i]
+				var kept []explain.Evidence
+				for _, e := range f.Evidence {
+					if !strings.HasPrefix(e.Text, "audit log from an export: ") {
+						kept = append(kept, e)
+					}
+				}
+				f.Evidence = kept
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cloudexport.Compare(local, tc.from); len(d) != 0 {
+				t.Fatalf("unchanged evidence differs: %v", d)
+			}
+			changed := clone(tc.from)
+			if d := cloudexport.Compare(local, changed); len(d) != 0 {
+				t.Fatalf("a copy of the evidence differs: %v", d)
+			}
+			tc.change(changed)
+			if d := cloudexport.Compare(local, changed); len(d) == 0 {
+				t.Errorf("the change is not found")
+			}
+		})
+	}
 }
