@@ -31,15 +31,7 @@ const cloudFixtures = "testdata/cloudaudit"
 // cloudTrace copies the scenario's trace.
 func cloudTrace(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(cloudFixtures, "local", "trace.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(t.TempDir(), "trace.db")
-	if err := os.WriteFile(db, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return db
+	return copyTraceFrom(t, filepath.Join(cloudFixtures, "local", "trace.db"))
 }
 
 func runner(args ...string) (string, error) {
