@@ -34,7 +34,8 @@ import (
 //     the audited operation"); it is read as the stageTimestamp.
 //   - impersonatedUser: not documented. authenticationInfo.authoritySelector
 //     has been seen holding the impersonated user, principalEmail the
-//     impersonator (a public report of an impersonating proxy on GKE), and
+//     impersonator (a public report of an impersonating proxy on GKE,
+//     https://github.com/kyma-project/kyma/issues/2811), and
 //     the AuditLog reference says it is "the authority selector specified
 //     by the requestor"; podtrace reads it as the impersonated user.
 //   - auditID: the entry's insertId, which is a UUID equal to
