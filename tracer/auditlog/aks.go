@@ -15,9 +15,10 @@ import (
 //   - https://learn.microsoft.com/azure/azure-monitor/essentials/resource-logs#send-to-azure-storage
 //     (to a storage account: blobs insights-logs-CATEGORY/.../PT1H.json of
 //     JSON lines {"time", "resourceId", "category", "operationName",
-//     "properties"}; for AKS, properties.log holds the audit event as a
-//     string: seen in exported blobs, not spelled out by that document,
-//     and the same as AzureDiagnostics' log_s);
+//     "properties"}; for AKS, properties.log holding the audit event as a
+//     string is not shown by a Microsoft document we found: it is the
+//     record AzureDiagnostics flattens into log_s, whose rows hold the
+//     event that way);
 //   - https://learn.microsoft.com/azure/azure-monitor/reference/tables/aksaudit
 //     and .../aksauditadmin (to Log Analytics in resource-specific mode:
 //     the event's fields as columns AuditId, Verb, User, ObjectRef,
