@@ -38,6 +38,7 @@ func Diagnose(lc *diff.Lifecycle, in diff.Input) []Finding {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity > out[j].Severity })
 	auditFindings(out, lc)
+	auditExportNotes(out, lc)
 	sortEvidence(out)
 	return out
 }
