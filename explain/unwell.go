@@ -21,7 +21,8 @@ import (
 // The states in which a pod is unwell (Stretch.State).
 const (
 	// StateUnscheduled: not bound to a node, neither finished nor being
-	// deleted, for longer than SchedulingAllowance.
+	// deleted, for longer than SchedulingAllowance once the scheduler said
+	// why (PodScheduled False), QueueAllowance before it said anything.
 	StateUnscheduled = "unscheduled"
 	// StatePending: bound to a node, phase Pending (no container started
 	// yet), not being deleted, for longer than StartAllowance.
@@ -58,6 +59,13 @@ const (
 	// scheduler binds a pod that fits within a second; one that does not
 	// fit gets a FailedScheduling Warning event at once.
 	SchedulingAllowance = 30 * time.Second
+	// QueueAllowance: how long a pod may wait unbound before the scheduler
+	// has said anything of it (no PodScheduled condition, no
+	// FailedScheduling event). A burst of thousands of pods waits in the
+	// scheduler's queue for tens of seconds on a small control plane,
+	// which is not a fault; a pod no scheduler ever looks at (an unknown
+	// schedulerName) is, after this long.
+	QueueAllowance = 5 * time.Minute
 	// StartAllowance: how long a bound pod may stay Pending (sandbox,
 	// volumes, image pulls, init containers) before it is unwell.
 	StartAllowance = 5 * time.Minute
@@ -355,6 +363,9 @@ func (u *unwellScan) close(s *Stretch, i int, last bool) {
 	switch s.State {
 	case StateUnscheduled:
 		s.Allowed = SchedulingAllowance
+		if s.Reason == "" {
+			s.Allowed = QueueAllowance
+		}
 	case StatePending:
 		s.Allowed = StartAllowance
 	case StateNotReady:

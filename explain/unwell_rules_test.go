@@ -379,6 +379,33 @@ func TestUnwellRules(t *testing.T) {
 			}
 		},
 	}, {
+		name: "healthy: unbound for 90s in the scheduler's queue, nothing said of it, then bound and Ready",
+		in: func(t *testing.T) diff.Input {
+			return uwInput(t, 10*time.Minute, nil, p, 90*time.Second, uwRunning(p, "101", true))
+		},
+	}, {
+		name: "unexplained: unbound for 6 minutes, no scheduler said anything of it",
+		in: func(t *testing.T) diff.Input {
+			return uwInput(t, 6*time.Minute, nil, uwRev(p, "100", func(p *corev1.Pod) { p.Spec.SchedulerName = "batch-scheduler" }))
+		},
+		want: "unexplained",
+		check: func(t *testing.T, lc *Lifecycle) {
+			f := finFind(lc.Findings, "unexplained")
+			if !strings.Contains(f.Headline, "not scheduled for 6m0s (up to 5m0s is normal)") || !evidenceHas(f, `the scheduler "batch-scheduler" had not tried the pod`) {
+				t.Errorf("headline %q, evidence %+v", f.Headline, f.Evidence)
+			}
+		},
+	}, {
+		name: "unwell: the scheduler said Unschedulable 40s ago, with no event recorded",
+		in: func(t *testing.T) diff.Input {
+			u := uwRev(p, "101", func(p *corev1.Pod) {
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+					Message: "0/1 nodes are available: 1 Insufficient memory."}}
+			})
+			return uwInput(t, 41*time.Second, nil, p, u)
+		},
+		want: "unschedulable",
+	}, {
 		name: "healthy: created, scheduled, started and Ready at once",
 		in: func(t *testing.T) diff.Input {
 			return uwInput(t, 10*time.Minute, nil, p, 2*time.Second, uwRunning(p, "101", true))

@@ -71,7 +71,7 @@ func TestWorkloadSelectors(t *testing.T) {
 		stderr string
 	}{
 		{args: []string{"diff", "deploy/web"}, uid: "pod-new-2",
-			stderr: "podtrace: deploy/web owns 3 recorded pods, newest first: web-new-2 (Pending, unexplained), web-new-1 (Pending, unexplained), web-old-1 (Pending, unexplained); showing web-new-2, the newest, and the most severe finding (name a pod to see another)\n"},
+			stderr: "podtrace: deploy/web owns 3 recorded pods, newest first: web-new-2 (Pending), web-new-1 (Pending), web-old-1 (Pending); showing web-new-2, the newest (name a pod to see another)\n"},
 		{args: []string{"explain", "deployment/web", "-n", "shop"}, uid: "pod-new-2"},
 		{args: []string{"diff", "rs/web-old"}, uid: "pod-old-1"},
 		{args: []string{"diff", "sts/db"}, uid: "pod-db-0"},
