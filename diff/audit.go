@@ -35,6 +35,9 @@ type Audit struct {
 	// webhook, as the audit annotations give it (for a webhook the trace did
 	// not record).
 	Configurations map[string]string `json:"-"`
+	// Sources are the exports that built some of the events, and what
+	// they did not carry (auditexport.go).
+	Sources []AuditSource `json:"sources,omitempty"`
 }
 
 // AuditRequest is one successful request about the pod.
@@ -66,6 +69,10 @@ type AuditRequest struct {
 	// Selector is a deletecollection's label and field selectors, from
 	// its request URI: which pods of the namespace it deleted.
 	Selector string `json:"selector,omitempty"`
+	// Lacks are the event fields the export it came from did not carry;
+	// ExportStatus the export's own status when the code is among them.
+	Lacks        []string `json:"lacks,omitempty"`
+	ExportStatus string   `json:"exportStatus,omitempty"`
 }
 
 // DeniedRequests are refused requests of one kind: same user, verb,
@@ -99,6 +106,9 @@ type DeniedRequests struct {
 	// it: "needs 2 healthy pods and has 2 currently" (the last refusal's).
 	Budget       string `json:"budget,omitempty"`
 	BudgetStatus string `json:"budgetStatus,omitempty"`
+	// Lacks and ExportStatus are the first request's, as in AuditRequest.
+	Lacks        []string `json:"lacks,omitempty"`
+	ExportStatus string   `json:"exportStatus,omitempty"`
 }
 
 // PolicyFailures are failed validations of one ValidatingAdmissionPolicy,
@@ -171,6 +181,9 @@ type auditEvent struct {
 	Annotations    map[string]string `json:"annotations"`
 	RequestObject  json.RawMessage   `json:"requestObject"`
 	ResponseObject json.RawMessage   `json:"responseObject"`
+	// Export, when set, says the event was built from an export's fields
+	// and which it lacks (auditexport.go).
+	Export *auditExport `json:"podtraceExport"`
 }
 
 // impersonated is the username the request was authorized as when it
@@ -237,7 +250,7 @@ const authorizationDecision = "authorization.k8s.io/decision"
 func refusedBy(ev *auditEvent) (string, bool) {
 	code, msg := ev.ResponseStatus.Code, ev.ResponseStatus.Message
 	switch {
-	case code < 400:
+	case !ev.failed():
 		return "", false
 	case ev.Annotations[authorizationDecision] == "forbid":
 		return "authorization", true
@@ -251,10 +264,27 @@ func refusedBy(ev *auditEvent) (string, bool) {
 		return "admission", true
 	case code == 403:
 		return "authorization or admission", true
-	case budgetCause(ev) != "":
+	case budgetRefusal(ev):
 		return refusedByBudget, true
 	}
 	return "", false
+}
+
+// evictionRefusedMessage is the message of the eviction subresource's 429
+// when a PodDisruptionBudget does not allow the eviction
+// (pkg/registry/core/pod/storage/eviction.go).
+const evictionRefusedMessage = "Cannot evict pod as it would violate the pod's disruption budget."
+
+// budgetRefusal reports whether a failed request was an eviction that a
+// PodDisruptionBudget refused: a 429 with a DisruptionBudget cause; or,
+// from an export that carries neither the HTTP code nor the causes (GKE's
+// entries: RESOURCE_EXHAUSTED), an eviction failed with that message.
+func budgetRefusal(ev *auditEvent) bool {
+	if budgetCause(ev) != "" {
+		return true
+	}
+	code := ev.ResponseStatus.Code
+	return ev.ObjectRef.Subresource == "eviction" && ev.ResponseStatus.Message == evictionRefusedMessage && (code == 429 || code == 0 && ev.failed())
 }
 
 // refusedByBudget is the DeniedRequests.By of evictions a
@@ -349,9 +379,10 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 		if !ok {
 			continue
 		}
+		a.addSource(ev)
 		vfs := validationFailures(*ev)
 		for _, vf := range vfs {
-			denied := ev.ResponseStatus.Code >= 400
+			denied := ev.failed()
 			key := strings.Join([]string{vf.Policy, vf.Binding, vf.Message, ev.User.Username, ev.Verb, ev.ObjectRef.Subresource, strconv.FormatBool(denied)}, "\x00")
 			pf := failures[key]
 			if pf == nil {
@@ -370,7 +401,7 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 				}
 			}
 		}
-		if ev.ResponseStatus.Code >= 400 {
+		if ev.failed() {
 			by, ok := refusedBy(ev)
 			if !ok {
 				continue // failed without being refused: see refusedBy
@@ -380,7 +411,7 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			d := denied[key]
 			if d == nil {
 				d = &DeniedRequests{User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
-					Code: ev.ResponseStatus.Code, Message: ev.ResponseStatus.Message, First: ev.StageTimestamp, By: by}
+					Code: ev.ResponseStatus.Code, Message: ev.ResponseStatus.Message, First: ev.StageTimestamp, By: by, Lacks: ev.lacks(), ExportStatus: ev.exportStatus()}
 				if m := webhookInMessage.FindStringSubmatch(d.Message); m != nil {
 					d.Webhook = m[1]
 				} else if m := webhookCallInMessage.FindStringSubmatch(d.Message); m != nil {
@@ -399,7 +430,8 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			continue
 		}
 		r := AuditRequest{Time: ev.StageTimestamp, Received: ev.Received, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
-			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
+			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion,
+			Lacks: ev.lacks(), ExportStatus: ev.exportStatus()}
 		if ev.Verb == verbDeleteCollection {
 			// Its response is no revision it made: it lists the pods as
 			// they were before it deleted them.
@@ -664,6 +696,9 @@ func (r AuditRequest) Actor() Actor {
 	if r.UserAgent != "" {
 		what += ", " + r.UserAgent
 	}
+	if lacksField(r.Lacks, lacksImpersonated) {
+		what += " (the export does not say whether the request impersonated another user)"
+	}
 	return Actor{Subresource: r.Subresource, Time: r.Time, Who: r.Identity(), Basis: BasisAuditLog, Detail: what,
 		User: user, Impersonator: impersonator(r), UserAgent: r.UserAgent}
 }
@@ -857,7 +892,7 @@ func (d DeniedRequests) Summary() string {
 	if d.Count == 1 {
 		s = ""
 	}
-	return fmt.Sprintf("%d %s attempt%s by %s denied (%d): %s, first %s, last %s", d.Count, what, s, d.Identity(), d.Code, d.Message,
+	return fmt.Sprintf("%d %s attempt%s by %s denied (%s): %s, first %s, last %s", d.Count, what, s, d.Identity(), d.CodeText(), d.Message,
 		d.First.UTC().Format("15:04:05"), d.Last.UTC().Format("15:04:05"))
 }
 
@@ -873,6 +908,36 @@ func (r AuditRequest) received() time.Time {
 		return r.Time
 	}
 	return r.Received
+}
+
+// ReadAudit reads a pod's imported audit events (Input.Audit) as requests:
+// the successful ones, and the refused or failed ones (any response code
+// of 400 or more), consecutive alike failures grouped.
+func ReadAudit(recs []store.Record) (requests []AuditRequest, failed []DeniedRequests) {
+	for _, rec := range recs {
+		var ev auditEvent
+		if json.Unmarshal(rec.Object, &ev) != nil {
+			continue
+		}
+		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
+			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion,
+			Lacks: ev.lacks(), ExportStatus: ev.exportStatus()}
+		if ev.failed() {
+			d := DeniedRequests{User: r.User, ImpersonatedUser: r.ImpersonatedUser, UserAgent: r.UserAgent, Verb: r.Verb, Subresource: r.Subresource,
+				Code: r.Code, Message: ev.ResponseStatus.Message, Count: 1, First: r.Time, Last: r.Time, Lacks: r.Lacks, ExportStatus: r.ExportStatus}
+			if n := len(failed); n > 0 {
+				if p := &failed[n-1]; p.User == d.User && p.Verb == d.Verb && p.Subresource == d.Subresource && p.Code == d.Code && p.Message == d.Message {
+					p.Count++
+					p.Last = d.Last
+					continue
+				}
+			}
+			failed = append(failed, d)
+			continue
+		}
+		requests = append(requests, r)
+	}
+	return requests, failed
 }
 
 // IsDeletion reports whether the request asks for the pod's deletion: a

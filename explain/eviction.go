@@ -55,7 +55,7 @@ func evictionRefused(lc *diff.Lifecycle, in diff.Input) []Finding {
 			f.Headline += ": it " + last.BudgetStatus
 		}
 	default:
-		f.Headline = fmt.Sprintf("%s refused (%d): %s", plural(n, "eviction"), refused[0].Code, refused[0].Message)
+		f.Headline = fmt.Sprintf("%s refused (%s): %s", plural(n, "eviction"), refused[0].CodeText(), refused[0].Message)
 	}
 	last := refused[0]
 	for _, d := range refused {

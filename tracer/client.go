@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -69,6 +70,7 @@ var apiScheme = func() *runtime.Scheme {
 		admissionv1beta1.AddToScheme,
 		admissionv1alpha1.AddToScheme,
 		authorizationv1.AddToScheme,
+		storagev1.AddToScheme,
 	}
 	utilruntime.Must(groups.AddToScheme(s))
 	return s
@@ -89,6 +91,7 @@ var clientGroupVersions = []schema.GroupVersion{
 	admissionv1beta1.SchemeGroupVersion,
 	admissionv1alpha1.SchemeGroupVersion,
 	authorizationv1.SchemeGroupVersion,
+	storagev1.SchemeGroupVersion,
 }
 
 // restClient is the Client New builds: a REST client per group version,

@@ -59,8 +59,9 @@ func recordCommand(streams Streams) *cli.Command {
 		Usage:     "record pods, their events and what surrounds them into a trace file",
 		ArgsUsage: " ",
 		Description: "Watches the cluster with shared informers and writes every revision of every pod\n" +
-			"(and their events, owners, pod-owned Secrets/ConfigMaps/Services/PVCs as metadata,\n" +
-			"namespaces, nodes and admission webhook configurations) to the trace file, until\n" +
+			"(and their events, owners, pod-owned Secrets/ConfigMaps/Services (metadata only for\n" +
+			"Secrets and ConfigMaps), PersistentVolumeClaims and StorageClasses, namespaces, nodes\n" +
+			"and admission webhook configurations) to the trace file, until\n" +
 			"Ctrl-C or --duration. Secret data is never requested. Recording into an existing\n" +
 			"trace adds a session to it; diff and report can read it while it records.",
 		Flags: []cli.Flag{

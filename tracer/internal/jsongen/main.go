@@ -42,6 +42,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -53,6 +54,7 @@ import (
 // them.
 var roots = []any{
 	&corev1.Pod{}, &corev1.Event{}, &corev1.Node{}, &corev1.Namespace{}, &corev1.Service{},
+	&corev1.PersistentVolumeClaim{}, &storagev1.StorageClass{},
 	&appsv1.ReplicaSet{}, &appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{},
 	&batchv1.Job{}, &batchv1.CronJob{},
 	&policyv1.PodDisruptionBudget{},
