@@ -472,6 +472,9 @@ func CleanStaleNodes(logf func(string, ...any)) error {
 // returns what is left, e.g. a mount that would not go: then Dir must not be
 // removed.
 func cleanNode(r nodeRecord, logf func(string, ...any)) error {
+	if r.ID == "" || r.Dir == "" || r.CgroupRoot == "" {
+		return nil // never registered: nothing to undo, and no names to match
+	}
 	var errs []error
 	// Processes: the daemons, their shims, then whatever is left in the
 	// node's cgroups (the containers).
@@ -825,7 +828,7 @@ func (n *RealNode) Leftovers() []string {
 	if _, err := os.Stat(recordFile(n.host.ID)); err == nil {
 		out = append(out, "registry entry "+recordFile(n.host.ID))
 	}
-	if _, err := os.Stat(n.Dir); err == nil {
+	if _, err := os.Stat(n.Dir); err == nil && os.Getenv(KeepEnv) != "1" {
 		out = append(out, "directory "+n.Dir)
 	}
 	return out
