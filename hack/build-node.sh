@@ -62,7 +62,7 @@ kube_ldflags
 
 total=${SECONDS}
 echo "building the real node's parts (kubelet ${KUBE_VERSION}, containerd, images) into ${BIN#"${ROOT}/"}"
-echo "(the kubelet takes 10-14 minutes on 2 cores when the Go build cache is cold)"
+echo "(about 10 minutes on 2 cores with a cold Go build cache, most of it containerd: the kubelet shares its packages with the control plane)"
 build kubelet hack/kube k8s.io/kubernetes/cmd/kubelet "${KUBE_LDFLAGS}"
 
 # containerd as its release builds it without cgo: no btrfs, devmapper or zfs
