@@ -1,9 +1,7 @@
 package cluster_test
 
 import (
-	"errors"
 	"strings"
-	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,20 +71,7 @@ func TestRealNode(t *testing.T) {
 
 	// Stop: the pod is deleted first (the container exits on TERM), then
 	// everything goes, and nothing of the node is left on the machine.
-	pids := c.Pids()
-	for _, name := range []string{n.KubeletName(), n.ContainerdName()} {
-		if pids[name] == 0 {
-			t.Errorf("no pid for %s: %v", name, pids)
-		}
-	}
-	if err := c.Stop(); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	for name, pid := range pids {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("%s (pid %d) still exists after Stop: kill(0) = %v", name, pid, err)
-		}
-	}
+	stopChecked(t, c, n.KubeletName(), n.ContainerdName())
 	if left := n.Leftovers(); len(left) > 0 {
 		t.Errorf("left on the machine by %s:\n%s", n.Name, strings.Join(left, "\n"))
 	}

@@ -206,15 +206,20 @@ func recordedPods(t *testing.T, db, ns, name string) []*corev1.Pod {
 	return out
 }
 
+// statusesOf returns the pod's init container statuses, or its container
+// statuses.
+func statusesOf(p *corev1.Pod, init bool) []corev1.ContainerStatus {
+	if init {
+		return p.Status.InitContainerStatuses
+	}
+	return p.Status.ContainerStatuses
+}
+
 // terminatedSeen returns the first recorded termination of the container
 // (state or last state) that matches want, or nil.
 func terminatedSeen(pods []*corev1.Pod, init bool, container string, want func(*corev1.ContainerStateTerminated) bool) *corev1.ContainerStateTerminated {
 	for _, p := range pods {
-		list := p.Status.ContainerStatuses
-		if init {
-			list = p.Status.InitContainerStatuses
-		}
-		for _, s := range list {
+		for _, s := range statusesOf(p, init) {
 			if s.Name != container {
 				continue
 			}
@@ -243,11 +248,7 @@ func wantTerminated(t *testing.T, pods []*corev1.Pod, init bool, container strin
 func wantWaiting(t *testing.T, pods []*corev1.Pod, init bool, container, reason string) {
 	t.Helper()
 	for _, p := range pods {
-		list := p.Status.ContainerStatuses
-		if init {
-			list = p.Status.InitContainerStatuses
-		}
-		for _, s := range list {
+		for _, s := range statusesOf(p, init) {
 			if s.Name == container && s.State.Waiting != nil && s.State.Waiting.Reason == reason {
 				return
 			}
@@ -260,11 +261,7 @@ func wantWaiting(t *testing.T, pods []*corev1.Pod, init bool, container, reason 
 func containerStates(pods []*corev1.Pod, init bool, container string) string {
 	var out []string
 	for _, p := range pods {
-		list := p.Status.ContainerStatuses
-		if init {
-			list = p.Status.InitContainerStatuses
-		}
-		for _, s := range list {
+		for _, s := range statusesOf(p, init) {
 			if s.Name != container {
 				continue
 			}
@@ -714,18 +711,7 @@ func realHealthyCase(client kubernetes.Interface, node string) *realCase {
 			updateDeployment(t, client, ns, web, func(d *appsv1.Deployment) { n := int32(1); d.Spec.Replicas = &n })
 			waitRolledOut(t, client, ns, web)
 			waitFor(t, "one web pod left", time.Minute, func() (bool, error) { return len(podNames(t, client, ns, "app="+web)) == 1, nil })
-			waitFor(t, "job complete", time.Minute, func() (bool, error) {
-				j, err := client.BatchV1().Jobs(ns).Get(ctx, job, metav1.GetOptions{})
-				if err != nil {
-					return false, err
-				}
-				for _, c := range j.Status.Conditions {
-					if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-						return true, nil
-					}
-				}
-				return false, nil
-			})
+			waitJobComplete(t, client, ns, job)
 			note(t)
 			waitPod(t, client, ns, bare, "Ready", podReady)
 			if err := client.CoreV1().Pods(ns).Delete(ctx, bare, metav1.DeleteOptions{}); err != nil {
