@@ -321,13 +321,16 @@ func wantKubeletFinalDelete(t *testing.T, tr *realTrace, lc *explain.Lifecycle, 
 	if lc.Outcome != "Deleted" {
 		t.Errorf("outcome %q, want Deleted", lc.Outcome)
 	}
-	if !slices.ContainsFunc(lc.Steps, func(s diff.Step) bool {
-		return slices.ContainsFunc(s.Actors, func(a diff.Actor) bool {
-			return a.Basis == diff.BasisFieldSemantics && a.Who == "a DELETE with grace period 0" ||
-				a.Basis == diff.BasisAuditLog && a.Who == tr.kubeletUser() && strings.HasPrefix(a.Detail, "delete")
-		})
+	// The DELETE with grace period 0 leaves a revision whose grace period
+	// dropped to 0 (deletionTimestamp moves to its time, unless that is
+	// still the same second).
+	pods := recordedPods(t, tr.db, lc.Namespace, lc.Name)
+	if !slices.ContainsFunc(pods[1:], func(p *corev1.Pod) bool {
+		prev := pods[slices.Index(pods, p)-1]
+		return p.DeletionTimestamp != nil && prev.DeletionGracePeriodSeconds != nil && *prev.DeletionGracePeriodSeconds > 0 &&
+			(p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds == 0)
 	}) {
-		t.Errorf("no step by the kubelet's DELETE with grace period 0; actors: %s", stepActors(lc))
+		t.Errorf("no recorded revision made by a DELETE with grace period 0; actors: %s", stepActors(lc))
 	}
 	f := endedFinding(t, tr.db, lc.Namespace, lc.Name)
 	if !audited {
