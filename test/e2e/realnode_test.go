@@ -84,7 +84,7 @@ func TestRealNodeCorpus(t *testing.T) {
 		crashLoopCase(client, node.Name),
 		realImagePullCase(client, node.Name),
 		initFailCase(client, node.Name),
-		neverReadyCase(client, node.Name),
+		realNeverReadyCase(client, node.Name),
 		realHealthyCase(client, node.Name),
 	}
 	t.Run("run", func(t *testing.T) {
@@ -605,9 +605,9 @@ func initFailCase(client kubernetes.Interface, node string) *realCase {
 	}
 }
 
-// neverReadyCase: a container whose HTTP readiness probe answers 404 for
+// realNeverReadyCase: a container whose HTTP readiness probe answers 404 for
 // ever: Running, never Ready, Unhealthy events.
-func neverReadyCase(client kubernetes.Interface, node string) *realCase {
+func realNeverReadyCase(client kubernetes.Interface, node string) *realCase {
 	const ns, name = "rn-unready", "unready"
 	return &realCase{
 		name: "readiness probe never passes", ns: ns,
