@@ -378,12 +378,27 @@ func jobFailed(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
 	if owner == nil || owner.Kind != "Job" {
 		return Finding{}, false
 	}
-	var prev []metav1.ManagedFieldsEntry
-	for _, rec := range diff.DecodeHistory[batchv1.Job](in.Histories, in.Related[string(owner.UID)]) {
-		if rec.Object == nil {
-			continue
+	// The Job's first revision with Failed=True, found once per command:
+	// its pods ask the same.
+	recs := in.Related[string(owner.UID)]
+	jf := diff.Memo(in.Histories, recs, func() jobFailure {
+		var prev []metav1.ManagedFieldsEntry
+		revs := diff.DecodeHistory[batchv1.Job](in.Histories, recs)
+		for i := range revs {
+			if revs[i].Object == nil {
+				continue
+			}
+			if slices.ContainsFunc(revs[i].Object.Status.Conditions, func(c batchv1.JobCondition) bool {
+				return c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue
+			}) {
+				return jobFailure{rev: &revs[i], prev: prev}
+			}
+			prev = revs[i].Object.ManagedFields
 		}
-		job := rec.Object
+		return jobFailure{}
+	})
+	if jf.rev != nil {
+		rec, job, prev := *jf.rev, jf.rev.Object, jf.prev
 		for _, c := range job.Status.Conditions {
 			if c.Type != batchv1.JobFailed || c.Status != corev1.ConditionTrue {
 				continue
@@ -427,9 +442,15 @@ func jobFailed(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
 			f.Next = []string{"the Job failed: read why its pods failed (podtrace explain on each, kubectl logs), then fix and re-create the Job"}
 			return f, true
 		}
-		prev = job.ManagedFields
 	}
 	return Finding{}, false
+}
+
+// jobFailure is a Job's first revision with Failed=True, and the
+// managedFields of the revision before it.
+type jobFailure struct {
+	rev  *diff.Revision[batchv1.Job]
+	prev []metav1.ManagedFieldsEntry
 }
 
 // controllerRef returns the pod's controller ownerReference as last

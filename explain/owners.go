@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -33,34 +34,51 @@ type ownerRev struct {
 	meta     *metav1.ObjectMeta
 }
 
-// ownerRevs is an owner's history as ownerRevs, a view shared per command.
-type ownerRevs []ownerRev
+// ownerRevs is an owner's history as ownerRevs, a view shared per command;
+// gone is the index of its first revision that was its deletion or
+// carried a deletionTimestamp, or -1.
+type ownerRevs struct {
+	revs []ownerRev
+	gone int
+}
 
 // ownerHistory returns the history of the owner ref as ownerRevs: decoded
 // as its kind where podtrace records it, else as metadata only.
 func ownerHistory(in diff.Input, ref *metav1.OwnerReference) ownerRevs {
 	recs := in.Related[string(ref.UID)]
 	return diff.Memo(in.Histories, recs, func() ownerRevs {
-		switch ref.Kind {
-		case "ReplicaSet":
-			return revsOf(diff.DecodeHistory[appsv1.ReplicaSet](in.Histories, recs), func(o *appsv1.ReplicaSet) *metav1.ObjectMeta { return &o.ObjectMeta })
-		case "Deployment":
-			return revsOf(diff.DecodeHistory[appsv1.Deployment](in.Histories, recs), func(o *appsv1.Deployment) *metav1.ObjectMeta { return &o.ObjectMeta })
-		case "StatefulSet":
-			return revsOf(diff.DecodeHistory[appsv1.StatefulSet](in.Histories, recs), func(o *appsv1.StatefulSet) *metav1.ObjectMeta { return &o.ObjectMeta })
-		case "DaemonSet":
-			return revsOf(diff.DecodeHistory[appsv1.DaemonSet](in.Histories, recs), func(o *appsv1.DaemonSet) *metav1.ObjectMeta { return &o.ObjectMeta })
-		case "Job":
-			return revsOf(diff.DecodeHistory[batchv1.Job](in.Histories, recs), func(o *batchv1.Job) *metav1.ObjectMeta { return &o.ObjectMeta })
-		case "CronJob":
-			return revsOf(diff.DecodeHistory[batchv1.CronJob](in.Histories, recs), func(o *batchv1.CronJob) *metav1.ObjectMeta { return &o.ObjectMeta })
+		h := ownerRevs{revs: ownerMetas(in, ref.Kind, recs), gone: -1}
+		for i, r := range h.revs {
+			if r.deleted || r.meta != nil && r.meta.DeletionTimestamp != nil {
+				h.gone = i
+				break
+			}
 		}
-		return revsOf(diff.DecodeHistory[metav1.PartialObjectMetadata](in.Histories, recs), func(o *metav1.PartialObjectMetadata) *metav1.ObjectMeta { return &o.ObjectMeta })
+		return h
 	})
 }
 
-func revsOf[T any](revs []diff.Revision[T], meta func(*T) *metav1.ObjectMeta) ownerRevs {
-	out := make(ownerRevs, len(revs))
+// ownerMetas decodes an owner's history as its kind, for its metadata.
+func ownerMetas(in diff.Input, kind string, recs []store.Record) []ownerRev {
+	switch kind {
+	case "ReplicaSet":
+		return revsOf(diff.DecodeHistory[appsv1.ReplicaSet](in.Histories, recs), func(o *appsv1.ReplicaSet) *metav1.ObjectMeta { return &o.ObjectMeta })
+	case "Deployment":
+		return revsOf(diff.DecodeHistory[appsv1.Deployment](in.Histories, recs), func(o *appsv1.Deployment) *metav1.ObjectMeta { return &o.ObjectMeta })
+	case "StatefulSet":
+		return revsOf(diff.DecodeHistory[appsv1.StatefulSet](in.Histories, recs), func(o *appsv1.StatefulSet) *metav1.ObjectMeta { return &o.ObjectMeta })
+	case "DaemonSet":
+		return revsOf(diff.DecodeHistory[appsv1.DaemonSet](in.Histories, recs), func(o *appsv1.DaemonSet) *metav1.ObjectMeta { return &o.ObjectMeta })
+	case "Job":
+		return revsOf(diff.DecodeHistory[batchv1.Job](in.Histories, recs), func(o *batchv1.Job) *metav1.ObjectMeta { return &o.ObjectMeta })
+	case "CronJob":
+		return revsOf(diff.DecodeHistory[batchv1.CronJob](in.Histories, recs), func(o *batchv1.CronJob) *metav1.ObjectMeta { return &o.ObjectMeta })
+	}
+	return revsOf(diff.DecodeHistory[metav1.PartialObjectMetadata](in.Histories, recs), func(o *metav1.PartialObjectMetadata) *metav1.ObjectMeta { return &o.ObjectMeta })
+}
+
+func revsOf[T any](revs []diff.Revision[T], meta func(*T) *metav1.ObjectMeta) []ownerRev {
+	out := make([]ownerRev, len(revs))
 	for i := range revs {
 		r := &revs[i]
 		out[i] = ownerRev{seq: r.Seq, observed: r.Observed, deleted: r.Deleted()}
@@ -71,27 +89,16 @@ func revsOf[T any](revs []diff.Revision[T], meta func(*T) *metav1.ObjectMeta) ow
 	return out
 }
 
-// goneAt returns the index of the owner's first revision that was its
-// deletion or carried a deletionTimestamp, or -1.
-func (h ownerRevs) goneAt() int {
-	for i := range h {
-		if h[i].deleted || h[i].meta != nil && h[i].meta.DeletionTimestamp != nil {
-			return i
-		}
-	}
-	return -1
-}
-
 // ownerGoneBefore reports whether the owner was deleted, or its deletion
 // requested, before at (with ownerSlack), and returns that revision's
 // evidence.
 func ownerGoneBefore(in diff.Input, owner *metav1.OwnerReference, at time.Time) (Evidence, bool) {
 	h := ownerHistory(in, owner)
-	i := h.goneAt()
-	if i < 0 || h[i].observed.After(at.Add(ownerSlack)) {
+	i := h.gone
+	if i < 0 || h.revs[i].observed.After(at.Add(ownerSlack)) {
 		return Evidence{}, false
 	}
-	r := h[i]
+	r := h.revs[i]
 	if r.deleted {
 		return Evidence{Seq: r.seq, Time: r.observed, Text: fmt.Sprintf("owner %s %s deleted", owner.Kind, owner.Name)}, true
 	}
@@ -129,13 +136,9 @@ func near[T any](revs []diff.Revision[T], idx []int, at time.Time) int {
 // after returns the first of idx observed after at, within ownerSlack,
 // or -1.
 func after[T any](revs []diff.Revision[T], idx []int, at time.Time) int {
-	for _, k := range idx {
-		if o := revs[k].Observed; o.After(at) {
-			if !o.After(at.Add(ownerSlack)) {
-				return k
-			}
-			break
-		}
+	j := sort.Search(len(idx), func(j int) bool { return revs[idx[j]].Observed.After(at) })
+	if j < len(idx) && !revs[idx[j]].Observed.After(at.Add(ownerSlack)) {
+		return idx[j]
 	}
 	return -1
 }
@@ -175,12 +178,11 @@ func replicaSetOf(in diff.Input, uid string) replicaSetView {
 // lastBefore returns the last of idx (indexes of revs, ascending) whose
 // revision was observed by at, or -1.
 func lastBefore[T any](revs []diff.Revision[T], idx []int, at time.Time) int {
-	for j := len(idx) - 1; j >= 0; j-- {
-		if !revs[idx[j]].Observed.After(at) {
-			return idx[j]
-		}
+	j := sort.Search(len(idx), func(j int) bool { return revs[idx[j]].Observed.After(at) })
+	if j == 0 {
+		return -1
 	}
-	return -1
+	return idx[j-1]
 }
 
 // scaledDown returns the revision of the ReplicaSet whose spec.replicas
