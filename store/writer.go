@@ -253,7 +253,7 @@ func (w *Writer) waitChecked(timeout time.Duration) error {
 		return w.checkErr
 	case <-timer.C:
 		return newError(ErrLocked, nil,
-			"trace %q is still being checked for damage after %s: wait, or record into a new file with -o", w.path, timeout)
+			"trace %q is still being checked for damage after %s: wait, or record into a new file (--db NEW)", w.path, timeout)
 	}
 }
 

@@ -87,7 +87,7 @@ func run() error {
 
 	trace := filepath.Join(o.out, "podtrace.db")
 	os.Remove(trace)
-	step("podtrace record -o " + trace)
+	step("podtrace record --db " + trace)
 	rec, err := startRecorder(o, c.Kubeconfig, trace)
 	if err != nil {
 		return err
@@ -147,11 +147,11 @@ func run() error {
 		return err
 	}
 	html := filepath.Join(o.out, "report.html")
-	step("podtrace report --html -o " + html)
-	if err := podtrace(o, os.Stdout, "report", "--db", trace, "--html", "-o", html); err != nil {
+	step("podtrace report -o html --out " + html)
+	if err := podtrace(o, os.Stdout, "report", "--db", trace, "-o", "html", "--out", html); err != nil {
 		return err
 	}
-	if err := podtrace(o, os.Stdout, "report", "--db", trace, "--format", "markdown", "-o", filepath.Join(o.out, "report.md")); err != nil {
+	if err := podtrace(o, os.Stdout, "report", "--db", trace, "-o", "markdown", "--out", filepath.Join(o.out, "report.md")); err != nil {
 		return err
 	}
 	step("done: open " + html + " in a browser; the trace is " + trace)
@@ -165,7 +165,7 @@ func startRecorder(o options, kubeconfig, trace string) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(o.podtrace, "record", "--kubeconfig", kubeconfig, "-o", trace)
+	cmd := exec.Command(o.podtrace, "record", "--kubeconfig", kubeconfig, "--db", trace)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start podtrace record: %w", err)

@@ -43,6 +43,7 @@ type recordOptions struct {
 	WaitForLease  time.Duration
 	Compression   bool
 
+	oldOut  string        // --out and -o, deprecated for --db
 	retain  time.Duration // Retain, parsed
 	maxSize int64         // MaxSize, parsed
 	args    []string      // the command line, for the session
@@ -69,7 +70,9 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "record only this namespace (default: all namespaces)", Destination: &o.Namespace},
 			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "record all namespaces (the default)", Destination: &o.AllNamespaces},
 			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "record only the pods matching this label selector, e.g. app=web", Destination: &o.Selector},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "trace file to write", Value: o.Out, Destination: &o.Out},
+			&cli.StringFlag{Name: "db", Usage: "trace file to write (one that exists gets a new session)", Value: o.Out, Destination: &o.Out, TakesFile: true},
+			// Deprecated: the trace file is --db in every command.
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Hidden: true, Destination: &o.oldOut, TakesFile: true},
 			&cli.DurationFlag{Name: "duration", Usage: "stop after this long, e.g. 10m (0: until Ctrl-C)", Destination: &o.Duration},
 			&cli.StringFlag{Name: "listen", Usage: "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. 127.0.0.1:9090 or :9090 (port 0: a free one, printed); none by default", Destination: &o.Listen},
 			&cli.StringFlag{Name: "retain", Usage: "prune, while recording, the history of pods gone (deleted) longer than this, with their events and dependents, e.g. 7d or 36h; live pods are never pruned, and the trace says what was (default: keep everything)", Destination: &o.Retain},
@@ -79,7 +82,7 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.StringFlag{Name: "audit-log", Usage: "follow this kube-apiserver audit log (its --audit-log-path) while recording and keep its events about the recorded pods; read from its end on, through rotation (add older lines with podtrace import)", Destination: &o.AuditLog, TakesFile: true},
 		},
 		Action: func(c *cli.Context) error {
-			if err := o.Complete(c); err != nil {
+			if err := o.Complete(c, streams); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -91,9 +94,16 @@ func recordCommand(streams Streams) *cli.Command {
 }
 
 // Complete fills in what the flags do not say.
-func (o *recordOptions) Complete(c *cli.Context) error {
+func (o *recordOptions) Complete(c *cli.Context, streams Streams) error {
 	if c.Args().Present() {
 		return usagef("record takes no arguments, got %q", strings.Join(c.Args().Slice(), " "))
+	}
+	if c.IsSet("out") {
+		if c.IsSet("db") && o.Out != o.oldOut {
+			return usagef("--db %s and -o %s name two trace files: give --db alone (-o is deprecated here)", o.Out, o.oldOut)
+		}
+		warnDeprecated(c, streams, "-o/--out FILE", "--db FILE")
+		o.Out = o.oldOut
 	}
 	lineage := c.Lineage()
 	o.args = append([]string{"podtrace"}, lineage[len(lineage)-1].Args().Slice()...)
@@ -112,7 +122,7 @@ func (o *recordOptions) Validate() error {
 		return usagef("--selector %q: %v", o.Selector, err)
 	}
 	if o.Out == "" {
-		return usagef("--out must name a trace file")
+		return usagef("--db must name a trace file")
 	}
 	if o.AuditLog != "" {
 		fi, err := os.Stat(o.AuditLog)
@@ -131,7 +141,7 @@ func (o *recordOptions) Validate() error {
 		}
 	}
 	if fi, err := os.Stat(o.Out); err == nil && fi.IsDir() {
-		return usagef("--out %q is a directory; name a trace file, e.g. %s", o.Out, strings.TrimSuffix(o.Out, "/")+"/podtrace.db")
+		return usagef("--db %q is a directory; name a trace file, e.g. %s", o.Out, strings.TrimSuffix(o.Out, "/")+"/podtrace.db")
 	}
 	if o.Retain != "" {
 		d, err := parseRetain(o.Retain)

@@ -124,7 +124,7 @@ func TestRecordRefusesBeforeTheCluster(t *testing.T) {
 			path := copySample(t, dir)
 			damageTrace(t, path)
 			return path
-		}, store.ErrCorrupt, []string{"is damaged, podtrace will not write into it", "record into a new file with -o"}},
+		}, store.ErrCorrupt, []string{"is damaged, podtrace will not write into it", "record into a new file (--db NEW)"}},
 		{"empty file", func(t *testing.T, dir string) string {
 			path := filepath.Join(dir, "trace.db")
 			if err := os.WriteFile(path, nil, 0o600); err != nil {
@@ -150,7 +150,7 @@ func TestRecordRefusesBeforeTheCluster(t *testing.T) {
 			path := tc.setup(t, dir)
 			before := listing(t, dir)
 			var out, errOut bytes.Buffer
-			err := Run(context.Background(), []string{"podtrace", "record", "-o", path, "--kubeconfig", kubeconfig},
+			err := Run(context.Background(), []string{"podtrace", "record", "--db", path, "--kubeconfig", kubeconfig},
 				Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 			if err == nil {
 				t.Fatal("record succeeded")
