@@ -20,9 +20,10 @@ VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || \
 # paths (-trimpath); panics still print function names and lines.
 BUILD_FLAGS = -trimpath -ldflags "-s -w -X github.com/podtrace/podtrace/cmd/podtrace/app.Version=$(VERSION)"
 
-## build: the podtrace binary, in _output/podtrace
+## build: the podtrace binary, in _output/podtrace (a minute or two with a
+## cold Go cache; hack/progress.sh says every 30 s that it still builds)
 build:
-	$(GO) build $(BUILD_FLAGS) -o $(PODTRACE) ./cmd/podtrace
+	@hack/progress.sh "building podtrace $(VERSION) into $(PODTRACE)" $(OUT)/logs/build.log $(GO) build $(BUILD_FLAGS) -o $(PODTRACE) ./cmd/podtrace
 
 ## install: podtrace into $GOBIN (default: $(go env GOPATH)/bin), built as by build
 install:
@@ -76,7 +77,8 @@ unit-test:
 ## demo: the digester case played on the local control plane, recorded,
 ## diffed and reported (writes _output/demo/).
 demo: build cluster-binaries
-	$(GO) run ./examples/demo -podtrace $(PODTRACE) -out $(OUT)/demo
+	@hack/progress.sh "building the demo (examples/demo)" $(OUT)/logs/demo-build.log $(GO) build -o $(OUT)/demo-run ./examples/demo
+	$(OUT)/demo-run -podtrace $(PODTRACE) -out $(OUT)/demo
 
 ## example-trace: record the digester case again into examples/trace (the
 ## sample trace the golden tests and readers without a cluster use).

@@ -59,23 +59,19 @@ done
 # build NAME MODULE_DIR PACKAGE [LDFLAGS]: go build PACKAGE in MODULE_DIR into $BIN/NAME.
 build() {
   local name=$1 dir=$2 pkg=$3 ldflags=${4:--s -w}
-  local log="${LOGS}/${name}.log" start=${SECONDS}
-  printf 'building %-24s from %s ... ' "${name}" "${pkg}"
+  local log="${LOGS}/${name}.log"
   # Build next to the target and rename, so a failed build never leaves a
-  # half-written binary behind.
-  if ! (cd "${ROOT}/${dir}" && go build -trimpath -ldflags "${ldflags}" -o "${BIN}/.${name}.tmp" "${pkg}") >"${log}" 2>&1; then
-    echo "FAILED"
+  # half-written binary behind. progress.sh says every 30 s that it runs.
+  if ! (cd "${ROOT}/${dir}" && "${ROOT}/hack/progress.sh" "building ${name} from ${pkg}" "${log}" go build -trimpath -ldflags "${ldflags}" -o "${BIN}/.${name}.tmp" "${pkg}"); then
     rm -f "${BIN}/.${name}.tmp"
-    echo "hack/build.sh: building ${name} (${pkg}) failed; last lines of ${log}:" >&2
-    tail -n 30 "${log}" >&2
+    echo "hack/build.sh: building ${name} (${pkg}) failed" >&2
     exit 1
   fi
   mv -f "${BIN}/.${name}.tmp" "${BIN}/${name}"
-  echo "done ($((SECONDS - start))s)"
 }
 
 total=${SECONDS}
-echo "building cluster binaries (Kubernetes ${KUBE_VERSION}) into ${BIN#"${ROOT}/"}"
+echo "building cluster binaries (Kubernetes ${KUBE_VERSION}) into ${BIN#"${ROOT}/"}: 10 to 20 minutes on 2 cores with a cold Go cache"
 build etcd hack/kube go.etcd.io/etcd/server/v3
 for b in "${KUBE_BINARIES[@]}"; do
   build "${b}" hack/kube "k8s.io/kubernetes/cmd/${b}" "${KUBE_LDFLAGS}"
