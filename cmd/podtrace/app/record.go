@@ -496,22 +496,36 @@ func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, sink 
 		if !status.enabled {
 			continue
 		}
-		st := tr.Stats()
-		last := sink.backlogStatus()
-		switch {
-		case last != "":
-		case st.LastWrite.IsZero():
-			last = "no write yet"
-		default:
-			last = "last write " + time.Since(st.LastWrite).Truncate(time.Second).String() + " ago"
+		var inUse int64
+		if w, ok := sink.w.(interface{ InUse() int64 }); ok {
+			inUse = w.InUse()
 		}
-		size := "?"
-		if fi, err := os.Stat(o.Out); err == nil {
-			size = report.BytesText(fi.Size())
-		}
-		status.set(fmt.Sprintf("recording: %s, %s, %s, %s, %s (Ctrl-C to stop)",
-			plural(st.Objects, "object"), plural(st.Revisions, "revision"), plural(st.Events, "event"), size, last))
+		status.set(recordStatus(tr.Stats(), inUse, sink.backlogStatus(), time.Now()))
 	}
+}
+
+// The status line asks the trace's Writer for its data's size.
+var _ interface{ InUse() int64 } = (*store.Writer)(nil)
+
+// recordStatus is record's status line: what was recorded, the size of
+// the trace's data (its pages in use: the file is larger while recording,
+// bbolt grows it 16 MiB ahead of them; record compacts it when it stops),
+// and the last write, or the backlog when writes fail.
+func recordStatus(st tracer.Stats, inUse int64, backlog string, now time.Time) string {
+	last := backlog
+	switch {
+	case last != "":
+	case st.LastWrite.IsZero():
+		last = "no write yet"
+	default:
+		last = "last write " + now.Sub(st.LastWrite).Truncate(time.Second).String() + " ago"
+	}
+	size := "no data written yet"
+	if inUse > 0 {
+		size = report.BytesText(inUse) + " of data"
+	}
+	return fmt.Sprintf("recording: %s, %s, %s, %s, %s (Ctrl-C to stop)",
+		plural(st.Objects, "object"), plural(st.Revisions, "revision"), plural(st.Events, "event"), size, last)
 }
 
 // The tracer hands its gaps (API server outages) to a GapSink.
