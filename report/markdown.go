@@ -173,7 +173,7 @@ func (t *textWriter) mdAudit(a *diff.Audit) {
 		}
 		t.printf("- **%d %s attempt%s denied** (%d) by %s", d.Count, mdText(request(d.Verb, d.Subresource)), s, d.Code, mdText(d.Identity()))
 		if d.UserAgent != "" {
-			t.printf(" (%s)", mdText(d.UserAgent))
+			t.printf(" (%s)", mdText(d.Agent()))
 		}
 		if d.Webhook != "" {
 			t.printf(", by webhook %s", mdText(d.Webhook))
@@ -197,7 +197,7 @@ func (t *textWriter) mdAudit(a *diff.Audit) {
 				rev = append(rev, "rv "+mdText(r.ResourceVersion))
 			}
 			t.printf("| %s | %s | %d | %s | %s | %s |\n", t.clock(r.Time), mdText(request(r.Verb, r.Subresource)), r.Code,
-				mdText(r.Identity()), mdText(orDash(r.UserAgent)), orDash(strings.Join(rev, " ")))
+				mdText(r.Identity()), mdText(orDash(r.Agent())), orDash(strings.Join(rev, " ")))
 		}
 	}
 	if len(a.Patches) > 0 {

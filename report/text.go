@@ -614,7 +614,7 @@ func (t *textWriter) audit(lc *explain.Lifecycle) {
 		if r.ResourceVersion != "" {
 			rev += " rv " + r.ResourceVersion
 		}
-		entries = append(entries, entry{r.Time, fmt.Sprintf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.Identity(), t.paint(cDim, "("+r.UserAgent+")"), t.paint(cDim, rev))})
+		entries = append(entries, entry{r.Time, fmt.Sprintf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.Identity(), t.paint(cDim, "("+r.Agent()+")"), t.paint(cDim, rev))})
 	}
 	for _, p := range a.Patches {
 		for _, op := range p.Ops {
