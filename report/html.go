@@ -22,6 +22,9 @@ type HTMLOptions struct {
 	// Title is the page's title; empty means "podtrace report: " and the
 	// trace file's name.
 	Title string
+	// ShowInfo opens the info findings (how each pod ended), folded by
+	// default.
+	ShowInfo bool
 }
 
 // The page is one file with no outside resource: the template renders the

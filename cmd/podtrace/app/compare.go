@@ -164,7 +164,9 @@ func (o *compareOptions) Run() error {
 		case "html":
 			return buffered(out, func(w io.Writer) error { return report.CompareHTML(w, r) })
 		}
-		return buffered(out, func(w io.Writer) error { return report.Compare(w, r, report.TextOptions{Color: color}) })
+		return buffered(out, func(w io.Writer) error {
+			return report.Compare(w, r, report.TextOptions{Color: color, Width: terminalWidth(out)})
+		})
 	})
 }
 
@@ -318,7 +320,9 @@ func (o *compareOptions) runCohort() error {
 		case "markdown":
 			return buffered(out, func(w io.Writer) error { return report.CohortMarkdown(w, c, report.TextOptions{}) })
 		}
-		return buffered(out, func(w io.Writer) error { return report.Cohort(w, c, report.TextOptions{Color: color}) })
+		return buffered(out, func(w io.Writer) error {
+			return report.Cohort(w, c, report.TextOptions{Color: color, Width: terminalWidth(out)})
+		})
 	})
 }
 

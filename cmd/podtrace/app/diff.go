@@ -26,6 +26,7 @@ type podOptions struct {
 	allFields    bool
 	showDefaults bool
 	follow       bool
+	showInfo     bool
 	redact       redactFlags
 
 	pod string // the argument
@@ -44,6 +45,7 @@ func (o *podOptions) flags() []cli.Flag {
 		outFlag(&o.out),
 		&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto (on a terminal), always or never"},
 		&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Destination: &o.follow, Usage: "then keep reading the trace (one being recorded) every second and print what lands about the pod, until Ctrl-C"},
+		&cli.BoolFlag{Name: "show-info", Destination: &o.showInfo, Usage: "show the evidence of info findings (how the pod ended), one line each otherwise"},
 	}, o.redact.flags()...)
 }
 
@@ -188,7 +190,7 @@ func (o *podOptions) action(render func(io.Writer, *explain.Lifecycle) error) cl
 
 func (o *podOptions) textOptions() report.TextOptions {
 	color := o.color == "always" || (o.color == "auto" && isTerminal(o.streams.Out))
-	return report.TextOptions{Color: color, AllFields: o.allFields}
+	return report.TextOptions{Color: color, AllFields: o.allFields, ShowInfo: o.showInfo, Width: terminalWidth(o.streams.Out)}
 }
 
 // writeAs writes v as JSON or YAML.

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -182,9 +184,10 @@ func TestRecordDeprecatedOut(t *testing.T) {
 	}
 }
 
-// openPTY opens a pseudo-terminal and returns its terminal end: what a
-// user's shell hands podtrace as standard output.
-func openPTY(t *testing.T) *os.File {
+// openPTY opens a pseudo-terminal of cols columns and returns its terminal
+// end, what a user's shell hands podtrace as standard output, and what was
+// written to it so far.
+func openPTY(t *testing.T, cols uint16) (*os.File, func() string) {
 	t.Helper()
 	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
 	if err != nil {
@@ -199,27 +202,103 @@ func openPTY(t *testing.T) *os.File {
 	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptm.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
 		t.Fatalf("pseudo-terminal number: %v", e)
 	}
+	ws := struct{ rows, cols, x, y uint16 }{40, cols, 0, 0}
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptm.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
+		t.Fatalf("size the pseudo-terminal: %v", e)
+	}
 	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pts.Close() })
 	// Drain what podtrace writes, so that a write never blocks.
+	var mu sync.Mutex
+	var out bytes.Buffer
 	go func() {
 		buf := make([]byte, 32<<10)
 		for {
-			if _, err := ptm.Read(buf); err != nil {
+			n, err := ptm.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
 				return
 			}
 		}
 	}()
-	return pts
+	return pts, func() string {
+		time.Sleep(200 * time.Millisecond) // the reader's last read
+		mu.Lock()
+		defer mu.Unlock()
+		return out.String()
+	}
+}
+
+// TestWrappedToTheTerminal: text to a terminal is wrapped at its width
+// (the next: lines ran past 300 columns); to a pipe it is not.
+func TestWrappedToTheTerminal(t *testing.T) {
+	tty, written := openPTY(t, 80)
+	var errOut bytes.Buffer
+	if code := Main([]string{"podtrace", "explain", "runner-job-1", "--db", sampleTrace, "--color", "never"}, Streams{In: strings.NewReader(""), Out: tty, ErrOut: &errOut}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	out := strings.ReplaceAll(written(), "\r\n", "\n")
+	if !strings.Contains(out, "next: confirmed by the audit log") {
+		t.Fatalf("explain wrote to the terminal:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		// One word longer than the room left (a ServiceAccount's name)
+		// stays whole.
+		if len([]rune(l)) > 80 && strings.Contains(strings.TrimSpace(l), " ") {
+			t.Errorf("a line of %d columns on a terminal of 80: %q", len([]rune(l)), l)
+		}
+	}
+	var pipe bytes.Buffer
+	Main([]string{"podtrace", "explain", "runner-job-1", "--db", sampleTrace}, Streams{In: strings.NewReader(""), Out: &pipe, ErrOut: &errOut})
+	long := 0
+	for _, l := range strings.Split(pipe.String(), "\n") {
+		long = max(long, len(l))
+	}
+	if long <= 80 {
+		t.Errorf("to a pipe the longest line has %d columns: wrapped, want whole lines", long)
+	}
+}
+
+// TestInfoFolded: info findings are one line each (explain) or a count
+// (report), their evidence shown with --show-info.
+func TestInfoFolded(t *testing.T) {
+	for _, tc := range []struct {
+		args          []string
+		want, without []string
+	}{
+		{[]string{"explain", "runner-job-1"}, []string{"  INFO ended: deleted by a DELETE request\n    actor: podtrace-admin", "(the evidence of 1 info finding folded: --show-info shows it)"},
+			[]string{"audit log: DELETE by podtrace-admin"}},
+		{[]string{"explain", "runner-job-1", "--show-info"}, []string{"audit log: DELETE by podtrace-admin", "mechanism: delete"}, []string{"folded"}},
+		{[]string{"report"}, []string{"  INFO ended: 1 pod (folded: --show-info lists them)"}, []string{"INFO ci/runner-job-1 ended"}},
+		{[]string{"report", "--show-info"}, []string{"  INFO ci/runner-job-1 ended: deleted by a DELETE request"}, []string{"folded"}},
+		{[]string{"report", "-o", "markdown"}, []string{"<details><summary>1 info finding (how pods ended)</summary>"}, nil},
+	} {
+		var out, errOut bytes.Buffer
+		if code := Main(append([]string{"podtrace", "--db", sampleTrace}, tc.args...), Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, errOut.String())
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%v lacks %q:\n%s", tc.args, w, out.String())
+			}
+		}
+		for _, w := range tc.without {
+			if strings.Contains(out.String(), w) {
+				t.Errorf("%v has %q:\n%s", tc.args, w, out.String())
+			}
+		}
+	}
 }
 
 // TestNotToATerminal: an HTML page or a binary trace is refused on a
 // terminal, with what to type instead; /dev/null and a file are fine.
 func TestNotToATerminal(t *testing.T) {
-	tty := openPTY(t)
+	tty, _ := openPTY(t, 80)
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

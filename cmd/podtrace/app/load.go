@@ -436,6 +436,20 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// terminalWidth is the width of the terminal w writes to, for wrapping
+// text; 0 when w is not a terminal (a pipe or a file keeps whole lines).
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || width < 40 {
+		return 0
+	}
+	return width
+}
+
 // liveSession returns the ID of the session a live recorder is writing into
 // the trace at path now (it holds the trace's lease), or 0: a session
 // without a stop time that is not live was interrupted.

@@ -33,6 +33,7 @@ type reportOptions struct {
 	out       string
 	color     string
 	compare   cli.StringSlice
+	showInfo  bool
 	redact    redactFlags
 
 	pair []podRef // --compare
@@ -52,6 +53,7 @@ func reportCommand(streams Streams) *cli.Command {
 			outFlag(&o.out),
 			&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto, always or never"},
 			&cli.StringSliceFlag{Name: "compare", Destination: &o.compare, Usage: "also compare these two pods, [NAMESPACE/]NAME each: --compare A --compare B, or --compare A,B"},
+			&cli.BoolFlag{Name: "show-info", Destination: &o.showInfo, Usage: "list the info findings (how each pod ended), counted by kind otherwise (folded in HTML)"},
 			// Deprecated: the format is -o, as in every command.
 			&cli.StringFlag{Name: "format", Hidden: true, Destination: &o.oldFormat},
 		}, o.redact.flags()...),
@@ -164,12 +166,16 @@ func (o *reportOptions) Run() error {
 	bw := bufio.NewWriter(w)
 	switch o.format {
 	case "html":
-		err = report.HTML(bw, tr, report.HTMLOptions{})
+		err = report.HTML(bw, tr, report.HTMLOptions{ShowInfo: o.showInfo})
 	case "markdown":
-		err = report.Markdown(bw, tr, report.TextOptions{})
+		err = report.Markdown(bw, tr, report.TextOptions{ShowInfo: o.showInfo})
 	default:
 		color := o.color == "always" || (o.color == "auto" && o.out == "" && isTerminal(o.streams.Out))
-		err = report.Text(bw, tr, report.TextOptions{Color: color})
+		width := 0
+		if o.out == "" {
+			width = terminalWidth(o.streams.Out)
+		}
+		err = report.Text(bw, tr, report.TextOptions{Color: color, ShowInfo: o.showInfo, Width: width})
 	}
 	if err == nil {
 		err = bw.Flush()
