@@ -83,7 +83,7 @@ demo: build cluster-binaries
 ## example-trace: record the digester case again into examples/trace (the
 ## sample trace the golden tests and readers without a cluster use).
 example-trace: build cluster-binaries
-	$(GO) run ./examples/demo -podtrace $(PODTRACE) -out $(OUT)/example -stuck 20s
+	$(GO) run ./examples/demo -podtrace $(PODTRACE) -out $(OUT)/example -stuck 20s -compare=false
 	mkdir -p examples/trace
 	cp $(OUT)/example/podtrace.db examples/trace/digester.db
 	cp $(OUT)/example/report.html examples/trace/digester-report.html
