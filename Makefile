@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-soak bench-import cluster-binaries kubectl test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-soak bench-import cluster-binaries kubectl helm test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -42,10 +42,11 @@ image:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/podtrace/podtrace/cmd/podtrace/app.Version=$(VERSION)" -o $(OUT)/image/podtrace ./cmd/podtrace
 	cd hack/image && $(GO) run . -binary ../../$(OUT)/image/podtrace -arch $$($(GO) env GOARCH) -ref $(IMAGE) -layout ../../$(OUT)/image/oci -tar ../../$(OUT)/image/podtrace.tar
 
-## deploy-test: the manifests in deploy/ built with kustomize, applied to the
-## local control plane and recorded with their ServiceAccount's token; and the
-## image test (test/deploy and hack/image are modules of their own).
-deploy-test: cluster-binaries
+## deploy-test: the manifests in deploy/ built with kustomize, and the Helm
+## chart in deploy/helm rendered and installed with helm, on the local control
+## plane, recorded with their ServiceAccount's token; and the image test
+## (test/deploy and hack/image are modules of their own).
+deploy-test: cluster-binaries helm
 	cd test/deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 	cd hack/image && $(GO) vet ./... && $(GO) test -count=1 -timeout 15m ./...
 
@@ -59,6 +60,11 @@ cluster-binaries:
 ## e2e tests of podtrace serve; cached in _output/bin like cluster-binaries.
 kubectl:
 	hack/build-kubectl.sh
+
+## helm: helm (hack/helm, helm.sh/helm/v4), for the test of the chart in
+## deploy/helm; cached in _output/bin like kubectl.
+helm:
+	hack/build-helm.sh
 
 ## browser-deps: headless Chromium (Debian package) for the HTML report's browser test.
 browser-deps:
