@@ -44,10 +44,12 @@ image:
 
 ## deploy-test: the manifests in deploy/ built with kustomize, and the Helm
 ## chart in deploy/helm rendered and installed with helm, on the local control
-## plane, recorded with their ServiceAccount's token; and the image test
-## (test/deploy and hack/image are modules of their own).
-deploy-test: cluster-binaries helm
+## plane, recorded with their ServiceAccount's token; the krew manifest in
+## deploy/krew checked and installed with krew's own tools; and the image test
+## (test/deploy, hack/krew and hack/image are modules of their own).
+deploy-test: cluster-binaries helm kubectl
 	cd test/deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+	cd hack/krew && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 	cd hack/image && $(GO) vet ./... && $(GO) test -count=1 -timeout 15m ./...
 
 ## cluster-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
