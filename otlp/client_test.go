@@ -1,22 +1,18 @@
 package otlp
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/pem"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
+
+	"github.com/podtrace/podtrace/otlp/otlptest"
 )
 
 func TestParseEndpoint(t *testing.T) {
@@ -59,63 +55,8 @@ func TestParseEndpoint(t *testing.T) {
 	}
 }
 
-// receiver is an OTLP/HTTP receiver of traces: it keeps what it was sent.
-type receiver struct {
-	mu       sync.Mutex
-	requests []*coltrace.ExportTraceServiceRequest
-	headers  []http.Header
-	paths    []string
-}
-
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body := io.Reader(r.Body)
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	b, err := io.ReadAll(body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var req coltrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(b, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	rc.mu.Lock()
-	rc.requests = append(rc.requests, &req)
-	rc.headers = append(rc.headers, r.Header.Clone())
-	rc.paths = append(rc.paths, r.URL.Path)
-	rc.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
-	w.Write(out)
-}
-
-// spans counts the spans received, by name.
-func (rc *receiver) spans() map[string]int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	out := map[string]int{}
-	for _, req := range rc.requests {
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					out[s.Name]++
-				}
-			}
-		}
-	}
-	return out
-}
-
 func TestClientHTTP(t *testing.T) {
-	rc := &receiver{}
+	rc := &otlptest.Receiver{}
 	srv := httptest.NewTLSServer(rc)
 	defer srv.Close()
 	// The server's certificate, as a CA file.
@@ -123,7 +64,7 @@ func TestClientHTTP(t *testing.T) {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	endpoint := strings.Replace(srv.URL, "https://", "https://", 1) + "/custom/v1/traces"
+	endpoint := srv.URL + "/custom/v1/traces"
 
 	c, err := NewClient(ClientOptions{Endpoint: endpoint, Protocol: ProtocolHTTP, CAFile: ca, Headers: map[string]string{"Authorization": "Bearer s3cret"}, Timeout: 5 * time.Second})
 	if err != nil {
@@ -144,14 +85,15 @@ func TestClientHTTP(t *testing.T) {
 		t.Errorf("sent %d pods, %d spans in %d requests; want 3, 18 in 1", b.Pods, b.Sent, b.Requests)
 	}
 	want := map[string]int{"pod default/web-7d9-abc": 3, "scheduling": 3, "image pull and start": 3, "running": 3, "terminating": 3, "stuck": 3}
-	if diff := cmp.Diff(want, rc.spans()); diff != "" {
+	if diff := cmp.Diff(want, rc.Names()); diff != "" {
 		t.Errorf("spans received (-want +got):\n%s", diff)
 	}
-	if got := rc.headers[0].Get("Authorization"); got != "Bearer s3cret" {
+	_, headers, paths := rc.Requests()
+	if got := headers[0].Get("Authorization"); got != "Bearer s3cret" {
 		t.Errorf("Authorization %q, want the header given", got)
 	}
-	if rc.paths[0] != "/custom/v1/traces" {
-		t.Errorf("path %q, want the URL's", rc.paths[0])
+	if paths[0] != "/custom/v1/traces" {
+		t.Errorf("path %q, want the URL's", paths[0])
 	}
 
 	// Without the CA file, the server's certificate is not trusted.
@@ -166,8 +108,7 @@ func TestClientHTTP(t *testing.T) {
 }
 
 func TestBatcherSplits(t *testing.T) {
-	rc := &receiver{}
-	srv := httptest.NewServer(rc)
+	rc, srv := otlptest.NewServer()
 	defer srv.Close()
 	c, err := NewClient(ClientOptions{Endpoint: srv.URL, Protocol: ProtocolHTTP})
 	if err != nil {
@@ -187,7 +128,8 @@ func TestBatcherSplits(t *testing.T) {
 	if b.Requests != 2 || b.Sent != 1800 || b.Pods != 300 {
 		t.Errorf("%d requests, %d spans, %d pods; want 2, 1800, 300", b.Requests, b.Sent, b.Pods)
 	}
-	for i, req := range rc.requests {
+	requests, _, _ := rc.Requests()
+	for i, req := range requests {
 		n := 0
 		for _, rs := range req.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -457,6 +458,9 @@ func (b *builder) steps() {
 				hidden++
 				continue
 			}
+			if i == 0 {
+				c = containerImage(c)
+			}
 			changes = append(changes, changeText(c, len(s.Actors) > 1, len(s.Actors) == 1 && s.Actors[0].Basis == diff.BasisUnknown))
 		}
 		if hidden > 0 {
@@ -624,6 +628,24 @@ func storyField(path string) bool {
 		}
 	}
 	return false
+}
+
+// containerImage shows a container added whole at creation by its image,
+// the part of it that tells the story.
+func containerImage(c diff.Change) diff.Change {
+	if c.Op != diff.OpAdd || !strings.HasSuffix(c.Path, "]") ||
+		!(strings.HasPrefix(c.Path, "spec.containers[") || strings.HasPrefix(c.Path, "spec.initContainers[")) {
+		return c
+	}
+	var ctr struct {
+		Image string `json:"image"`
+	}
+	if json.Unmarshal([]byte(c.New), &ctr) != nil || ctr.Image == "" {
+		return c
+	}
+	c.Path += ".image"
+	c.New = ctr.Image
+	return c
 }
 
 // changeText writes a change on one line: "+ PATH  NEW", "- PATH  OLD",

@@ -225,7 +225,7 @@ stuck 10s..60s in terminating ERROR
 	for key, want := range map[string]string{
 		"podtrace.actor":         "kube-controller-manager (managedFields)",
 		"podtrace.actor.basis":   `["managedFields"]`,
-		"podtrace.changes":       `["+ metadata.labels[app]  web","+ spec.containers[app]  {\"name\":\"app\",\"image\":\"nginx:1.27\"}","(1 more fields changed; podtrace diff --all-fields shows them)"]`,
+		"podtrace.changes":       `["+ metadata.labels[app]  web","+ spec.containers[app].image  nginx:1.27","(1 more fields changed; podtrace diff --all-fields shows them)"]`,
 		"podtrace.changes.count": "3",
 		"podtrace.seq":           "1",
 	} {

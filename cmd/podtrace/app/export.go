@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/explain"
@@ -25,30 +26,37 @@ type exportOptions struct {
 	pod       string
 	since     string
 	until     string
+	selector  string
 	redact    redactFlags
+	otlp      otlpFlags
 
 	from, to time.Time
+	sel      labels.Selector // --selector, parsed
 }
 
 func exportCommand(streams Streams) *cli.Command {
 	o := &exportOptions{streams: streams, db: "podtrace.db"}
 	return &cli.Command{
 		Name:  "export",
-		Usage: "write a smaller, redacted trace holding just the pods asked for, to attach to a ticket",
-		Flags: append([]cli.Flag{
+		Usage: "write a smaller, redacted trace holding just the pods asked for, to attach to a ticket; or send their traces over OTLP (--otlp)",
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "trace file to write (must not exist); - for standard output", TakesFile: true},
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "only pods in this namespace"},
 			&cli.StringFlag{Name: "pod", Destination: &o.pod, Usage: "only pods of this name"},
 			&cli.StringFlag{Name: "since", Destination: &o.since, Usage: "only what happened from this time (RFC 3339) or this long before the end of the trace (e.g. 1h)"},
 			&cli.StringFlag{Name: "until", Destination: &o.until, Usage: "only what happened up to this time (RFC 3339)"},
-		}, o.redact.flags()...),
+			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Destination: &o.selector, Usage: "only pods whose labels, as last recorded, match this selector, e.g. app=web"},
+		}, o.redact.flags()...), o.otlp.flags("send the pods' traces")...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("export takes no arguments (got %q): use --pod NAME and -n NAMESPACE", c.Args().First())
 			}
 			if err := o.Validate(); err != nil {
 				return err
+			}
+			if o.otlp.on() {
+				return o.runOTLP(c.Context)
 			}
 			return o.Run()
 		},
@@ -57,21 +65,35 @@ func exportCommand(streams Streams) *cli.Command {
 
 // Validate checks the flags, naming the one that is wrong.
 func (o *exportOptions) Validate() error {
-	if o.out == "" {
-		return usagef("--out is required: the file to write the exported trace to")
+	sel, err := labels.Parse(o.selector)
+	if err != nil {
+		return usagef("--selector %q: %v", o.selector, err)
 	}
-	if o.out == "-" && isTerminal(o.streams.Out) {
-		return usagef("--out -: the exported trace is a binary file; redirect standard output to a file (podtrace export -o - > ticket.db)")
-	}
-	if _, err := os.Stat(o.out); err == nil && o.out != "-" {
-		return usagef("--out %s exists: export never overwrites a file; pick a new name", o.out)
-	}
+	o.sel = sel
 	if o.until != "" {
 		t, err := time.Parse(time.RFC3339, o.until)
 		if err != nil {
 			return usagef("--until %q: want an RFC 3339 time such as 2026-12-01T10:00:00Z", o.until)
 		}
 		o.to = t
+	}
+	if o.otlp.on() {
+		if o.out != "" {
+			return usagef("--out and --otlp contradict each other: --out writes a trace file, --otlp sends the pods' traces; drop one")
+		}
+		if err := o.otlp.complete(); err != nil {
+			return err
+		}
+		return o.redact.Complete()
+	}
+	if o.out == "" {
+		return usagef("--out is required: the file to write the exported trace to (or --otlp ENDPOINT, to send the pods' traces)")
+	}
+	if o.out == "-" && isTerminal(o.streams.Out) {
+		return usagef("--out -: the exported trace is a binary file; redirect standard output to a file (podtrace export -o - > ticket.db)")
+	}
+	if _, err := os.Stat(o.out); err == nil && o.out != "-" {
+		return usagef("--out %s exists: export never overwrites a file; pick a new name", o.out)
 	}
 	return o.redact.Complete()
 }
