@@ -180,11 +180,16 @@ func (o *exportOptions) run(shown string) (err error) {
 	// replayed lifecycles: the values the report of the export shows
 	// redacted. Every copy of them in every record is redacted.
 	var lcs []*explain.Lifecycle
+	chosen := 0
 	for _, p := range pods {
 		in, err := loadInput(src, tc, p)
 		if err != nil {
 			return err
 		}
+		if !matchesLabels(in, o.sel) {
+			continue
+		}
+		chosen++
 		if !o.redact.off {
 			lc, err := o.redactedLifecycle(in)
 			if err != nil {
@@ -211,6 +216,9 @@ func (o *exportOptions) run(shown string) (err error) {
 		for uid, recs := range in.Nodes {
 			histories[uid] = recs
 		}
+	}
+	if chosen == 0 {
+		return fmt.Errorf("no recorded pod%s%s has labels matching %q: check --selector and -n", optName(o.pod), inNamespace(o.namespace), o.selector)
 	}
 	var recs []store.Record
 	for _, h := range histories {
@@ -304,7 +312,7 @@ func (o *exportOptions) run(shown string) (err error) {
 		redaction = "redaction " + (&report.Trace{Pods: lcs}).Redaction()
 	}
 	fmt.Fprintf(o.streams.ErrOut, "exported %s, %s to %s (%s); %s\n",
-		o.which(len(pods)), report.Plural(len(recs), "record"), shown, report.BytesText(st.Size()), redaction)
+		o.which(chosen), report.Plural(len(recs), "record"), shown, report.BytesText(st.Size()), redaction)
 	return nil
 }
 
@@ -313,6 +321,8 @@ func (o *exportOptions) run(shown string) (err error) {
 func (o *exportOptions) which(n int) string {
 	pods := report.Plural(n, "pod")
 	switch {
+	case o.selector != "":
+		return pods + optName(o.pod) + inNamespace(o.namespace) + " whose labels match " + o.selector
 	case o.pod == "" && o.namespace == "":
 		return "every pod of the trace (" + pods + "; --pod and -n pick some)"
 	case o.pod == "":

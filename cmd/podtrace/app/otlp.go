@@ -116,11 +116,8 @@ func otlpPod(db *store.DB, tc *traceContext, obj store.Object, sel labels.Select
 	if len(in.Pod) == 0 {
 		return nil, false, nil
 	}
-	if sel != nil && !sel.Empty() {
-		var m metav1.PartialObjectMetadata
-		if json.Unmarshal(in.Pod[len(in.Pod)-1].Object, &m) != nil || !sel.Matches(labels.Set(m.Labels)) {
-			return nil, false, nil
-		}
+	if !matchesLabels(in, sel) {
+		return nil, false, nil
 	}
 	lc, err := explain.Replay(in, diff.Options{})
 	if err != nil {
@@ -137,6 +134,19 @@ func otlpPod(db *store.DB, tc *traceContext, obj store.Object, sel labels.Select
 	}
 	lc.DropRevisions()
 	return otlp.Spans(p, opts), true, nil
+}
+
+// matchesLabels reports whether the pod's labels, as last recorded, match
+// sel (nil or empty: any pod).
+func matchesLabels(in diff.Input, sel labels.Selector) bool {
+	if sel == nil || sel.Empty() {
+		return true
+	}
+	if len(in.Pod) == 0 {
+		return false
+	}
+	var m metav1.PartialObjectMetadata
+	return json.Unmarshal(in.Pod[len(in.Pod)-1].Object, &m) == nil && sel.Matches(labels.Set(m.Labels))
 }
 
 // redactLabels redacts labels as a recorded object's are: the --redact

@@ -131,3 +131,22 @@ func TestExportOTLPRedacts(t *testing.T) {
 		t.Errorf("the label's value is sent")
 	}
 }
+
+// TestExportSelector: -l picks pods for a trace file too.
+func TestExportSelector(t *testing.T) {
+	dir := t.TempDir()
+	_, errOut, err := runPodtrace(t, "export", "--db", sampleTrace, "-o", filepath.Join(dir, "a.db"), "-l", "podtrace.dev/job=runner-job-1")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "exported 1 pod whose labels match podtrace.dev/job=runner-job-1") {
+		t.Errorf("summary %q", errOut)
+	}
+	_, _, err = runPodtrace(t, "export", "--db", sampleTrace, "-o", filepath.Join(dir, "b.db"), "-l", "podtrace.dev/job=other")
+	if err == nil || !strings.Contains(err.Error(), `no recorded pod has labels matching "podtrace.dev/job=other"`) {
+		t.Errorf("export -l matching nothing: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.db")); err == nil {
+		t.Errorf("a trace was written for no pod")
+	}
+}
