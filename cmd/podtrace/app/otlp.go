@@ -108,11 +108,14 @@ func (f *otlpFlags) clusterName(sessions []store.Session) (string, error) {
 
 // otlpPod replays one recorded pod and makes its trace: explained,
 // redacted (lifecycle and labels) as every output is.
-func otlpPod(db *store.DB, tc *traceContext, obj store.Object, sel labels.Selector, finish func(*explain.Lifecycle), objects *redact.Redactor, opts otlp.Options) (tracetest.SpanStubs, bool, error) {
+// end, if not zero, is when the recording ends for the pod: record --otlp
+// passes the present, which its recorder is observing.
+func otlpPod(db *store.DB, tc *traceContext, obj store.Object, sel labels.Selector, finish func(*explain.Lifecycle), objects *redact.Redactor, opts otlp.Options, end time.Time) (tracetest.SpanStubs, bool, error) {
 	in, err := loadInput(db, tc, obj)
 	if err != nil {
 		return nil, false, err
 	}
+	in.End = end
 	if len(in.Pod) == 0 {
 		return nil, false, nil
 	}
@@ -262,7 +265,7 @@ func (o *exportOptions) runOTLP(ctx context.Context) error {
 				if i >= len(pods) {
 					return
 				}
-				spans, ok, err := otlpPod(db, tc, pods[i], o.sel, finish, objects, opts)
+				spans, ok, err := otlpPod(db, tc, pods[i], o.sel, finish, objects, opts, time.Time{})
 				results[i] <- result{spans, ok, err}
 			}
 		})

@@ -411,7 +411,9 @@ func (s *otlpStream) load(batch []string) (map[string]*loadedPod, error) {
 			continue // its last revision is not written yet
 		}
 		l.ready = true
-		spans, ok, err := otlpPod(db, tc, obj, nil, s.finish, s.objects, s.opts)
+		// The recorder is observing the cluster now: the recording ends
+		// now for the pod, not at its last flush (the session's Alive).
+		spans, ok, err := otlpPod(db, tc, obj, nil, s.finish, s.objects, s.opts, s.now())
 		if err != nil {
 			return nil, err
 		}
