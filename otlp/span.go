@@ -336,8 +336,13 @@ func (b *builder) rootAttrs() []attribute.KeyValue {
 	attrs = append(attrs,
 		attribute.String("podtrace.phases", strings.Join(names, " > ")),
 		attribute.Int("podtrace.revisions", len(lc.Steps)),
-		attribute.Int("podtrace.events", len(lc.Events)),
-		attribute.String("podtrace.recording_end", stamp(lc.RecordingEnd)))
+		attribute.Int("podtrace.events", len(lc.Events)))
+	if _, deleted := lc.Phase(diff.PhaseDeleted); !deleted {
+		// Where the story stops. A deleted pod's stops at its deletion,
+		// whenever it is sent: its spans are the same from a recorder
+		// and from an export of its trace, and a backend keeps one copy.
+		attrs = append(attrs, attribute.String("podtrace.recording_end", stamp(lc.RecordingEnd)))
+	}
 	if len(lc.Gaps) > 0 {
 		attrs = append(attrs, attribute.Int("podtrace.gaps", len(lc.Gaps)))
 	}

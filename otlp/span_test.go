@@ -364,6 +364,11 @@ running 4s..60s in pod default/web-7d9-abc
 					t.Errorf("span %s: podtrace.open %v", s.Name, open)
 				}
 			}
+			// A deleted pod's story ends at its deletion, however late it
+			// is sent: the same spans from a recorder and from an export.
+			if _, ok := attr(spans[0].Attributes, "podtrace.recording_end"); ok != (tt.pod.Lifecycle.Outcome != "Deleted") {
+				t.Errorf("podtrace.recording_end on the root: %v, outcome %s", ok, tt.pod.Lifecycle.Outcome)
+			}
 			if _, ok := attr(spans[0].Resource.Attributes(), "k8s.cluster.name"); ok {
 				t.Errorf("k8s.cluster.name set, with no cluster name given")
 			}
