@@ -98,6 +98,17 @@ func (o *exportOptions) Validate() error {
 	return o.redact.Complete()
 }
 
+// traceEnd is where the trace ends: its sessions' last end.
+func traceEnd(sessions []store.Session) time.Time {
+	var end time.Time
+	for _, s := range sessions {
+		if e := s.End(); e.After(end) {
+			end = e
+		}
+	}
+	return end
+}
+
 // since resolves --since against the end of the trace.
 func (o *exportOptions) sinceTime(end time.Time) (time.Time, error) {
 	if o.since == "" {
@@ -159,13 +170,7 @@ func (o *exportOptions) run(shown string) (err error) {
 	if len(pods) == 0 {
 		return fmt.Errorf("no pod%s%s recorded in %s: run podtrace report --db %s to list them", optName(o.pod), inNamespace(o.namespace), o.db, o.db)
 	}
-	var end time.Time
-	for _, s := range tc.sessions {
-		if e := s.End(); e.After(end) {
-			end = e
-		}
-	}
-	if o.from, err = o.sinceTime(end); err != nil {
+	if o.from, err = o.sinceTime(traceEnd(tc.sessions)); err != nil {
 		return err
 	}
 

@@ -205,12 +205,7 @@ func (o *exportOptions) runOTLP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var end time.Time
-	for _, s := range tc.sessions {
-		if e := s.End(); e.After(end) {
-			end = e
-		}
-	}
+	end := traceEnd(tc.sessions)
 	if o.from, err = o.sinceTime(end); err != nil {
 		return err
 	}
