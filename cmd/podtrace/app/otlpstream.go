@@ -178,12 +178,20 @@ func (s *otlpStream) enqueue(uid string, p *streamedPod) {
 }
 
 // quietScan queues the pods quiet for the quiet time, not sent since
-// their last revision.
+// their last revision, while the queue is less than half full: a quiet
+// pod that does not fit waits for a later scan, and is never dropped (it
+// is quiet, nothing of it is lost by waiting); the other half is room for
+// the pods that are deleted meanwhile. Every pod of a recording goes quiet
+// at once, the quiet time after the recorder's first list: a cluster of
+// more pods than the queue holds is sent in turns, not dropped.
 func (s *otlpStream) quietScan() {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for uid, p := range s.pods {
+		if len(s.queue) >= s.bound/2 {
+			return
+		}
 		if !p.ended && !p.queued && !p.sent && now.Sub(p.last) >= s.quiet {
 			s.enqueue(uid, p)
 		}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -33,24 +34,40 @@ func traceRecords(t *testing.T, path string) []store.Record {
 	return recs
 }
 
-// TestOTLPStream records two pods' histories into a new trace through
-// record --otlp's stream, with an endpoint that fails at first: one pod
-// deleted, one quiet (the sample trace's, stuck). With a queue of one,
-// one waits and one is dropped, counted; once the endpoint answers, the
-// one that waited arrives, read back from the trace.
+// TestOTLPStream records histories into a new trace through record
+// --otlp's stream, with an endpoint that fails at first and a queue of
+// two: pods A and B deleted, then the sample trace's pod Q (stuck, quiet),
+// then pod C deleted. A and B wait; Q waits for room, not dropped (it is
+// quiet: nothing is lost); C is dropped and counted. Once the endpoint
+// answers, A and B arrive, then Q, read back from the trace.
 func TestOTLPStream(t *testing.T) {
 	quiet := traceRecords(t, sampleTrace)
 	deleted := traceRecords(t, filepath.Join("testdata", "audit", "trace.db"))
-	// The second trace's pod, deleted after its last revision.
-	var last store.Record
+	// The second trace's pod, deleted after its last revision: A; and its
+	// revisions again as pods of their own (the pods alone), B and C.
+	var podRecs []store.Record
 	for _, r := range deleted {
 		if r.Kind == "Pod" {
-			last = r
+			podRecs = append(podRecs, r)
 		}
 	}
-	gone := last
-	gone.Type, gone.Observed = store.Deleted, last.Observed.Add(time.Second)
+	gone := podRecs[len(podRecs)-1]
+	gone.Type, gone.Observed = store.Deleted, gone.Observed.Add(time.Second)
 	deleted = append(deleted, gone)
+	podRecs = append(podRecs, gone)
+	const uidA = "87d9cb75-b045-4dd1-8c75-c93d921b4f0c"
+	like := func(n int) ([]store.Record, string) {
+		uid := fmt.Sprintf("87d9cb75-b045-4dd1-8c75-c93d921b4f%02d", n)
+		var out []store.Record
+		for _, r := range podRecs {
+			r.UID, r.Name = uid, fmt.Sprintf("runner-job-%d", n)
+			r.Object = bytes.ReplaceAll(bytes.ReplaceAll(r.Object, []byte(uidA), []byte(uid)), []byte(`"runner-job-1"`), []byte(fmt.Sprintf(`"runner-job-%d"`, n)))
+			out = append(out, r)
+		}
+		return out, uid
+	}
+	podB, uidB := like(2)
+	podC, uidC := like(3)
 
 	path := filepath.Join(t.TempDir(), "trace.db")
 	w, err := store.NewWriter(path, store.Options{})
@@ -77,41 +94,52 @@ func TestOTLPStream(t *testing.T) {
 	if err := red.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	s := newOTLPStream(path, client, otlp.Options{Cluster: "test"}, 200*time.Millisecond, 1, red, warn)
+	s := newOTLPStream(path, client, otlp.Options{Cluster: "test"}, 200*time.Millisecond, 2, red, warn)
 	recSink := s.wrap(sink)
 	go s.run()
 
-	if err := recSink.Write(deleted); err != nil {
+	for _, recs := range [][]store.Record{deleted, podB, quiet} {
+		if err := recSink.Write(recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second) // quiet scans: Q is quiet, and waits
+	if err := recSink.Write(podC); err != nil {
 		t.Fatal(err)
 	}
-	if err := recSink.Write(quiet); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "a pod queued, the other dropped, a failed request", 10*time.Second, func() bool {
+	waitUntil(t, "two pods queued, one dropped, a failed request", 10*time.Second, func() bool {
 		st := s.stats()
-		return st.Queued == 1 && st.Dropped == 1 && st.SendErrors > 0
+		return st.Queued == 2 && st.Dropped == 1 && st.SendErrors > 0
 	})
 	if n := len(rc.Spans()); n != 0 {
 		t.Fatalf("%d spans received while failing", n)
 	}
 	rc.SetFail(0)
-	waitUntil(t, "the queued pod sent", 15*time.Second, func() bool { return s.stats().SentPods == 1 })
+	waitUntil(t, "three pods sent", 20*time.Second, func() bool { return s.stats().SentPods == 3 })
 	st := s.stats()
 	if st.Queued != 0 || st.Dropped != 1 || st.SentSpans == 0 {
 		t.Errorf("stats %+v: want nothing queued, 1 dropped, spans sent", st)
 	}
-	names := rc.Names()
-	if names["pod ci/runner-job-1"] != 1 {
-		t.Errorf("spans received %v: want one pod's", names)
+	// A and B, deleted, first; then Q; never C.
+	var order []string
+	seen := map[string]bool{}
+	for _, sp := range rc.Spans() {
+		if id := hexID(sp.TraceId); !seen[id] {
+			seen[id] = true
+			order = append(order, id)
+		}
 	}
-	// The deleted pod ended first: it waited, and the quiet one was
-	// dropped.
-	spans := rc.Spans()
-	if uid := spans[0].TraceId; otlp.TraceID("87d9cb75-b045-4dd1-8c75-c93d921b4f0c").String() != hexID(uid) {
-		t.Errorf("trace %s received, want the deleted pod's", hexID(uid))
+	want := []string{otlp.TraceID(uidA).String(), otlp.TraceID(uidB).String(), otlp.TraceID("78dc8001-9b83-4f4d-8273-8d448f4ba592").String()}
+	first := map[string]bool{}
+	for _, id := range order[:min(2, len(order))] {
+		first[id] = true
 	}
-	if !strings.Contains(otlptest.Text(spans), `podtrace.outcome = "Deleted"`) {
-		t.Errorf("the deleted pod's trace does not say it was deleted:\n%s", otlptest.Text(spans))
+	if len(order) != 3 || !first[want[0]] || !first[want[1]] || order[2] != want[2] {
+		t.Errorf("traces received in the order %v, want A and B (%s, %s), then Q (%s); C (%s) dropped", order, want[0], want[1], want[2], otlp.TraceID(uidC))
+	}
+	text := otlptest.Text(rc.Spans())
+	if strings.Count(text, `podtrace.outcome = "Deleted"`) != 2 || strings.Count(text, `podtrace.outcome = "Terminating"`) != 1 {
+		t.Errorf("want two deleted pods and a terminating one:\n%s", text)
 	}
 
 	sink.flush()
@@ -125,9 +153,9 @@ func TestOTLPStream(t *testing.T) {
 	s.finishAndReport(&out)
 	s.finishAndReport(&out) // once only
 	for _, want := range []string{
-		`sent the traces of 1 pod (`,
+		`sent the traces of 3 pods (`,
 		`as cluster "test"; `,
-		"not sent: 1 dropped while the queue (--otlp-queue 1) was full, 0 still queued at the end; podtrace export --otlp sends them from " + path,
+		"not sent: 1 dropped while the queue (--otlp-queue 2) was full, 0 still queued at the end; podtrace export --otlp sends them from " + path,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary %q: want %q", out.String(), want)

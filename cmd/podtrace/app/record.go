@@ -85,7 +85,7 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.StringFlag{Name: "audit-log", Usage: "follow this kube-apiserver audit log (its --audit-log-path) while recording and keep its events about the recorded pods; read from its end on, through rotation (add older lines with podtrace import)", Destination: &o.AuditLog, TakesFile: true},
 		}, append(o.OTLP.flags("stream each pod's trace, as it ends (deleted, or quiet for --otlp-quiet), read back from the trace file,"),
 			&cli.DurationFlag{Name: "otlp-quiet", Value: o.OTLPQuiet, Usage: "with --otlp: send a pod's trace once it has had no new revision for this long (a stuck pod, a long-running one), and again if it changes", Destination: &o.OTLPQuiet},
-			&cli.IntFlag{Name: "otlp-queue", Value: o.OTLPQueue, Usage: "with --otlp: at most this many ended pods wait to be sent while the endpoint does not answer; past it they are dropped and counted (podtrace export --otlp sends them later)", Destination: &o.OTLPQueue},
+			&cli.IntFlag{Name: "otlp-queue", Value: o.OTLPQueue, Usage: "with --otlp: at most this many pods wait to be sent while the endpoint does not answer (quiet ones, half of it, and they wait their turn); past it the deleted pods are dropped and counted (podtrace export --otlp sends them later)", Destination: &o.OTLPQueue},
 			&cli.StringSliceFlag{Name: "otlp-redact", Destination: &o.otlpRedact.patterns, Usage: "with --otlp: also redact this env var, annotation or label key, or the matches of this regular expression, in the traces sent (repeatable; the trace file keeps what it records)"},
 			&cli.BoolFlag{Name: "otlp-no-redact", Destination: &o.otlpRedact.off, Usage: "with --otlp: send env values, credentials and last-applied configuration as recorded"},
 		)...),
