@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-soak bench-import cluster-binaries node-binaries kubectl test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-soak bench-import cluster-binaries node-binaries kubectl jaeger test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -67,12 +67,17 @@ node-binaries:
 kubectl:
 	hack/build-kubectl.sh
 
+## jaeger: Jaeger v2 (hack/jaeger, with in-memory storage at run time), for
+## the e2e tests of the OTLP export; cached in _output/bin like cluster-binaries.
+jaeger:
+	hack/build-jaeger.sh
+
 ## browser-deps: headless Chromium (Debian package) for the HTML report's browser test.
 browser-deps:
 	hack/ensure-chromium.sh
 
 ## test: every test, unit and integration, on the local control plane.
-test: cluster-binaries node-binaries kubectl browser-deps
+test: cluster-binaries node-binaries kubectl jaeger browser-deps
 	$(GO) vet ./...
 	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
 	$(MAKE) deploy-test
