@@ -229,8 +229,8 @@ func TestExportOTLPJaeger(t *testing.T) {
 // nothing, the pods that ended meanwhile arrive up to --otlp-queue, and
 // those beyond it are counted as dropped.
 func TestRecordOTLPJaeger(t *testing.T) {
-	j := jaeger.Start(t)
 	c, client := newCluster(t, cluster.Options{Nodes: 1})
+	j := jaeger.Start(t)
 	ctx := context.Background()
 	const ns, job, churn = "ci", "runner-job-1", "churn"
 	startDigester(t, c, client, ns)
