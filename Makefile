@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-soak bench-import cluster-binaries kubectl helm test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-soak bench-import cluster-binaries node-binaries kubectl jaeger helm test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -58,10 +58,23 @@ deploy-test: cluster-binaries helm kubectl
 cluster-binaries:
 	hack/build.sh
 
+## node-binaries: what a real node of the local cluster runs (REAL_NODES=1,
+## the real-node tests): the kubelet (hack/kube), containerd and its runc shim
+## (hack/containerd), and the busybox and pause images built without a
+## container engine; installs the Debian packages runc, containernetworking-plugins
+## and busybox-static first (root). Cached in _output/bin like cluster-binaries.
+node-binaries:
+	hack/build-node.sh
+
 ## kubectl: kubectl of the control plane's release (hack/kubectl), for the
 ## e2e tests of podtrace serve; cached in _output/bin like cluster-binaries.
 kubectl:
 	hack/build-kubectl.sh
+
+## jaeger: Jaeger v2 (hack/jaeger, with in-memory storage at run time), for
+## the e2e tests of the OTLP export; cached in _output/bin like cluster-binaries.
+jaeger:
+	hack/build-jaeger.sh
 
 ## helm: helm (hack/helm, helm.sh/helm/v4), for the test of the chart in
 ## deploy/helm; cached in _output/bin like kubectl.
@@ -73,7 +86,7 @@ browser-deps:
 	hack/ensure-chromium.sh
 
 ## test: every test, unit and integration, on the local control plane.
-test: cluster-binaries kubectl browser-deps
+test: cluster-binaries node-binaries kubectl jaeger browser-deps
 	$(GO) vet ./...
 	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
 	$(MAKE) deploy-test
@@ -117,14 +130,16 @@ bench-import: build
 	$(GO) run ./test/bench/auditimport -podtrace $(PODTRACE) -sizes "$${SIZES:-100M,1G}"
 
 ## cluster-up / cluster-down: a local control plane to play with by hand
-## (NODES=1; AUDIT_POLICY=hack/audit-policy.yaml by default, AUDIT_POLICY= for
-## none: up prints where the audit log is); down stops exactly what up started.
+## (NODES=1 kwok nodes; REAL_NODES=1 adds a real node: kubelet, containerd,
+## runc, needs root; AUDIT_POLICY=hack/audit-policy.yaml by default,
+## AUDIT_POLICY= for none: up prints where the audit log is); down stops
+## exactly what up started and undoes what a real node changed.
 AUDIT_POLICY ?= hack/audit-policy.yaml
 $(BIN)/podtrace-cluster: FORCE
 	$(GO) build -o $@ ./test/cluster/cmd/cluster
 
-cluster-up: cluster-binaries $(BIN)/podtrace-cluster
-	$(BIN)/podtrace-cluster up -nodes $(or $(NODES),1) $(if $(AUDIT_POLICY),-audit-policy $(AUDIT_POLICY))
+cluster-up: cluster-binaries $(if $(filter-out 0,$(REAL_NODES)),node-binaries) $(BIN)/podtrace-cluster
+	$(BIN)/podtrace-cluster up -nodes $(or $(NODES),1) $(if $(REAL_NODES),-real-nodes $(REAL_NODES)) $(if $(AUDIT_POLICY),-audit-policy $(AUDIT_POLICY))
 
 cluster-down: $(BIN)/podtrace-cluster
 	$(BIN)/podtrace-cluster down

@@ -33,6 +33,9 @@ type Audit struct {
 	// webhook, as the audit annotations give it (for a webhook the trace did
 	// not record).
 	Configurations map[string]string `json:"-"`
+	// Sources are the exports that built some of the events, and what
+	// they did not carry (auditexport.go).
+	Sources []AuditSource `json:"sources,omitempty"`
 }
 
 // AuditRequest is one successful request about the pod.
@@ -51,6 +54,10 @@ type AuditRequest struct {
 	// with that resourceVersion, 0 if none.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 	Seq             uint64 `json:"seq,omitempty"`
+	// Lacks are the event fields the export it came from did not carry;
+	// ExportStatus the export's own status when the code is among them.
+	Lacks        []string `json:"lacks,omitempty"`
+	ExportStatus string   `json:"exportStatus,omitempty"`
 }
 
 // DeniedRequests are refused requests of one kind: same user, verb,
@@ -79,6 +86,9 @@ type DeniedRequests struct {
 	// requests' validation_failure annotation or their message.
 	Policy  string `json:"policy,omitempty"`
 	Binding string `json:"binding,omitempty"`
+	// Lacks and ExportStatus are the first request's, as in AuditRequest.
+	Lacks        []string `json:"lacks,omitempty"`
+	ExportStatus string   `json:"exportStatus,omitempty"`
 }
 
 // PolicyFailures are failed validations of one ValidatingAdmissionPolicy,
@@ -143,6 +153,9 @@ type auditEvent struct {
 	Annotations    map[string]string `json:"annotations"`
 	RequestObject  json.RawMessage   `json:"requestObject"`
 	ResponseObject json.RawMessage   `json:"responseObject"`
+	// Export, when set, says the event was built from an export's fields
+	// and which it lacks (auditexport.go).
+	Export *auditExport `json:"podtraceExport"`
 }
 
 // impersonated is the username the request was authorized as when it
@@ -209,7 +222,7 @@ const authorizationDecision = "authorization.k8s.io/decision"
 func refusedBy(ev *auditEvent) (string, bool) {
 	code, msg := ev.ResponseStatus.Code, ev.ResponseStatus.Message
 	switch {
-	case code < 400:
+	case !ev.failed():
 		return "", false
 	case ev.Annotations[authorizationDecision] == "forbid":
 		return "authorization", true
@@ -280,9 +293,10 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 		if json.Unmarshal(rec.Object, &ev) != nil {
 			continue
 		}
+		a.addSource(&ev)
 		vfs := validationFailures(ev)
 		for _, vf := range vfs {
-			denied := ev.ResponseStatus.Code >= 400
+			denied := ev.failed()
 			key := strings.Join([]string{vf.Policy, vf.Binding, vf.Message, ev.User.Username, ev.Verb, ev.ObjectRef.Subresource, strconv.FormatBool(denied)}, "\x00")
 			pf := failures[key]
 			if pf == nil {
@@ -301,7 +315,7 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 				}
 			}
 		}
-		if ev.ResponseStatus.Code >= 400 {
+		if ev.failed() {
 			by, ok := refusedBy(&ev)
 			if !ok {
 				continue // failed without being refused: see refusedBy
@@ -310,7 +324,7 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			d := denied[key]
 			if d == nil {
 				d = &DeniedRequests{User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
-					Code: ev.ResponseStatus.Code, Message: ev.ResponseStatus.Message, First: ev.StageTimestamp, By: by}
+					Code: ev.ResponseStatus.Code, Message: ev.ResponseStatus.Message, First: ev.StageTimestamp, By: by, Lacks: ev.lacks(), ExportStatus: ev.exportStatus()}
 				if m := webhookInMessage.FindStringSubmatch(d.Message); m != nil {
 					d.Webhook = m[1]
 				} else if m := webhookCallInMessage.FindStringSubmatch(d.Message); m != nil {
@@ -324,7 +338,8 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			continue
 		}
 		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
-			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
+			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion,
+			Lacks: ev.lacks(), ExportStatus: ev.exportStatus()}
 		if r.ResourceVersion != "" {
 			r.Seq = byRV[r.ResourceVersion]
 		} else if r.Subresource == "binding" {
@@ -448,6 +463,9 @@ func (r AuditRequest) Actor() Actor {
 	}
 	if r.UserAgent != "" {
 		what += ", " + r.Agent()
+	}
+	if lacksField(r.Lacks, lacksImpersonated) {
+		what += " (the export does not say whether the request impersonated another user)"
 	}
 	return Actor{Subresource: r.Subresource, Time: r.Time, Who: r.Identity(), Basis: BasisAuditLog, Detail: what,
 		User: user, Impersonator: impersonator(r), UserAgent: r.UserAgent}
@@ -642,7 +660,7 @@ func (d DeniedRequests) Summary() string {
 	if d.Count == 1 {
 		s = ""
 	}
-	return fmt.Sprintf("%d %s attempt%s by %s denied (%d): %s, first %s, last %s", d.Count, what, s, d.Identity(), d.Code, d.Message,
+	return fmt.Sprintf("%d %s attempt%s by %s denied (%s): %s, first %s, last %s", d.Count, what, s, d.Identity(), d.CodeText(), d.Message,
 		d.First.UTC().Format("15:04:05"), d.Last.UTC().Format("15:04:05"))
 }
 
@@ -656,10 +674,11 @@ func ReadAudit(recs []store.Record) (requests []AuditRequest, failed []DeniedReq
 			continue
 		}
 		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
-			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion}
-		if r.Code >= 400 {
+			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion,
+			Lacks: ev.lacks(), ExportStatus: ev.exportStatus()}
+		if ev.failed() {
 			d := DeniedRequests{User: r.User, ImpersonatedUser: r.ImpersonatedUser, UserAgent: r.UserAgent, Verb: r.Verb, Subresource: r.Subresource,
-				Code: r.Code, Message: ev.ResponseStatus.Message, Count: 1, First: r.Time, Last: r.Time}
+				Code: r.Code, Message: ev.ResponseStatus.Message, Count: 1, First: r.Time, Last: r.Time, Lacks: r.Lacks, ExportStatus: r.ExportStatus}
 			if n := len(failed); n > 0 {
 				if p := &failed[n-1]; p.User == d.User && p.Verb == d.Verb && p.Subresource == d.Subresource && p.Code == d.Code && p.Message == d.Message {
 					p.Count++

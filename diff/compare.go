@@ -417,6 +417,9 @@ func (r *reporter) Report(rs cmp.Result) {
 	vx, vy := r.path.Last().Values()
 	path, fields := formatPath(r.prefix, r.prefixFields, r.path)
 	c := newChange(path, fields, vx, vy)
+	if _, ok := r.path.Last().(cmp.Indirect); ok && vx.IsValid() && vy.IsValid() && scalarKind(vx.Kind()) {
+		c = pointeeChange(c, vx, vy)
+	}
 	// A set element carries its value in the path: say it once.
 	if _, ok := r.path.Last().(cmp.MapIndex); ok && isSetStep(r.path) {
 		c.Old, c.New = "", ""

@@ -38,6 +38,14 @@ type Input struct {
 	// Policies holds the revisions of the admission policies and their
 	// bindings (PolicyKinds) recorded in the trace, keyed by UID.
 	Policies map[string][]store.Record
+	// Claims holds the revisions of the PersistentVolumeClaims the pod's
+	// volumes name (persistentVolumeClaim and ephemeral volumes), keyed by
+	// UID, and ClaimEvents the revisions of the core/v1 Events about each
+	// (the volume controllers say there why a claim is Pending), keyed by
+	// the claim's UID. StorageClasses holds the revisions of every
+	// StorageClass recorded, keyed by UID, for a pod that names a claim.
+	// All nil for a pod that names none.
+	Claims, ClaimEvents, StorageClasses map[string][]store.Record
 	// Audit holds the audit.k8s.io/v1 Events about the pod imported from the
 	// API server's audit log (podtrace import --audit-log), oldest first.
 	Audit []store.Record

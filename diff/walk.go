@@ -23,6 +23,11 @@ import (
 // the parts two revisions share in memory (see decoder). Ordered lists that
 // differ are compared along a deterministic edit script (see ordered.go).
 type walker struct {
+	// pointee says the values compared are those of two pointers to a
+	// scalar, both set: a value there that goes to or from its zero is
+	// changed, not added or removed (deletionGracePeriodSeconds 3 -> 0 is
+	// a DELETE with grace period 0, not a field taken away).
+	pointee bool
 	// steps are the steps of the path, without pointers: pushing and
 	// popping them writes none (no write barriers).
 	steps   []pathStep
@@ -304,7 +309,10 @@ func (w *walker) compareUnlike(x, y reflect.Value) {
 		if x.IsNil() || y.IsNil() {
 			eq = false
 		} else {
+			saved := w.pointee
+			w.pointee = scalarKind(t.Elem().Kind())
 			w.compare(x.Elem(), y.Elem())
+			w.pointee = saved
 		}
 	case reflect.Interface:
 		switch {
@@ -557,7 +565,36 @@ func (w *walker) delegate(x, y reflect.Value) {
 
 func (w *walker) report(x, y reflect.Value) {
 	path, fields := w.pathOf()
-	w.changes = append(w.changes, newChange(path, fields, x, y))
+	c := newChange(path, fields, x, y)
+	if w.pointee {
+		c = pointeeChange(c, x, y)
+	}
+	w.changes = append(w.changes, c)
+}
+
+// reportPointee is report for the values of two pointers, both set.
+func (w *walker) reportPointee(x, y reflect.Value) {
+	path, fields := w.pathOf()
+	w.changes = append(w.changes, pointeeChange(newChange(path, fields, x, y), x, y))
+}
+
+// pointeeChange is c, the change between the values x and y of two
+// pointers both set: a change, whatever their zeros.
+func pointeeChange(c Change, x, y reflect.Value) Change {
+	c.Op, c.Old, c.New = OpChange, formatValue(x), formatValue(y)
+	return c
+}
+
+// scalarKind says values of kind k are compared as one value: a change of
+// one is reported whole.
+func scalarKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return true
+	}
+	return false
 }
 
 // reportElem reports a list element added or removed whole.
@@ -649,6 +686,25 @@ func reportUint[T unsigned](w *walker, x, y T) {
 		new = w.formatUint(uint64(y))
 	}
 	w.reportOp(op, old, new)
+}
+
+// reportStringPointee, reportBoolPointee, reportIntPointee and
+// reportUintPointee are report for the values of two pointers, both set:
+// always a change (see walker.pointee).
+func reportStringPointee[T ~string](w *walker, x, y T) {
+	w.reportOp(OpChange, string(x), string(y))
+}
+
+func reportBoolPointee[T ~bool](w *walker, x, y T) {
+	w.reportOp(OpChange, strconv.FormatBool(bool(x)), strconv.FormatBool(bool(y)))
+}
+
+func reportIntPointee[T integer](w *walker, x, y T) {
+	w.reportOp(OpChange, w.formatInt(int64(x)), w.formatInt(int64(y)))
+}
+
+func reportUintPointee[T unsigned](w *walker, x, y T) {
+	w.reportOp(OpChange, w.formatUint(uint64(x)), w.formatUint(uint64(y)))
 }
 
 // reportStringPtr is report for two pointers to strings of a type without

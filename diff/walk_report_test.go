@@ -54,7 +54,7 @@ func reportBoth(t *testing.T, name string, typed func(w *walker), reflective fun
 }
 
 // reportScalars holds the typed report of every pair of values to report's.
-func reportScalars[T comparable](t *testing.T, kind string, vals []T, typed func(w *walker, x, y T), typedPtr func(w *walker, x, y *T)) {
+func reportScalars[T comparable](t *testing.T, kind string, vals []T, typed func(w *walker, x, y T), typedPtr func(w *walker, x, y *T), typedPointee ...func(w *walker, x, y T)) {
 	t.Helper()
 	for i := range vals {
 		for j := range vals {
@@ -65,6 +65,22 @@ func reportScalars[T comparable](t *testing.T, kind string, vals []T, typed func
 			})
 			if typedPtr == nil {
 				continue
+			}
+			// Pointers both set: the generated code calls typedPointee on
+			// their values, the reflective walker compares them as a
+			// pointer's (pointee).
+			for _, tp := range typedPointee {
+				reportBoth(t, name+" (pointees)", func(w *walker) { tp(w, x, y) }, func(w *walker) {
+					w.pointee = true
+					w.report(reflect.ValueOf(&x).Elem(), reflect.ValueOf(&y).Elem())
+				})
+				if x != y {
+					var c walker
+					tp(&c, x, y)
+					if c.changes[0].Op != OpChange {
+						t.Errorf("%s (pointees): %s, want a change", name, c.changes[0].Op)
+					}
+				}
 			}
 			// Pointers: the generated code calls typedPtr when one is nil.
 			for _, p := range [][2]*T{{nil, &y}, {&x, nil}} {
@@ -87,16 +103,16 @@ type (
 // Old, New, path and fieldPath), for every pair of a few values that
 // differ in how they are written.
 func TestTypedReport(t *testing.T) {
-	reportScalars(t, "string", exoticStrings, reportString[string], reportStringPtr[string])
-	reportScalars(t, "named string", []namedString{"", "Running", "é"}, reportString[namedString], reportStringPtr[namedString])
-	reportScalars(t, "bool", []bool{false, true}, reportBool[bool], reportBoolPtr[bool])
-	reportScalars(t, "named bool", []namedBool{false, true}, reportBool[namedBool], reportBoolPtr[namedBool])
-	reportScalars(t, "int64", []int64{0, 1, -1, 42, 1000, math.MaxInt64, math.MinInt64}, reportInt[int64], reportIntPtr[int64])
-	reportScalars(t, "int32", []int32{0, -7, 137, math.MinInt32}, reportInt[int32], reportIntPtr[int32])
-	reportScalars(t, "named int", []namedInt{0, -1, 3}, reportInt[namedInt], reportIntPtr[namedInt])
-	reportScalars(t, "int", []int{0, -100, 100}, reportInt[int], reportIntPtr[int])
-	reportScalars(t, "uint64", []uint64{0, 1, math.MaxUint64}, reportUint[uint64], reportUintPtr[uint64])
-	reportScalars(t, "uint8", []uint8{0, 255}, reportUint[uint8], reportUintPtr[uint8])
+	reportScalars(t, "string", exoticStrings, reportString[string], reportStringPtr[string], reportStringPointee[string])
+	reportScalars(t, "named string", []namedString{"", "Running", "é"}, reportString[namedString], reportStringPtr[namedString], reportStringPointee[namedString])
+	reportScalars(t, "bool", []bool{false, true}, reportBool[bool], reportBoolPtr[bool], reportBoolPointee[bool])
+	reportScalars(t, "named bool", []namedBool{false, true}, reportBool[namedBool], reportBoolPtr[namedBool], reportBoolPointee[namedBool])
+	reportScalars(t, "int64", []int64{0, 1, -1, 42, 1000, math.MaxInt64, math.MinInt64}, reportInt[int64], reportIntPtr[int64], reportIntPointee[int64])
+	reportScalars(t, "int32", []int32{0, -7, 137, math.MinInt32}, reportInt[int32], reportIntPtr[int32], reportIntPointee[int32])
+	reportScalars(t, "named int", []namedInt{0, -1, 3}, reportInt[namedInt], reportIntPtr[namedInt], reportIntPointee[namedInt])
+	reportScalars(t, "int", []int{0, -100, 100}, reportInt[int], reportIntPtr[int], reportIntPointee[int])
+	reportScalars(t, "uint64", []uint64{0, 1, math.MaxUint64}, reportUint[uint64], reportUintPtr[uint64], reportUintPointee[uint64])
+	reportScalars(t, "uint8", []uint8{0, 255}, reportUint[uint8], reportUintPtr[uint8], reportUintPointee[uint8])
 
 	// time.Time, as a metav1.Time's field (walkMetav1Time).
 	reportScalars(t, "time.Time", exoticTimes, func(w *walker, x, y time.Time) { w.reportTime(&x, &y) }, nil)

@@ -327,3 +327,45 @@ func TestComparePodsSharedRevisions(t *testing.T) {
 		prev = pod
 	}
 }
+
+// TestComparePodsPointeeToZero: a pointer to a scalar whose value goes to
+// or from zero, both pointers set, is a change of value, not a field added
+// or removed: the kubelet's DELETE with grace period 0 sets
+// deletionGracePeriodSeconds 3 -> 0; a container's started goes false ->
+// true. A nil pointer against a set one is still an addition or removal.
+func TestComparePodsPointeeToZero(t *testing.T) {
+	i64 := func(v int64) *int64 { return &v }
+	b := func(v bool) *bool { return &v }
+	for _, tc := range []struct {
+		name     string
+		x, y     func(p *corev1.Pod)
+		path     string
+		op       Op
+		old, new string
+	}{
+		{"grace period 3 -> 0", func(p *corev1.Pod) { p.DeletionGracePeriodSeconds = i64(3) }, func(p *corev1.Pod) { p.DeletionGracePeriodSeconds = i64(0) },
+			"metadata.deletionGracePeriodSeconds", OpChange, "3", "0"},
+		{"grace period 0 -> 30", func(p *corev1.Pod) { p.DeletionGracePeriodSeconds = i64(0) }, func(p *corev1.Pod) { p.DeletionGracePeriodSeconds = i64(30) },
+			"metadata.deletionGracePeriodSeconds", OpChange, "0", "30"},
+		{"grace period set", func(p *corev1.Pod) {}, func(p *corev1.Pod) { p.DeletionGracePeriodSeconds = i64(0) },
+			"metadata.deletionGracePeriodSeconds", OpAdd, "", "0"},
+		{"started false -> true", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Started = b(false) }, func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Started = b(true) },
+			"status.containerStatuses[app].started", OpChange, "false", "true"},
+		{"started true -> unset", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Started = b(true) }, func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Started = nil },
+			"status.containerStatuses[app].started", OpRemove, "true", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x, y := &corev1.Pod{}, &corev1.Pod{}
+			for _, p := range []*corev1.Pod{x, y} {
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app"}}
+			}
+			tc.x(x)
+			tc.y(y)
+			checkSameChanges(t, tc.name, x, y)
+			got := ComparePods(x, y)
+			if len(got) != 1 || got[0].Path != tc.path || got[0].Op != tc.op || got[0].Old != tc.old || got[0].New != tc.new {
+				t.Errorf("changes %+v, want one %s at %s, %q -> %q", got, tc.op, tc.path, tc.old, tc.new)
+			}
+		})
+	}
+}

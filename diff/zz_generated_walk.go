@@ -5651,7 +5651,7 @@ func walkCorev1AppArmorProfile(w *walker, x, y *corev1.AppArmorProfile) {
 		if x.LocalhostProfile == nil || y.LocalhostProfile == nil {
 			reportStringPtr(w, x.LocalhostProfile, y.LocalhostProfile)
 		} else if *x.LocalhostProfile != *y.LocalhostProfile {
-			reportString(w, *x.LocalhostProfile, *y.LocalhostProfile)
+			reportStringPointee(w, *x.LocalhostProfile, *y.LocalhostProfile)
 		}
 		w.pop()
 	}
@@ -5669,7 +5669,7 @@ func walkCorev1AzureDiskVolumeSource(w *walker, x, y *corev1.AzureDiskVolumeSour
 		if x.CachingMode == nil || y.CachingMode == nil {
 			reportStringPtr(w, x.CachingMode, y.CachingMode)
 		} else if *x.CachingMode != *y.CachingMode {
-			reportString(w, *x.CachingMode, *y.CachingMode)
+			reportStringPointee(w, *x.CachingMode, *y.CachingMode)
 		}
 		w.pop()
 	}
@@ -5688,7 +5688,7 @@ func walkCorev1AzureDiskVolumeSource(w *walker, x, y *corev1.AzureDiskVolumeSour
 		if x.FSType == nil || y.FSType == nil {
 			reportStringPtr(w, x.FSType, y.FSType)
 		} else if *x.FSType != *y.FSType {
-			reportString(w, *x.FSType, *y.FSType)
+			reportStringPointee(w, *x.FSType, *y.FSType)
 		}
 		w.pop()
 	}
@@ -5697,7 +5697,7 @@ func walkCorev1AzureDiskVolumeSource(w *walker, x, y *corev1.AzureDiskVolumeSour
 		if x.Kind == nil || y.Kind == nil {
 			reportStringPtr(w, x.Kind, y.Kind)
 		} else if *x.Kind != *y.Kind {
-			reportString(w, *x.Kind, *y.Kind)
+			reportStringPointee(w, *x.Kind, *y.Kind)
 		}
 		w.pop()
 	}
@@ -5706,7 +5706,7 @@ func walkCorev1AzureDiskVolumeSource(w *walker, x, y *corev1.AzureDiskVolumeSour
 		if x.ReadOnly == nil || y.ReadOnly == nil {
 			reportBoolPtr(w, x.ReadOnly, y.ReadOnly)
 		} else if *x.ReadOnly != *y.ReadOnly {
-			reportBool(w, *x.ReadOnly, *y.ReadOnly)
+			reportBoolPointee(w, *x.ReadOnly, *y.ReadOnly)
 		}
 		w.pop()
 	}
@@ -5743,7 +5743,7 @@ func walkCorev1CSIVolumeSource(w *walker, x, y *corev1.CSIVolumeSource) {
 		if x.FSType == nil || y.FSType == nil {
 			reportStringPtr(w, x.FSType, y.FSType)
 		} else if *x.FSType != *y.FSType {
-			reportString(w, *x.FSType, *y.FSType)
+			reportStringPointee(w, *x.FSType, *y.FSType)
 		}
 		w.pop()
 	}
@@ -5761,7 +5761,7 @@ func walkCorev1CSIVolumeSource(w *walker, x, y *corev1.CSIVolumeSource) {
 		if x.ReadOnly == nil || y.ReadOnly == nil {
 			reportBoolPtr(w, x.ReadOnly, y.ReadOnly)
 		} else if *x.ReadOnly != *y.ReadOnly {
-			reportBool(w, *x.ReadOnly, *y.ReadOnly)
+			reportBoolPointee(w, *x.ReadOnly, *y.ReadOnly)
 		}
 		w.pop()
 	}
@@ -5868,7 +5868,7 @@ func walkCorev1ClusterTrustBundleProjection(w *walker, x, y *corev1.ClusterTrust
 		if x.Name == nil || y.Name == nil {
 			reportStringPtr(w, x.Name, y.Name)
 		} else if *x.Name != *y.Name {
-			reportString(w, *x.Name, *y.Name)
+			reportStringPointee(w, *x.Name, *y.Name)
 		}
 		w.pop()
 	}
@@ -5877,7 +5877,7 @@ func walkCorev1ClusterTrustBundleProjection(w *walker, x, y *corev1.ClusterTrust
 		if x.Optional == nil || y.Optional == nil {
 			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			reportBool(w, *x.Optional, *y.Optional)
+			reportBoolPointee(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -5891,7 +5891,7 @@ func walkCorev1ClusterTrustBundleProjection(w *walker, x, y *corev1.ClusterTrust
 		if x.SignerName == nil || y.SignerName == nil {
 			reportStringPtr(w, x.SignerName, y.SignerName)
 		} else if *x.SignerName != *y.SignerName {
-			reportString(w, *x.SignerName, *y.SignerName)
+			reportStringPointee(w, *x.SignerName, *y.SignerName)
 		}
 		w.pop()
 	}
@@ -5900,7 +5900,7 @@ func walkCorev1ClusterTrustBundleProjection(w *walker, x, y *corev1.ClusterTrust
 		if x.User == nil || y.User == nil {
 			reportIntPtr(w, x.User, y.User)
 		} else if *x.User != *y.User {
-			reportInt(w, *x.User, *y.User)
+			reportIntPointee(w, *x.User, *y.User)
 		}
 		w.pop()
 	}
@@ -5916,7 +5916,7 @@ func walkCorev1ConfigMapEnvSource(w *walker, x, y *corev1.ConfigMapEnvSource) {
 		if x.Optional == nil || y.Optional == nil {
 			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			reportBool(w, *x.Optional, *y.Optional)
+			reportBoolPointee(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -5937,7 +5937,7 @@ func walkCorev1ConfigMapKeySelector(w *walker, x, y *corev1.ConfigMapKeySelector
 		if x.Optional == nil || y.Optional == nil {
 			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			reportBool(w, *x.Optional, *y.Optional)
+			reportBoolPointee(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -5958,7 +5958,7 @@ func walkCorev1ConfigMapProjection(w *walker, x, y *corev1.ConfigMapProjection) 
 		if x.Optional == nil || y.Optional == nil {
 			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			reportBool(w, *x.Optional, *y.Optional)
+			reportBoolPointee(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -5974,7 +5974,7 @@ func walkCorev1ConfigMapVolumeSource(w *walker, x, y *corev1.ConfigMapVolumeSour
 		if x.DefaultMode == nil || y.DefaultMode == nil {
 			reportIntPtr(w, x.DefaultMode, y.DefaultMode)
 		} else if *x.DefaultMode != *y.DefaultMode {
-			reportInt(w, *x.DefaultMode, *y.DefaultMode)
+			reportIntPointee(w, *x.DefaultMode, *y.DefaultMode)
 		}
 		w.pop()
 	}
@@ -5983,7 +5983,7 @@ func walkCorev1ConfigMapVolumeSource(w *walker, x, y *corev1.ConfigMapVolumeSour
 		if x.DefaultUser == nil || y.DefaultUser == nil {
 			reportIntPtr(w, x.DefaultUser, y.DefaultUser)
 		} else if *x.DefaultUser != *y.DefaultUser {
-			reportInt(w, *x.DefaultUser, *y.DefaultUser)
+			reportIntPointee(w, *x.DefaultUser, *y.DefaultUser)
 		}
 		w.pop()
 	}
@@ -5997,7 +5997,7 @@ func walkCorev1ConfigMapVolumeSource(w *walker, x, y *corev1.ConfigMapVolumeSour
 		if x.Optional == nil || y.Optional == nil {
 			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			reportBool(w, *x.Optional, *y.Optional)
+			reportBoolPointee(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -6087,7 +6087,7 @@ func walkCorev1Container(w *walker, x, y *corev1.Container) {
 		if x.RestartPolicy == nil || y.RestartPolicy == nil {
 			reportStringPtr(w, x.RestartPolicy, y.RestartPolicy)
 		} else if *x.RestartPolicy != *y.RestartPolicy {
-			reportString(w, *x.RestartPolicy, *y.RestartPolicy)
+			reportStringPointee(w, *x.RestartPolicy, *y.RestartPolicy)
 		}
 		w.pop()
 	}
@@ -6402,7 +6402,7 @@ func walkCorev1ContainerStatus(w *walker, x, y *corev1.ContainerStatus) {
 		if x.Started == nil || y.Started == nil {
 			reportBoolPtr(w, x.Started, y.Started)
 		} else if *x.Started != *y.Started {
-			reportBool(w, *x.Started, *y.Started)
+			reportBoolPointee(w, *x.Started, *y.Started)
 		}
 		w.pop()
 	}
@@ -6416,7 +6416,7 @@ func walkCorev1ContainerStatus(w *walker, x, y *corev1.ContainerStatus) {
 		if x.StopSignal == nil || y.StopSignal == nil {
 			reportStringPtr(w, x.StopSignal, y.StopSignal)
 		} else if *x.StopSignal != *y.StopSignal {
-			reportString(w, *x.StopSignal, *y.StopSignal)
+			reportStringPointee(w, *x.StopSignal, *y.StopSignal)
 		}
 		w.pop()
 	}
@@ -6474,7 +6474,7 @@ func walkCorev1DownwardAPIVolumeFile(w *walker, x, y *corev1.DownwardAPIVolumeFi
 		if x.Mode == nil || y.Mode == nil {
 			reportIntPtr(w, x.Mode, y.Mode)
 		} else if *x.Mode != *y.Mode {
-			reportInt(w, *x.Mode, *y.Mode)
+			reportIntPointee(w, *x.Mode, *y.Mode)
 		}
 		w.pop()
 	}
@@ -6497,7 +6497,7 @@ func walkCorev1DownwardAPIVolumeFile(w *walker, x, y *corev1.DownwardAPIVolumeFi
 		if x.User == nil || y.User == nil {
 			reportIntPtr(w, x.User, y.User)
 		} else if *x.User != *y.User {
-			reportInt(w, *x.User, *y.User)
+			reportIntPointee(w, *x.User, *y.User)
 		}
 		w.pop()
 	}
@@ -6510,7 +6510,7 @@ func walkCorev1DownwardAPIVolumeSource(w *walker, x, y *corev1.DownwardAPIVolume
 		if x.DefaultMode == nil || y.DefaultMode == nil {
 			reportIntPtr(w, x.DefaultMode, y.DefaultMode)
 		} else if *x.DefaultMode != *y.DefaultMode {
-			reportInt(w, *x.DefaultMode, *y.DefaultMode)
+			reportIntPointee(w, *x.DefaultMode, *y.DefaultMode)
 		}
 		w.pop()
 	}
@@ -6519,7 +6519,7 @@ func walkCorev1DownwardAPIVolumeSource(w *walker, x, y *corev1.DownwardAPIVolume
 		if x.DefaultUser == nil || y.DefaultUser == nil {
 			reportIntPtr(w, x.DefaultUser, y.DefaultUser)
 		} else if *x.DefaultUser != *y.DefaultUser {
-			reportInt(w, *x.DefaultUser, *y.DefaultUser)
+			reportIntPointee(w, *x.DefaultUser, *y.DefaultUser)
 		}
 		w.pop()
 	}
@@ -6542,7 +6542,7 @@ func walkCorev1EmptyDirVolumeSource(w *walker, x, y *corev1.EmptyDirVolumeSource
 		if x.Mode == nil || y.Mode == nil {
 			reportIntPtr(w, x.Mode, y.Mode)
 		} else if *x.Mode != *y.Mode {
-			reportInt(w, *x.Mode, *y.Mode)
+			reportIntPointee(w, *x.Mode, *y.Mode)
 		}
 		w.pop()
 	}
@@ -6748,7 +6748,7 @@ func walkCorev1EphemeralContainerCommon(w *walker, x, y *corev1.EphemeralContain
 		if x.RestartPolicy == nil || y.RestartPolicy == nil {
 			reportStringPtr(w, x.RestartPolicy, y.RestartPolicy)
 		} else if *x.RestartPolicy != *y.RestartPolicy {
-			reportString(w, *x.RestartPolicy, *y.RestartPolicy)
+			reportStringPointee(w, *x.RestartPolicy, *y.RestartPolicy)
 		}
 		w.pop()
 	}
@@ -6842,7 +6842,7 @@ func walkCorev1EvictionResponder(w *walker, x, y *corev1.EvictionResponder) {
 		if x.Priority == nil || y.Priority == nil {
 			reportIntPtr(w, x.Priority, y.Priority)
 		} else if *x.Priority != *y.Priority {
-			reportInt(w, *x.Priority, *y.Priority)
+			reportIntPointee(w, *x.Priority, *y.Priority)
 		}
 		w.pop()
 	}
@@ -6869,7 +6869,7 @@ func walkCorev1FCVolumeSource(w *walker, x, y *corev1.FCVolumeSource) {
 		if x.Lun == nil || y.Lun == nil {
 			reportIntPtr(w, x.Lun, y.Lun)
 		} else if *x.Lun != *y.Lun {
-			reportInt(w, *x.Lun, *y.Lun)
+			reportIntPointee(w, *x.Lun, *y.Lun)
 		}
 		w.pop()
 	}
@@ -6902,7 +6902,7 @@ func walkCorev1FileKeySelector(w *walker, x, y *corev1.FileKeySelector) {
 		if x.Optional == nil || y.Optional == nil {
 			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			reportBool(w, *x.Optional, *y.Optional)
+			reportBoolPointee(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -6996,7 +6996,7 @@ func walkCorev1GRPCAction(w *walker, x, y *corev1.GRPCAction) {
 		if x.Mode == nil || y.Mode == nil {
 			reportStringPtr(w, x.Mode, y.Mode)
 		} else if *x.Mode != *y.Mode {
-			reportString(w, *x.Mode, *y.Mode)
+			reportStringPointee(w, *x.Mode, *y.Mode)
 		}
 		w.pop()
 	}
@@ -7010,7 +7010,7 @@ func walkCorev1GRPCAction(w *walker, x, y *corev1.GRPCAction) {
 		if x.Service == nil || y.Service == nil {
 			reportStringPtr(w, x.Service, y.Service)
 		} else if *x.Service != *y.Service {
-			reportString(w, *x.Service, *y.Service)
+			reportStringPointee(w, *x.Service, *y.Service)
 		}
 		w.pop()
 	}
@@ -7081,7 +7081,7 @@ func walkCorev1HTTPGetAction(w *walker, x, y *corev1.HTTPGetAction) {
 		if x.Protocol == nil || y.Protocol == nil {
 			reportStringPtr(w, x.Protocol, y.Protocol)
 		} else if *x.Protocol != *y.Protocol {
-			reportString(w, *x.Protocol, *y.Protocol)
+			reportStringPointee(w, *x.Protocol, *y.Protocol)
 		}
 		w.pop()
 	}
@@ -7141,7 +7141,7 @@ func walkCorev1HostPathVolumeSource(w *walker, x, y *corev1.HostPathVolumeSource
 		if x.Type == nil || y.Type == nil {
 			reportStringPtr(w, x.Type, y.Type)
 		} else if *x.Type != *y.Type {
-			reportString(w, *x.Type, *y.Type)
+			reportStringPointee(w, *x.Type, *y.Type)
 		}
 		w.pop()
 	}
@@ -7169,7 +7169,7 @@ func walkCorev1ISCSIVolumeSource(w *walker, x, y *corev1.ISCSIVolumeSource) {
 		if x.InitiatorName == nil || y.InitiatorName == nil {
 			reportStringPtr(w, x.InitiatorName, y.InitiatorName)
 		} else if *x.InitiatorName != *y.InitiatorName {
-			reportString(w, *x.InitiatorName, *y.InitiatorName)
+			reportStringPointee(w, *x.InitiatorName, *y.InitiatorName)
 		}
 		w.pop()
 	}
@@ -7249,7 +7249,7 @@ func walkCorev1KeyToPath(w *walker, x, y *corev1.KeyToPath) {
 		if x.Mode == nil || y.Mode == nil {
 			reportIntPtr(w, x.Mode, y.Mode)
 		} else if *x.Mode != *y.Mode {
-			reportInt(w, *x.Mode, *y.Mode)
+			reportIntPointee(w, *x.Mode, *y.Mode)
 		}
 		w.pop()
 	}
@@ -7263,7 +7263,7 @@ func walkCorev1KeyToPath(w *walker, x, y *corev1.KeyToPath) {
 		if x.User == nil || y.User == nil {
 			reportIntPtr(w, x.User, y.User)
 		} else if *x.User != *y.User {
-			reportInt(w, *x.User, *y.User)
+			reportIntPointee(w, *x.User, *y.User)
 		}
 		w.pop()
 	}
@@ -7294,7 +7294,7 @@ func walkCorev1Lifecycle(w *walker, x, y *corev1.Lifecycle) {
 		if x.StopSignal == nil || y.StopSignal == nil {
 			reportStringPtr(w, x.StopSignal, y.StopSignal)
 		} else if *x.StopSignal != *y.StopSignal {
-			reportString(w, *x.StopSignal, *y.StopSignal)
+			reportStringPointee(w, *x.StopSignal, *y.StopSignal)
 		}
 		w.pop()
 	}
@@ -7558,7 +7558,7 @@ func walkCorev1PersistentVolumeClaimSpec(w *walker, x, y *corev1.PersistentVolum
 		if x.StorageClassName == nil || y.StorageClassName == nil {
 			reportStringPtr(w, x.StorageClassName, y.StorageClassName)
 		} else if *x.StorageClassName != *y.StorageClassName {
-			reportString(w, *x.StorageClassName, *y.StorageClassName)
+			reportStringPointee(w, *x.StorageClassName, *y.StorageClassName)
 		}
 		w.pop()
 	}
@@ -7567,7 +7567,7 @@ func walkCorev1PersistentVolumeClaimSpec(w *walker, x, y *corev1.PersistentVolum
 		if x.VolumeAttributesClassName == nil || y.VolumeAttributesClassName == nil {
 			reportStringPtr(w, x.VolumeAttributesClassName, y.VolumeAttributesClassName)
 		} else if *x.VolumeAttributesClassName != *y.VolumeAttributesClassName {
-			reportString(w, *x.VolumeAttributesClassName, *y.VolumeAttributesClassName)
+			reportStringPointee(w, *x.VolumeAttributesClassName, *y.VolumeAttributesClassName)
 		}
 		w.pop()
 	}
@@ -7576,7 +7576,7 @@ func walkCorev1PersistentVolumeClaimSpec(w *walker, x, y *corev1.PersistentVolum
 		if x.VolumeMode == nil || y.VolumeMode == nil {
 			reportStringPtr(w, x.VolumeMode, y.VolumeMode)
 		} else if *x.VolumeMode != *y.VolumeMode {
-			reportString(w, *x.VolumeMode, *y.VolumeMode)
+			reportStringPointee(w, *x.VolumeMode, *y.VolumeMode)
 		}
 		w.pop()
 	}
@@ -7748,7 +7748,7 @@ func walkCorev1PodCertificateProjection(w *walker, x, y *corev1.PodCertificatePr
 		if x.MaxExpirationSeconds == nil || y.MaxExpirationSeconds == nil {
 			reportIntPtr(w, x.MaxExpirationSeconds, y.MaxExpirationSeconds)
 		} else if *x.MaxExpirationSeconds != *y.MaxExpirationSeconds {
-			reportInt(w, *x.MaxExpirationSeconds, *y.MaxExpirationSeconds)
+			reportIntPointee(w, *x.MaxExpirationSeconds, *y.MaxExpirationSeconds)
 		}
 		w.pop()
 	}
@@ -7762,7 +7762,7 @@ func walkCorev1PodCertificateProjection(w *walker, x, y *corev1.PodCertificatePr
 		if x.User == nil || y.User == nil {
 			reportIntPtr(w, x.User, y.User)
 		} else if *x.User != *y.User {
-			reportInt(w, *x.User, *y.User)
+			reportIntPointee(w, *x.User, *y.User)
 		}
 		w.pop()
 	}
@@ -7843,7 +7843,7 @@ func walkCorev1PodDNSConfigOption(w *walker, x, y *corev1.PodDNSConfigOption) {
 		if x.Value == nil || y.Value == nil {
 			reportStringPtr(w, x.Value, y.Value)
 		} else if *x.Value != *y.Value {
-			reportString(w, *x.Value, *y.Value)
+			reportStringPointee(w, *x.Value, *y.Value)
 		}
 		w.pop()
 	}
@@ -7902,7 +7902,7 @@ func walkCorev1PodResourceClaim(w *walker, x, y *corev1.PodResourceClaim) {
 		if x.ResourceClaimName == nil || y.ResourceClaimName == nil {
 			reportStringPtr(w, x.ResourceClaimName, y.ResourceClaimName)
 		} else if *x.ResourceClaimName != *y.ResourceClaimName {
-			reportString(w, *x.ResourceClaimName, *y.ResourceClaimName)
+			reportStringPointee(w, *x.ResourceClaimName, *y.ResourceClaimName)
 		}
 		w.pop()
 	}
@@ -7911,7 +7911,7 @@ func walkCorev1PodResourceClaim(w *walker, x, y *corev1.PodResourceClaim) {
 		if x.ResourceClaimTemplateName == nil || y.ResourceClaimTemplateName == nil {
 			reportStringPtr(w, x.ResourceClaimTemplateName, y.ResourceClaimTemplateName)
 		} else if *x.ResourceClaimTemplateName != *y.ResourceClaimTemplateName {
-			reportString(w, *x.ResourceClaimTemplateName, *y.ResourceClaimTemplateName)
+			reportStringPointee(w, *x.ResourceClaimTemplateName, *y.ResourceClaimTemplateName)
 		}
 		w.pop()
 	}
@@ -7929,7 +7929,7 @@ func walkCorev1PodResourceClaimStatus(w *walker, x, y *corev1.PodResourceClaimSt
 		if x.ResourceClaimName == nil || y.ResourceClaimName == nil {
 			reportStringPtr(w, x.ResourceClaimName, y.ResourceClaimName)
 		} else if *x.ResourceClaimName != *y.ResourceClaimName {
-			reportString(w, *x.ResourceClaimName, *y.ResourceClaimName)
+			reportStringPointee(w, *x.ResourceClaimName, *y.ResourceClaimName)
 		}
 		w.pop()
 	}
@@ -7951,7 +7951,7 @@ func walkCorev1PodSchedulingGroup(w *walker, x, y *corev1.PodSchedulingGroup) {
 		if x.PodGroupName == nil || y.PodGroupName == nil {
 			reportStringPtr(w, x.PodGroupName, y.PodGroupName)
 		} else if *x.PodGroupName != *y.PodGroupName {
-			reportString(w, *x.PodGroupName, *y.PodGroupName)
+			reportStringPointee(w, *x.PodGroupName, *y.PodGroupName)
 		}
 		w.pop()
 	}
@@ -7973,7 +7973,7 @@ func walkCorev1PodSecurityContext(w *walker, x, y *corev1.PodSecurityContext) {
 		if x.FSGroup == nil || y.FSGroup == nil {
 			reportIntPtr(w, x.FSGroup, y.FSGroup)
 		} else if *x.FSGroup != *y.FSGroup {
-			reportInt(w, *x.FSGroup, *y.FSGroup)
+			reportIntPointee(w, *x.FSGroup, *y.FSGroup)
 		}
 		w.pop()
 	}
@@ -7982,7 +7982,7 @@ func walkCorev1PodSecurityContext(w *walker, x, y *corev1.PodSecurityContext) {
 		if x.FSGroupChangePolicy == nil || y.FSGroupChangePolicy == nil {
 			reportStringPtr(w, x.FSGroupChangePolicy, y.FSGroupChangePolicy)
 		} else if *x.FSGroupChangePolicy != *y.FSGroupChangePolicy {
-			reportString(w, *x.FSGroupChangePolicy, *y.FSGroupChangePolicy)
+			reportStringPointee(w, *x.FSGroupChangePolicy, *y.FSGroupChangePolicy)
 		}
 		w.pop()
 	}
@@ -7991,7 +7991,7 @@ func walkCorev1PodSecurityContext(w *walker, x, y *corev1.PodSecurityContext) {
 		if x.RunAsGroup == nil || y.RunAsGroup == nil {
 			reportIntPtr(w, x.RunAsGroup, y.RunAsGroup)
 		} else if *x.RunAsGroup != *y.RunAsGroup {
-			reportInt(w, *x.RunAsGroup, *y.RunAsGroup)
+			reportIntPointee(w, *x.RunAsGroup, *y.RunAsGroup)
 		}
 		w.pop()
 	}
@@ -8000,7 +8000,7 @@ func walkCorev1PodSecurityContext(w *walker, x, y *corev1.PodSecurityContext) {
 		if x.RunAsNonRoot == nil || y.RunAsNonRoot == nil {
 			reportBoolPtr(w, x.RunAsNonRoot, y.RunAsNonRoot)
 		} else if *x.RunAsNonRoot != *y.RunAsNonRoot {
-			reportBool(w, *x.RunAsNonRoot, *y.RunAsNonRoot)
+			reportBoolPointee(w, *x.RunAsNonRoot, *y.RunAsNonRoot)
 		}
 		w.pop()
 	}
@@ -8009,7 +8009,7 @@ func walkCorev1PodSecurityContext(w *walker, x, y *corev1.PodSecurityContext) {
 		if x.RunAsUser == nil || y.RunAsUser == nil {
 			reportIntPtr(w, x.RunAsUser, y.RunAsUser)
 		} else if *x.RunAsUser != *y.RunAsUser {
-			reportInt(w, *x.RunAsUser, *y.RunAsUser)
+			reportIntPointee(w, *x.RunAsUser, *y.RunAsUser)
 		}
 		w.pop()
 	}
@@ -8018,7 +8018,7 @@ func walkCorev1PodSecurityContext(w *walker, x, y *corev1.PodSecurityContext) {
 		if x.SELinuxChangePolicy == nil || y.SELinuxChangePolicy == nil {
 			reportStringPtr(w, x.SELinuxChangePolicy, y.SELinuxChangePolicy)
 		} else if *x.SELinuxChangePolicy != *y.SELinuxChangePolicy {
-			reportString(w, *x.SELinuxChangePolicy, *y.SELinuxChangePolicy)
+			reportStringPointee(w, *x.SELinuxChangePolicy, *y.SELinuxChangePolicy)
 		}
 		w.pop()
 	}
@@ -8050,7 +8050,7 @@ func walkCorev1PodSecurityContext(w *walker, x, y *corev1.PodSecurityContext) {
 		if x.SupplementalGroupsPolicy == nil || y.SupplementalGroupsPolicy == nil {
 			reportStringPtr(w, x.SupplementalGroupsPolicy, y.SupplementalGroupsPolicy)
 		} else if *x.SupplementalGroupsPolicy != *y.SupplementalGroupsPolicy {
-			reportString(w, *x.SupplementalGroupsPolicy, *y.SupplementalGroupsPolicy)
+			reportStringPointee(w, *x.SupplementalGroupsPolicy, *y.SupplementalGroupsPolicy)
 		}
 		w.pop()
 	}
@@ -8077,7 +8077,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.ActiveDeadlineSeconds == nil || y.ActiveDeadlineSeconds == nil {
 			reportIntPtr(w, x.ActiveDeadlineSeconds, y.ActiveDeadlineSeconds)
 		} else if *x.ActiveDeadlineSeconds != *y.ActiveDeadlineSeconds {
-			reportInt(w, *x.ActiveDeadlineSeconds, *y.ActiveDeadlineSeconds)
+			reportIntPointee(w, *x.ActiveDeadlineSeconds, *y.ActiveDeadlineSeconds)
 		}
 		w.pop()
 	}
@@ -8095,7 +8095,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.AutomountServiceAccountToken == nil || y.AutomountServiceAccountToken == nil {
 			reportBoolPtr(w, x.AutomountServiceAccountToken, y.AutomountServiceAccountToken)
 		} else if *x.AutomountServiceAccountToken != *y.AutomountServiceAccountToken {
-			reportBool(w, *x.AutomountServiceAccountToken, *y.AutomountServiceAccountToken)
+			reportBoolPointee(w, *x.AutomountServiceAccountToken, *y.AutomountServiceAccountToken)
 		}
 		w.pop()
 	}
@@ -8123,7 +8123,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.EnableServiceLinks == nil || y.EnableServiceLinks == nil {
 			reportBoolPtr(w, x.EnableServiceLinks, y.EnableServiceLinks)
 		} else if *x.EnableServiceLinks != *y.EnableServiceLinks {
-			reportBool(w, *x.EnableServiceLinks, *y.EnableServiceLinks)
+			reportBoolPointee(w, *x.EnableServiceLinks, *y.EnableServiceLinks)
 		}
 		w.pop()
 	}
@@ -8162,7 +8162,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.HostUsers == nil || y.HostUsers == nil {
 			reportBoolPtr(w, x.HostUsers, y.HostUsers)
 		} else if *x.HostUsers != *y.HostUsers {
-			reportBool(w, *x.HostUsers, *y.HostUsers)
+			reportBoolPointee(w, *x.HostUsers, *y.HostUsers)
 		}
 		w.pop()
 	}
@@ -8176,7 +8176,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.HostnameOverride == nil || y.HostnameOverride == nil {
 			reportStringPtr(w, x.HostnameOverride, y.HostnameOverride)
 		} else if *x.HostnameOverride != *y.HostnameOverride {
-			reportString(w, *x.HostnameOverride, *y.HostnameOverride)
+			reportStringPointee(w, *x.HostnameOverride, *y.HostnameOverride)
 		}
 		w.pop()
 	}
@@ -8219,7 +8219,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.PreemptionPolicy == nil || y.PreemptionPolicy == nil {
 			reportStringPtr(w, x.PreemptionPolicy, y.PreemptionPolicy)
 		} else if *x.PreemptionPolicy != *y.PreemptionPolicy {
-			reportString(w, *x.PreemptionPolicy, *y.PreemptionPolicy)
+			reportStringPointee(w, *x.PreemptionPolicy, *y.PreemptionPolicy)
 		}
 		w.pop()
 	}
@@ -8228,7 +8228,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.Priority == nil || y.Priority == nil {
 			reportIntPtr(w, x.Priority, y.Priority)
 		} else if *x.Priority != *y.Priority {
-			reportInt(w, *x.Priority, *y.Priority)
+			reportIntPointee(w, *x.Priority, *y.Priority)
 		}
 		w.pop()
 	}
@@ -8266,7 +8266,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.RuntimeClassName == nil || y.RuntimeClassName == nil {
 			reportStringPtr(w, x.RuntimeClassName, y.RuntimeClassName)
 		} else if *x.RuntimeClassName != *y.RuntimeClassName {
-			reportString(w, *x.RuntimeClassName, *y.RuntimeClassName)
+			reportStringPointee(w, *x.RuntimeClassName, *y.RuntimeClassName)
 		}
 		w.pop()
 	}
@@ -8313,7 +8313,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.SetHostnameAsFQDN == nil || y.SetHostnameAsFQDN == nil {
 			reportBoolPtr(w, x.SetHostnameAsFQDN, y.SetHostnameAsFQDN)
 		} else if *x.SetHostnameAsFQDN != *y.SetHostnameAsFQDN {
-			reportBool(w, *x.SetHostnameAsFQDN, *y.SetHostnameAsFQDN)
+			reportBoolPointee(w, *x.SetHostnameAsFQDN, *y.SetHostnameAsFQDN)
 		}
 		w.pop()
 	}
@@ -8322,7 +8322,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.ShareProcessNamespace == nil || y.ShareProcessNamespace == nil {
 			reportBoolPtr(w, x.ShareProcessNamespace, y.ShareProcessNamespace)
 		} else if *x.ShareProcessNamespace != *y.ShareProcessNamespace {
-			reportBool(w, *x.ShareProcessNamespace, *y.ShareProcessNamespace)
+			reportBoolPointee(w, *x.ShareProcessNamespace, *y.ShareProcessNamespace)
 		}
 		w.pop()
 	}
@@ -8336,7 +8336,7 @@ func walkCorev1PodSpec(w *walker, x, y *corev1.PodSpec) {
 		if x.TerminationGracePeriodSeconds == nil || y.TerminationGracePeriodSeconds == nil {
 			reportIntPtr(w, x.TerminationGracePeriodSeconds, y.TerminationGracePeriodSeconds)
 		} else if *x.TerminationGracePeriodSeconds != *y.TerminationGracePeriodSeconds {
-			reportInt(w, *x.TerminationGracePeriodSeconds, *y.TerminationGracePeriodSeconds)
+			reportIntPointee(w, *x.TerminationGracePeriodSeconds, *y.TerminationGracePeriodSeconds)
 		}
 		w.pop()
 	}
@@ -8561,7 +8561,7 @@ func walkCorev1Probe(w *walker, x, y *corev1.Probe) {
 		if x.TerminationGracePeriodSeconds == nil || y.TerminationGracePeriodSeconds == nil {
 			reportIntPtr(w, x.TerminationGracePeriodSeconds, y.TerminationGracePeriodSeconds)
 		} else if *x.TerminationGracePeriodSeconds != *y.TerminationGracePeriodSeconds {
-			reportInt(w, *x.TerminationGracePeriodSeconds, *y.TerminationGracePeriodSeconds)
+			reportIntPointee(w, *x.TerminationGracePeriodSeconds, *y.TerminationGracePeriodSeconds)
 		}
 		w.pop()
 	}
@@ -8619,7 +8619,7 @@ func walkCorev1ProjectedVolumeSource(w *walker, x, y *corev1.ProjectedVolumeSour
 		if x.DefaultMode == nil || y.DefaultMode == nil {
 			reportIntPtr(w, x.DefaultMode, y.DefaultMode)
 		} else if *x.DefaultMode != *y.DefaultMode {
-			reportInt(w, *x.DefaultMode, *y.DefaultMode)
+			reportIntPointee(w, *x.DefaultMode, *y.DefaultMode)
 		}
 		w.pop()
 	}
@@ -8628,7 +8628,7 @@ func walkCorev1ProjectedVolumeSource(w *walker, x, y *corev1.ProjectedVolumeSour
 		if x.DefaultUser == nil || y.DefaultUser == nil {
 			reportIntPtr(w, x.DefaultUser, y.DefaultUser)
 		} else if *x.DefaultUser != *y.DefaultUser {
-			reportInt(w, *x.DefaultUser, *y.DefaultUser)
+			reportIntPointee(w, *x.DefaultUser, *y.DefaultUser)
 		}
 		w.pop()
 	}
@@ -8766,7 +8766,7 @@ func walkCorev1ResourceHealth(w *walker, x, y *corev1.ResourceHealth) {
 		if x.Message == nil || y.Message == nil {
 			reportStringPtr(w, x.Message, y.Message)
 		} else if *x.Message != *y.Message {
-			reportString(w, *x.Message, *y.Message)
+			reportStringPointee(w, *x.Message, *y.Message)
 		}
 		w.pop()
 	}
@@ -8897,7 +8897,7 @@ func walkCorev1SeccompProfile(w *walker, x, y *corev1.SeccompProfile) {
 		if x.LocalhostProfile == nil || y.LocalhostProfile == nil {
 			reportStringPtr(w, x.LocalhostProfile, y.LocalhostProfile)
 		} else if *x.LocalhostProfile != *y.LocalhostProfile {
-			reportString(w, *x.LocalhostProfile, *y.LocalhostProfile)
+			reportStringPointee(w, *x.LocalhostProfile, *y.LocalhostProfile)
 		}
 		w.pop()
 	}
@@ -8918,7 +8918,7 @@ func walkCorev1SecretEnvSource(w *walker, x, y *corev1.SecretEnvSource) {
 		if x.Optional == nil || y.Optional == nil {
 			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			reportBool(w, *x.Optional, *y.Optional)
+			reportBoolPointee(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -8939,7 +8939,7 @@ func walkCorev1SecretKeySelector(w *walker, x, y *corev1.SecretKeySelector) {
 		if x.Optional == nil || y.Optional == nil {
 			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			reportBool(w, *x.Optional, *y.Optional)
+			reportBoolPointee(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -8960,7 +8960,7 @@ func walkCorev1SecretProjection(w *walker, x, y *corev1.SecretProjection) {
 		if x.Optional == nil || y.Optional == nil {
 			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			reportBool(w, *x.Optional, *y.Optional)
+			reportBoolPointee(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -8973,7 +8973,7 @@ func walkCorev1SecretVolumeSource(w *walker, x, y *corev1.SecretVolumeSource) {
 		if x.DefaultMode == nil || y.DefaultMode == nil {
 			reportIntPtr(w, x.DefaultMode, y.DefaultMode)
 		} else if *x.DefaultMode != *y.DefaultMode {
-			reportInt(w, *x.DefaultMode, *y.DefaultMode)
+			reportIntPointee(w, *x.DefaultMode, *y.DefaultMode)
 		}
 		w.pop()
 	}
@@ -8982,7 +8982,7 @@ func walkCorev1SecretVolumeSource(w *walker, x, y *corev1.SecretVolumeSource) {
 		if x.DefaultUser == nil || y.DefaultUser == nil {
 			reportIntPtr(w, x.DefaultUser, y.DefaultUser)
 		} else if *x.DefaultUser != *y.DefaultUser {
-			reportInt(w, *x.DefaultUser, *y.DefaultUser)
+			reportIntPointee(w, *x.DefaultUser, *y.DefaultUser)
 		}
 		w.pop()
 	}
@@ -8996,7 +8996,7 @@ func walkCorev1SecretVolumeSource(w *walker, x, y *corev1.SecretVolumeSource) {
 		if x.Optional == nil || y.Optional == nil {
 			reportBoolPtr(w, x.Optional, y.Optional)
 		} else if *x.Optional != *y.Optional {
-			reportBool(w, *x.Optional, *y.Optional)
+			reportBoolPointee(w, *x.Optional, *y.Optional)
 		}
 		w.pop()
 	}
@@ -9014,7 +9014,7 @@ func walkCorev1SecurityContext(w *walker, x, y *corev1.SecurityContext) {
 		if x.AllowPrivilegeEscalation == nil || y.AllowPrivilegeEscalation == nil {
 			reportBoolPtr(w, x.AllowPrivilegeEscalation, y.AllowPrivilegeEscalation)
 		} else if *x.AllowPrivilegeEscalation != *y.AllowPrivilegeEscalation {
-			reportBool(w, *x.AllowPrivilegeEscalation, *y.AllowPrivilegeEscalation)
+			reportBoolPointee(w, *x.AllowPrivilegeEscalation, *y.AllowPrivilegeEscalation)
 		}
 		w.pop()
 	}
@@ -9041,7 +9041,7 @@ func walkCorev1SecurityContext(w *walker, x, y *corev1.SecurityContext) {
 		if x.Privileged == nil || y.Privileged == nil {
 			reportBoolPtr(w, x.Privileged, y.Privileged)
 		} else if *x.Privileged != *y.Privileged {
-			reportBool(w, *x.Privileged, *y.Privileged)
+			reportBoolPointee(w, *x.Privileged, *y.Privileged)
 		}
 		w.pop()
 	}
@@ -9050,7 +9050,7 @@ func walkCorev1SecurityContext(w *walker, x, y *corev1.SecurityContext) {
 		if x.ProcMount == nil || y.ProcMount == nil {
 			reportStringPtr(w, x.ProcMount, y.ProcMount)
 		} else if *x.ProcMount != *y.ProcMount {
-			reportString(w, *x.ProcMount, *y.ProcMount)
+			reportStringPointee(w, *x.ProcMount, *y.ProcMount)
 		}
 		w.pop()
 	}
@@ -9059,7 +9059,7 @@ func walkCorev1SecurityContext(w *walker, x, y *corev1.SecurityContext) {
 		if x.ReadOnlyRootFilesystem == nil || y.ReadOnlyRootFilesystem == nil {
 			reportBoolPtr(w, x.ReadOnlyRootFilesystem, y.ReadOnlyRootFilesystem)
 		} else if *x.ReadOnlyRootFilesystem != *y.ReadOnlyRootFilesystem {
-			reportBool(w, *x.ReadOnlyRootFilesystem, *y.ReadOnlyRootFilesystem)
+			reportBoolPointee(w, *x.ReadOnlyRootFilesystem, *y.ReadOnlyRootFilesystem)
 		}
 		w.pop()
 	}
@@ -9068,7 +9068,7 @@ func walkCorev1SecurityContext(w *walker, x, y *corev1.SecurityContext) {
 		if x.RunAsGroup == nil || y.RunAsGroup == nil {
 			reportIntPtr(w, x.RunAsGroup, y.RunAsGroup)
 		} else if *x.RunAsGroup != *y.RunAsGroup {
-			reportInt(w, *x.RunAsGroup, *y.RunAsGroup)
+			reportIntPointee(w, *x.RunAsGroup, *y.RunAsGroup)
 		}
 		w.pop()
 	}
@@ -9077,7 +9077,7 @@ func walkCorev1SecurityContext(w *walker, x, y *corev1.SecurityContext) {
 		if x.RunAsNonRoot == nil || y.RunAsNonRoot == nil {
 			reportBoolPtr(w, x.RunAsNonRoot, y.RunAsNonRoot)
 		} else if *x.RunAsNonRoot != *y.RunAsNonRoot {
-			reportBool(w, *x.RunAsNonRoot, *y.RunAsNonRoot)
+			reportBoolPointee(w, *x.RunAsNonRoot, *y.RunAsNonRoot)
 		}
 		w.pop()
 	}
@@ -9086,7 +9086,7 @@ func walkCorev1SecurityContext(w *walker, x, y *corev1.SecurityContext) {
 		if x.RunAsUser == nil || y.RunAsUser == nil {
 			reportIntPtr(w, x.RunAsUser, y.RunAsUser)
 		} else if *x.RunAsUser != *y.RunAsUser {
-			reportInt(w, *x.RunAsUser, *y.RunAsUser)
+			reportIntPointee(w, *x.RunAsUser, *y.RunAsUser)
 		}
 		w.pop()
 	}
@@ -9131,7 +9131,7 @@ func walkCorev1ServiceAccountTokenProjection(w *walker, x, y *corev1.ServiceAcco
 		if x.ExpirationSeconds == nil || y.ExpirationSeconds == nil {
 			reportIntPtr(w, x.ExpirationSeconds, y.ExpirationSeconds)
 		} else if *x.ExpirationSeconds != *y.ExpirationSeconds {
-			reportInt(w, *x.ExpirationSeconds, *y.ExpirationSeconds)
+			reportIntPointee(w, *x.ExpirationSeconds, *y.ExpirationSeconds)
 		}
 		w.pop()
 	}
@@ -9145,7 +9145,7 @@ func walkCorev1ServiceAccountTokenProjection(w *walker, x, y *corev1.ServiceAcco
 		if x.User == nil || y.User == nil {
 			reportIntPtr(w, x.User, y.User)
 		} else if *x.User != *y.User {
-			reportInt(w, *x.User, *y.User)
+			reportIntPointee(w, *x.User, *y.User)
 		}
 		w.pop()
 	}
@@ -9243,7 +9243,7 @@ func walkCorev1Toleration(w *walker, x, y *corev1.Toleration) {
 		if x.TolerationSeconds == nil || y.TolerationSeconds == nil {
 			reportIntPtr(w, x.TolerationSeconds, y.TolerationSeconds)
 		} else if *x.TolerationSeconds != *y.TolerationSeconds {
-			reportInt(w, *x.TolerationSeconds, *y.TolerationSeconds)
+			reportIntPointee(w, *x.TolerationSeconds, *y.TolerationSeconds)
 		}
 		w.pop()
 	}
@@ -9280,7 +9280,7 @@ func walkCorev1TopologySpreadConstraint(w *walker, x, y *corev1.TopologySpreadCo
 		if x.MinDomains == nil || y.MinDomains == nil {
 			reportIntPtr(w, x.MinDomains, y.MinDomains)
 		} else if *x.MinDomains != *y.MinDomains {
-			reportInt(w, *x.MinDomains, *y.MinDomains)
+			reportIntPointee(w, *x.MinDomains, *y.MinDomains)
 		}
 		w.pop()
 	}
@@ -9289,7 +9289,7 @@ func walkCorev1TopologySpreadConstraint(w *walker, x, y *corev1.TopologySpreadCo
 		if x.NodeAffinityPolicy == nil || y.NodeAffinityPolicy == nil {
 			reportStringPtr(w, x.NodeAffinityPolicy, y.NodeAffinityPolicy)
 		} else if *x.NodeAffinityPolicy != *y.NodeAffinityPolicy {
-			reportString(w, *x.NodeAffinityPolicy, *y.NodeAffinityPolicy)
+			reportStringPointee(w, *x.NodeAffinityPolicy, *y.NodeAffinityPolicy)
 		}
 		w.pop()
 	}
@@ -9298,7 +9298,7 @@ func walkCorev1TopologySpreadConstraint(w *walker, x, y *corev1.TopologySpreadCo
 		if x.NodeTaintsPolicy == nil || y.NodeTaintsPolicy == nil {
 			reportStringPtr(w, x.NodeTaintsPolicy, y.NodeTaintsPolicy)
 		} else if *x.NodeTaintsPolicy != *y.NodeTaintsPolicy {
-			reportString(w, *x.NodeTaintsPolicy, *y.NodeTaintsPolicy)
+			reportStringPointee(w, *x.NodeTaintsPolicy, *y.NodeTaintsPolicy)
 		}
 		w.pop()
 	}
@@ -9321,7 +9321,7 @@ func walkCorev1TypedLocalObjectReference(w *walker, x, y *corev1.TypedLocalObjec
 		if x.APIGroup == nil || y.APIGroup == nil {
 			reportStringPtr(w, x.APIGroup, y.APIGroup)
 		} else if *x.APIGroup != *y.APIGroup {
-			reportString(w, *x.APIGroup, *y.APIGroup)
+			reportStringPointee(w, *x.APIGroup, *y.APIGroup)
 		}
 		w.pop()
 	}
@@ -9344,7 +9344,7 @@ func walkCorev1TypedObjectReference(w *walker, x, y *corev1.TypedObjectReference
 		if x.APIGroup == nil || y.APIGroup == nil {
 			reportStringPtr(w, x.APIGroup, y.APIGroup)
 		} else if *x.APIGroup != *y.APIGroup {
-			reportString(w, *x.APIGroup, *y.APIGroup)
+			reportStringPointee(w, *x.APIGroup, *y.APIGroup)
 		}
 		w.pop()
 	}
@@ -9363,7 +9363,7 @@ func walkCorev1TypedObjectReference(w *walker, x, y *corev1.TypedObjectReference
 		if x.Namespace == nil || y.Namespace == nil {
 			reportStringPtr(w, x.Namespace, y.Namespace)
 		} else if *x.Namespace != *y.Namespace {
-			reportString(w, *x.Namespace, *y.Namespace)
+			reportStringPointee(w, *x.Namespace, *y.Namespace)
 		}
 		w.pop()
 	}
@@ -9431,7 +9431,7 @@ func walkCorev1VolumeMount(w *walker, x, y *corev1.VolumeMount) {
 		if x.MountPropagation == nil || y.MountPropagation == nil {
 			reportStringPtr(w, x.MountPropagation, y.MountPropagation)
 		} else if *x.MountPropagation != *y.MountPropagation {
-			reportString(w, *x.MountPropagation, *y.MountPropagation)
+			reportStringPointee(w, *x.MountPropagation, *y.MountPropagation)
 		}
 		w.pop()
 	}
@@ -9450,7 +9450,7 @@ func walkCorev1VolumeMount(w *walker, x, y *corev1.VolumeMount) {
 		if x.RecursiveReadOnly == nil || y.RecursiveReadOnly == nil {
 			reportStringPtr(w, x.RecursiveReadOnly, y.RecursiveReadOnly)
 		} else if *x.RecursiveReadOnly != *y.RecursiveReadOnly {
-			reportString(w, *x.RecursiveReadOnly, *y.RecursiveReadOnly)
+			reportStringPointee(w, *x.RecursiveReadOnly, *y.RecursiveReadOnly)
 		}
 		w.pop()
 	}
@@ -9488,7 +9488,7 @@ func walkCorev1VolumeMountStatus(w *walker, x, y *corev1.VolumeMountStatus) {
 		if x.RecursiveReadOnly == nil || y.RecursiveReadOnly == nil {
 			reportStringPtr(w, x.RecursiveReadOnly, y.RecursiveReadOnly)
 		} else if *x.RecursiveReadOnly != *y.RecursiveReadOnly {
-			reportString(w, *x.RecursiveReadOnly, *y.RecursiveReadOnly)
+			reportStringPointee(w, *x.RecursiveReadOnly, *y.RecursiveReadOnly)
 		}
 		w.pop()
 	}
@@ -9907,7 +9907,7 @@ func walkCorev1WindowsSecurityContextOptions(w *walker, x, y *corev1.WindowsSecu
 		if x.GMSACredentialSpec == nil || y.GMSACredentialSpec == nil {
 			reportStringPtr(w, x.GMSACredentialSpec, y.GMSACredentialSpec)
 		} else if *x.GMSACredentialSpec != *y.GMSACredentialSpec {
-			reportString(w, *x.GMSACredentialSpec, *y.GMSACredentialSpec)
+			reportStringPointee(w, *x.GMSACredentialSpec, *y.GMSACredentialSpec)
 		}
 		w.pop()
 	}
@@ -9916,7 +9916,7 @@ func walkCorev1WindowsSecurityContextOptions(w *walker, x, y *corev1.WindowsSecu
 		if x.GMSACredentialSpecName == nil || y.GMSACredentialSpecName == nil {
 			reportStringPtr(w, x.GMSACredentialSpecName, y.GMSACredentialSpecName)
 		} else if *x.GMSACredentialSpecName != *y.GMSACredentialSpecName {
-			reportString(w, *x.GMSACredentialSpecName, *y.GMSACredentialSpecName)
+			reportStringPointee(w, *x.GMSACredentialSpecName, *y.GMSACredentialSpecName)
 		}
 		w.pop()
 	}
@@ -9925,7 +9925,7 @@ func walkCorev1WindowsSecurityContextOptions(w *walker, x, y *corev1.WindowsSecu
 		if x.HostProcess == nil || y.HostProcess == nil {
 			reportBoolPtr(w, x.HostProcess, y.HostProcess)
 		} else if *x.HostProcess != *y.HostProcess {
-			reportBool(w, *x.HostProcess, *y.HostProcess)
+			reportBoolPointee(w, *x.HostProcess, *y.HostProcess)
 		}
 		w.pop()
 	}
@@ -9934,7 +9934,7 @@ func walkCorev1WindowsSecurityContextOptions(w *walker, x, y *corev1.WindowsSecu
 		if x.RunAsUserName == nil || y.RunAsUserName == nil {
 			reportStringPtr(w, x.RunAsUserName, y.RunAsUserName)
 		} else if *x.RunAsUserName != *y.RunAsUserName {
-			reportString(w, *x.RunAsUserName, *y.RunAsUserName)
+			reportStringPointee(w, *x.RunAsUserName, *y.RunAsUserName)
 		}
 		w.pop()
 	}
@@ -10009,7 +10009,7 @@ func walkMetav1ObjectMeta(w *walker, x, y *metav1.ObjectMeta) {
 		if x.DeletionGracePeriodSeconds == nil || y.DeletionGracePeriodSeconds == nil {
 			reportIntPtr(w, x.DeletionGracePeriodSeconds, y.DeletionGracePeriodSeconds)
 		} else if *x.DeletionGracePeriodSeconds != *y.DeletionGracePeriodSeconds {
-			reportInt(w, *x.DeletionGracePeriodSeconds, *y.DeletionGracePeriodSeconds)
+			reportIntPointee(w, *x.DeletionGracePeriodSeconds, *y.DeletionGracePeriodSeconds)
 		}
 		w.pop()
 	}
@@ -10077,7 +10077,7 @@ func walkMetav1OwnerReference(w *walker, x, y *metav1.OwnerReference) {
 		if x.BlockOwnerDeletion == nil || y.BlockOwnerDeletion == nil {
 			reportBoolPtr(w, x.BlockOwnerDeletion, y.BlockOwnerDeletion)
 		} else if *x.BlockOwnerDeletion != *y.BlockOwnerDeletion {
-			reportBool(w, *x.BlockOwnerDeletion, *y.BlockOwnerDeletion)
+			reportBoolPointee(w, *x.BlockOwnerDeletion, *y.BlockOwnerDeletion)
 		}
 		w.pop()
 	}
@@ -10086,7 +10086,7 @@ func walkMetav1OwnerReference(w *walker, x, y *metav1.OwnerReference) {
 		if x.Controller == nil || y.Controller == nil {
 			reportBoolPtr(w, x.Controller, y.Controller)
 		} else if *x.Controller != *y.Controller {
-			reportBool(w, *x.Controller, *y.Controller)
+			reportBoolPointee(w, *x.Controller, *y.Controller)
 		}
 		w.pop()
 	}

@@ -51,11 +51,11 @@ func auditFinding(f *Finding, a *diff.Audit) {
 		}
 		promoteSuspect(f, func(w admission.Webhook) bool { return w.Name == d.Webhook },
 			admission.Webhook{Kind: "MutatingWebhookConfiguration", Name: d.Webhook, Configuration: a.Configurations[d.Webhook], Rules: "(configuration not recorded)"})
-		next := fmt.Sprintf("confirmed by the audit log: webhook %q denied %d %s attempts by %s (%d): fix the webhook so that it allows this request, or take it off the namespace",
-			d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)
+		next := fmt.Sprintf("confirmed by the audit log: webhook %q denied %d %s attempts by %s (%s): fix the webhook so that it allows this request, or take it off the namespace",
+			d.Webhook, d.Count, d.Verb, d.Identity(), d.CodeText())
 		if d.By == "admission webhook call" {
-			next = fmt.Sprintf("confirmed by the audit log: the API server could not call webhook %q for %d %s attempts by %s (%d), and its failurePolicy refuses the request then: make the webhook reachable and answer in time, or take it off the namespace",
-				d.Webhook, d.Count, d.Verb, d.Identity(), d.Code)
+			next = fmt.Sprintf("confirmed by the audit log: the API server could not call webhook %q for %d %s attempts by %s (%s), and its failurePolicy refuses the request then: make the webhook reachable and answer in time, or take it off the namespace",
+				d.Webhook, d.Count, d.Verb, d.Identity(), d.CodeText())
 		}
 		f.Next = append([]string{next}, f.Next...)
 	}
@@ -89,8 +89,8 @@ func confirmPolicy(f *Finding, d diff.DeniedRequests) {
 	if d.Binding != "" {
 		through = " (binding " + d.Binding + ")"
 	}
-	f.Next = append([]string{fmt.Sprintf("confirmed by the audit log: ValidatingAdmissionPolicy %s%s denied %d %s attempts by %s (%d): change the policy's validations so that they allow this request, or its binding's matchResources so that it does not cover it",
-		d.Policy, through, d.Count, d.Verb, d.Identity(), d.Code)}, f.Next...)
+	f.Next = append([]string{fmt.Sprintf("confirmed by the audit log: ValidatingAdmissionPolicy %s%s denied %d %s attempts by %s (%s): change the policy's validations so that they allow this request, or its binding's matchResources so that it does not cover it",
+		d.Policy, through, d.Count, d.Verb, d.Identity(), d.CodeText())}, f.Next...)
 }
 
 // policyFailureEvidence says which policies' validations failed on the

@@ -16,10 +16,34 @@
 //   - node.go: a terminating pod on a node that is gone or stopped reporting;
 //   - schedule.go and nodefit.go: a pod never scheduled, and which filter
 //     each recorded node fails;
-//   - container.go: image pulls, crash loops, OOM kills;
-//   - failed.go: a pod in phase Failed;
+//   - container.go: image pulls, crash loops, OOM kills (with the memory
+//     limit and request), restarts, containers the kubelet could not start,
+//     containers that exited while the pod ran on; init containers named so;
+//   - probe.go: a running pod not Ready past what its probes allow, and the
+//     probes' failures, each probe quoted;
+//   - volume.go: volumes the kubelet could not mount, with their ConfigMap,
+//     Secret or claim, and a claim that does not bind (its StorageClass,
+//     the volume controllers' events);
+//   - deletion.go: a pod present past its grace period that no finalizer
+//     holds and whose node still reports: the kubelet did not confirm;
+//   - warning.go: Warning events whose meaning the vocabulary gives;
+//   - failed.go: a pod in phase Failed (not on its way out);
 //   - ended.go: how every pod that left, or was asked to, ended: the
-//     mechanism, the actor and how it is known.
+//     mechanism, the actor and how it is known;
+//   - unexplained.go: the last rule, for what no other explains.
+//
+// # Never silence
+//
+// unwell.go reads, independent of the rules, the stretches of a pod's
+// recorded life in which Kubernetes' own state shows it unwell (Unwell):
+// not scheduled, Pending, Running but not Ready past its probes,
+// containers waiting, restarting or exiting non-zero, Failed, Terminating
+// past its grace period, Warning events. Every such stretch gets a warning
+// or critical finding whose evidence overlaps it, the unexplained finding
+// if no rule knows the cause, and every Warning event is in some finding's
+// evidence: Check verifies both, and the tests run it over every trace
+// they have. vocabulary.go maps every reason the pinned Kubernetes writes
+// to the findings that read it, or says why it is benign.
 //
 // Rules read Kubernetes semantics (conditions and their reasons, finalizer
 // owners, admission API objects, managedFields, events' reasons, audit

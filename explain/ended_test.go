@@ -383,7 +383,7 @@ func TestEnded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, lc.Findings)
+			golden(t, lc.Findings, lc)
 			f := finFind(lc.Findings, "ended")
 			if tc.none {
 				if f != nil {

@@ -27,11 +27,18 @@ func Replay(in diff.Input, opts diff.Options) (*Lifecycle, error) {
 // order.
 func Diagnose(lc *diff.Lifecycle, in diff.Input) []Finding {
 	var out []Finding
+	d := &diagnosis{unwell: Unwell(lc)}
 	for _, r := range Rules {
-		out = append(out, r.run(lc, in)...)
+		if r.run != nil {
+			out = append(out, r.run(lc, in)...)
+		} else {
+			d.found = out
+			out = append(out, r.read(lc, in, d)...)
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity > out[j].Severity })
 	auditFindings(out, lc)
+	auditExportNotes(out, lc)
 	sortEvidence(out)
 	return out
 }
@@ -44,6 +51,15 @@ type Rule struct {
 	// Reads says what in the recording the rule reads, in a few words.
 	Reads string
 	run   func(lc *diff.Lifecycle, in diff.Input) []Finding
+	// read, instead of run, reads what Diagnose has found so far too.
+	read func(lc *diff.Lifecycle, in diff.Input, d *diagnosis) []Finding
+}
+
+// diagnosis is what Diagnose has found so far: the pod's unwell stretches
+// (Unwell, read once) and the findings of the rules run before.
+type diagnosis struct {
+	unwell []Stretch
+	found  []Finding
 }
 
 // Rules run in this order; their findings are then sorted by severity, the
@@ -54,16 +70,27 @@ var Rules = []Rule{
 		Reads: "deletionTimestamp past its grace period, finalizers left, their owners, dependents with blockOwnerDeletion, admission webhooks and policies intercepting pod UPDATE, the audit log's denied updates"},
 	{IDs: []string{"finalizer-not-removed"}, run: finalizerNotRemoved,
 		Reads: "a finished pod still holding a finalizer its controller removes on finish (batch.kubernetes.io/job-tracking), the Job's uncountedTerminatedPods"},
+	{IDs: []string{"deletion-stuck", "deletion-slow"}, run: deletionUnconfirmed,
+		Reads: "a pod present past its grace period (its first deletionTimestamp) and TerminationSlack, with no finalizer left and its node reporting: the containers' last states, the kubelet's events while stopping it, the node's Ready condition"},
 	{IDs: []string{"node-lost"}, run: lostNode,
 		Reads: "a terminating pod whose node was deleted or stopped reporting (Ready not True, its taints)"},
 	{IDs: []string{"unschedulable"}, run: unschedulable,
-		Reads: "PodScheduled=False, FailedScheduling events, scheduling gates, and each recorded node as of then: cordon, nodeSelector, required node affinity, taints, allocatable resources"},
-	{IDs: []string{"image-pull", "crash-loop", "oom-killed"}, run: containerTrouble,
-		Reads: "container statuses: waiting reasons (ErrImagePull, ImagePullBackOff, CrashLoopBackOff), terminated reason OOMKilled"},
+		Reads: "PodScheduled=False, FailedScheduling events, scheduling gates, the claims its volumes name (their recorded phase, StorageClass, events), and each recorded node as of then: cordon, nodeSelector, required node affinity, taints, allocatable resources; and the failures before a late binding"},
+	{IDs: []string{"image-pull", "crash-loop", "oom-killed", "restarted", "container-error", "exited"}, run: containerTrouble,
+		Reads: "container and init container statuses in every revision: waiting reasons (image pulls, CrashLoopBackOff, the kubelet's create and start errors), terminated reasons and exit codes, restartCount and lastState; the containers' memory limits and requests; BackOff events, and the kubelet's kills for failed liveness or startup probes"},
+	{IDs: []string{"volume"}, run: volumeTrouble,
+		Reads: "the kubelet's and the attach-detach controller's volume events (FailedMount, FailedAttachVolume...), the volume they name and its source: a ConfigMap or Secret (recorded only when a pod owns them), a PersistentVolumeClaim's recorded phase and class, its StorageClass, the volume controllers' events on the claim"},
+	{IDs: []string{"event-warning"}, read: eventWarnings,
+		Reads: "Warning events whose reason the vocabulary (explain.Vocabulary) says what it means and no other rule reads: the sandbox and CNI, DNS configuration, image pull secrets, dynamic resources, pod certificates, resizes"},
+	{IDs: []string{"not-ready", "probe-failed"}, read: probeTrouble,
+		Reads: "a running pod's Ready condition against what its startup and readiness probes allow (initialDelaySeconds, periodSeconds x failureThreshold), the probes themselves, readiness gates, the kubelet's Unhealthy events"},
 	{IDs: []string{"failed", "evicted", "deadline-exceeded", "preempted"}, run: podFailed,
 		Reads: "phase Failed, status.reason, the DisruptionTarget condition"},
 	{IDs: []string{"ended"}, run: ended,
 		Reads: "how a pod that left (or was asked to) ended: DisruptionTarget reasons, Job failure conditions, the controller's events and owner chain, ownerReference removal, the audit log's DELETE"},
+	// Last: what the others leave unexplained.
+	{IDs: []string{"unexplained"}, read: unexplained,
+		Reads: "every stretch of the pod's life that Kubernetes' own state shows unwell (Unwell: not scheduled, Pending, Running but not Ready past its probes, containers waiting, restarting or exiting non-zero, phase Failed, Terminating past its grace period, Warning events) that no other finding covers, and every Warning event no other finding cites"},
 }
 
 // Copy returns a shallow copy: its own Lifecycle struct as well as its

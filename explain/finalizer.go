@@ -184,15 +184,21 @@ func stuckFinalizers(lc *diff.Lifecycle, in diff.Input) []Finding {
 	if lc.Outcome != "Terminating" || len(last.Finalizers) == 0 {
 		return nil
 	}
-	if last.DeletionTimestamp != nil && lc.RecordingEnd.Before(last.DeletionTimestamp.Time) {
-		return nil // still within the grace period
+	// Measured against the grace period as first set (the kubelet's
+	// confirmation moves deletionTimestamp to now): a pod within it, or
+	// just past it, is still going, recording or not.
+	past := PastGrace(lc)
+	if past <= TerminationSlack {
+		return nil
 	}
+	_, grace := GraceDeadline(lc)
 	req, _ := lc.Phase(diff.PhaseDeletionRequested)
 	lastStep := lc.Steps[len(lc.Steps)-1]
 	f := Finding{
 		ID:       "stuck-finalizer",
 		Severity: Critical,
-		Headline: fmt.Sprintf("deletion blocked for %s: finalizer %s never removed", lc.Terminating, strings.Join(quoteAll(last.Finalizers), ", ")),
+		Headline: fmt.Sprintf("deletion blocked %s past its grace period (%s): finalizer %s never removed",
+			diff.Duration(past), diff.Duration(grace), strings.Join(quoteAll(last.Finalizers), ", ")),
 	}
 	f.Evidence = append(f.Evidence, Evidence{Seq: req.Seq, Time: req.Time, Text: "deletion requested: " + req.Detail})
 	for _, fin := range last.Finalizers {

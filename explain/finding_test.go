@@ -301,7 +301,7 @@ func TestFinalizerFindings(t *testing.T) {
 				finRecord(t, 12, 4*time.Second, store.Updated, "Pod", finDeleted(custom(running), "102", 4*time.Second, 2)),
 				finRecord(t, 13, 5*time.Second, store.Updated, "Pod", finDeleted(custom(succeeded), "103", 4*time.Second, 2)),
 			}
-			return finInput(t, recs, nil, false, 10*time.Second)
+			return finInput(t, recs, nil, false, 30*time.Second)
 		},
 		want: []string{"stuck-finalizer", "ended"},
 		check: func(t *testing.T, fs []Finding) {
@@ -364,7 +364,7 @@ func TestFinalizerFindings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, lc.Findings)
+			golden(t, lc.Findings, lc)
 			if got := finIDs(lc.Findings); !slices.Equal(got, tc.want) {
 				t.Fatalf("findings %v, want %v\n%+v", got, tc.want, lc.Findings)
 			}
@@ -440,14 +440,14 @@ func TestUnownedFinalizer(t *testing.T) {
 		return p
 	}
 	// history: created at 0, running at 2s, deleted at 4s with a grace
-	// period of 2s; the end at 10s.
+	// period of 2s; the end at 30s.
 	history := func(t *testing.T, created, running *corev1.Pod, typ store.EventType) diff.Input {
 		recs := []store.Record{
 			finRecord(t, 10, 0, typ, "Pod", created),
 			finRecord(t, 11, 2*time.Second, store.Updated, "Pod", running),
 			finRecord(t, 12, 4*time.Second, store.Updated, "Pod", finDeleted(running, "102", 4*time.Second, 2)),
 		}
-		return finInput(t, recs, nil, false, 10*time.Second)
+		return finInput(t, recs, nil, false, 30*time.Second)
 	}
 	noOwner := func(p *corev1.Pod) *corev1.Pod { p = p.DeepCopy(); p.OwnerReferences = nil; return p }
 	kubectl := tracetest.ManagedEntry("kubectl-create", "", finStart, `{"f:metadata":{"f:finalizers":{".":{},"v:\"example.com/hold\"":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"work\"}":{".":{},"f:image":{},"f:name":{}}}}}`)
@@ -508,7 +508,7 @@ func TestUnownedFinalizer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, lc.Findings)
+			golden(t, lc.Findings, lc)
 			f := finFind(lc.Findings, "stuck-finalizer")
 			if f == nil {
 				t.Fatalf("no stuck-finalizer: %+v", lc.Findings)

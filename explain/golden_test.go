@@ -25,8 +25,16 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // actor and its basis, evidence, suspects, next steps), NAME from the
 // test's name. The rules' tests assert what matters; the goldens hold every
 // word, so that a change to a rule's text is seen in review.
-func golden(t *testing.T, fs []Finding) {
+//
+// Given the lifecycle too, it checks the invariant on it (Check): the
+// goldens are fixtures of the property as well.
+func golden(t *testing.T, fs []Finding, lcs ...*Lifecycle) {
 	t.Helper()
+	for _, lc := range lcs {
+		for _, v := range Check(lc) {
+			t.Errorf("invariant: %s", v)
+		}
+	}
 	name := strings.Trim(regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(t.Name(), "-"), "-")
 	if len(name) > 100 {
 		name = name[:100]
@@ -216,7 +224,7 @@ func TestRuleGoldens(t *testing.T) {
 			case tc.want != "" && (len(lc.Findings) == 0 || lc.Findings[0].ID != tc.want):
 				t.Errorf("findings %v, want %s first", finIDs(lc.Findings), tc.want)
 			}
-			golden(t, lc.Findings)
+			golden(t, lc.Findings, lc)
 		})
 	}
 }

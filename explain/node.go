@@ -30,8 +30,8 @@ func lostNode(lc *diff.Lifecycle, in diff.Input) []Finding {
 		f.Headline = fmt.Sprintf("terminating for %s on node %s, which was deleted", lc.Terminating, lc.Node)
 		f.Evidence = append(f.Evidence, Evidence{Seq: last.Seq, Time: last.Observed, Text: "node " + lc.Node + " deleted"})
 	} else {
-		var node corev1.Node
-		if json.Unmarshal(last.Object, &node) != nil {
+		node, ok := decodeNode(last)
+		if !ok {
 			return nil
 		}
 		var ready *corev1.NodeCondition
@@ -56,4 +56,13 @@ func lostNode(lc *diff.Lifecycle, in diff.Input) []Finding {
 		"bring the node back, or delete the Node object if the machine is gone (kubectl delete node " + lc.Node + "); as a last resort force-delete the pod (kubectl delete pod --grace-period=0 --force)",
 	}
 	return []Finding{f}
+}
+
+// decodeNode decodes a Node's revision.
+func decodeNode(rec store.Record) (*corev1.Node, bool) {
+	var node corev1.Node
+	if json.Unmarshal(rec.Object, &node) != nil {
+		return nil, false
+	}
+	return &node, true
 }

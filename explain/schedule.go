@@ -19,7 +19,7 @@ import (
 // kept whole in the evidence.
 func unschedulable(lc *diff.Lifecycle, in diff.Input) []Finding {
 	if lc.Node != "" {
-		return nil
+		return scheduledLate(lc)
 	}
 	var evidence []Evidence
 	for _, e := range lc.Events {
@@ -45,6 +45,21 @@ func unschedulable(lc *diff.Lifecycle, in diff.Input) []Finding {
 	if gated || len(last.Spec.SchedulingGates) > 0 {
 		// The scheduler does not try a gated pod: no node is at fault.
 		f.Next = []string{"the pod waits for its scheduling gates to be removed (spec.schedulingGates), by whoever added them"}
+		return []Finding{f}
+	}
+	// A claim that is not bound holds the pod before any node does.
+	var claims []claimState
+	for _, c := range claimStates(lc, in) {
+		if c.blocking != "" {
+			claims = append(claims, c)
+		}
+	}
+	if len(claims) > 0 {
+		f.Headline = "never scheduled: " + claims[0].blocking
+		for _, c := range claims {
+			f.Evidence = append(f.Evidence, c.evidence...)
+		}
+		f.Next = []string{fmt.Sprintf("the scheduler places the pod only once its claims can bind: fix the claim (its StorageClass, a matching PersistentVolume) or create it; kubectl describe pvc -n %s %s", lc.Namespace, claims[0].name)}
 		return []Finding{f}
 	}
 	t := scheduleTime(lc)
@@ -89,5 +104,31 @@ func unschedulable(lc *diff.Lifecycle, in diff.Input) []Finding {
 	// and only its message says which.
 	f.Next = append(f.Next, fmt.Sprintf("%s %s every check podtrace makes: the scheduler's message says what else rules %s out (pod affinity or anti-affinity, topology spread, volumes, ports)",
 		strings.Join(passing, ", "), map[bool]string{true: "passes", false: "pass"}[len(passing) == 1], map[bool]string{true: "it", false: "them"}[len(passing) == 1]))
+	return []Finding{f}
+}
+
+// scheduledLate explains the scheduler's failures on a pod it bound in
+// the end: an info when it bound it within SchedulingAllowance of its
+// creation (a node came, room was made), a warning after that.
+func scheduledLate(lc *diff.Lifecycle) []Finding {
+	var evidence []Evidence
+	for _, g := range warningGroups(lc) {
+		if g.reason == "FailedScheduling" {
+			evidence = append(evidence, groupEvidence(g)...)
+		}
+	}
+	bound, ok := lc.Phase(diff.PhaseScheduled)
+	if len(evidence) == 0 || !ok {
+		return nil
+	}
+	waited := diff.ObservedFor(lc.Gaps, lc.Steps[0].Time, bound.Time)
+	f := Finding{ID: "unschedulable", Severity: Info, Evidence: evidence,
+		Headline: fmt.Sprintf("scheduled %s after its first revision, once the scheduler found a node: it failed first", diff.Duration(waited))}
+	if waited > SchedulingAllowance {
+		f.Severity = Warning
+		f.Headline = fmt.Sprintf("scheduled only %s after its first revision: the scheduler failed until then", diff.Duration(waited))
+		f.Next = []string{"the scheduler's messages say what was missing until then (resources, a node, a volume): the cluster had no room for it for that long"}
+	}
+	f.Evidence = append(f.Evidence, Evidence{Seq: bound.Seq, Time: bound.Time, Text: "scheduled " + bound.Detail})
 	return []Finding{f}
 }

@@ -5,8 +5,9 @@
 # proxy only.
 #
 # The build is skipped when a stamp file holds the hash of hack/kube/go.{mod,sum},
-# hack/kwok/go.{mod,sum} and this script, and every binary exists: the binaries
-# are rebuilt only when the pinned versions (or the way they are built) change.
+# hack/kwok/go.{mod,sum}, this script and hack/build-lib.sh, and every binary
+# exists: the binaries are rebuilt only when the pinned versions (or the way
+# they are built) change.
 #
 # Environment:
 #   PODTRACE_CLUSTER_BIN  output directory (default: <repo>/_output/bin)
@@ -24,7 +25,7 @@ ALL_BINARIES=(etcd "${KUBE_BINARIES[@]}" kwok)
 stamp() {
   (
     cd "${ROOT}"
-    sha256sum hack/kube/go.mod hack/kube/go.sum hack/kwok/go.mod hack/kwok/go.sum hack/build.sh
+    sha256sum hack/kube/go.mod hack/kube/go.sum hack/kwok/go.mod hack/kwok/go.sum hack/build.sh hack/build-lib.sh
   ) | sha256sum | cut -d' ' -f1
 }
 
@@ -43,32 +44,10 @@ fi
 mkdir -p "${BIN}" "${LOGS}"
 rm -f "${STAMP}"
 
-# The version the servers report (component-base) and put in their user agents
-# (client-go): without it they say v0.0.0-master+$Format:%H$, which kubectl and
-# client-go discovery cannot parse, and kube-scheduler/v0.0.0 in audit logs.
-KUBE_VERSION=$(cd "${ROOT}/hack/kube" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
-if [[ ! "${KUBE_VERSION}" =~ ^v([0-9]+)\.([0-9]+)\. ]]; then
-  echo "hack/build.sh: cannot parse k8s.io/kubernetes version ${KUBE_VERSION:-<empty>} from hack/kube/go.mod" >&2
-  exit 1
-fi
-KUBE_LDFLAGS="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  KUBE_LDFLAGS+=" -X ${pkg}.gitVersion=${KUBE_VERSION} -X ${pkg}.gitMajor=${BASH_REMATCH[1]} -X ${pkg}.gitMinor=${BASH_REMATCH[2]}"
-done
-
-# build NAME MODULE_DIR PACKAGE [LDFLAGS]: go build PACKAGE in MODULE_DIR into $BIN/NAME.
-build() {
-  local name=$1 dir=$2 pkg=$3 ldflags=${4:--s -w}
-  local log="${LOGS}/${name}.log"
-  # Build next to the target and rename, so a failed build never leaves a
-  # half-written binary behind. progress.sh says every 30 s that it runs.
-  if ! (cd "${ROOT}/${dir}" && "${ROOT}/hack/progress.sh" "building ${name} from ${pkg}" "${log}" go build -trimpath -ldflags "${ldflags}" -o "${BIN}/.${name}.tmp" "${pkg}"); then
-    rm -f "${BIN}/.${name}.tmp"
-    echo "hack/build.sh: building ${name} (${pkg}) failed" >&2
-    exit 1
-  fi
-  mv -f "${BIN}/.${name}.tmp" "${BIN}/${name}"
-}
+SCRIPT=hack/build.sh
+# shellcheck source=build-lib.sh
+source "${ROOT}/hack/build-lib.sh"
+kube_ldflags
 
 total=${SECONDS}
 echo "building cluster binaries (Kubernetes ${KUBE_VERSION}) into ${BIN#"${ROOT}/"}: 10 to 20 minutes on 2 cores with a cold Go cache"

@@ -221,7 +221,7 @@ func TestHTMLInBrowserDOM(t *testing.T) {
 			}
 		}
 		findings := byID(doc, "findings")
-		if findings == nil || !strings.Contains(textOf(findings), `deletion blocked for 6m31s: finalizer "foregroundDeletion" never removed`) {
+		if findings == nil || !strings.Contains(textOf(findings), `deletion blocked 6m1s past its grace period (30s): finalizer "foregroundDeletion" never removed`) {
 			t.Errorf("the findings lack the stuck finalizer")
 		}
 		open := find(doc, func(n *html.Node) bool { return hasClass(n, "pod") && hasClass(n, "open") })
@@ -269,7 +269,7 @@ func TestHTMLInBrowserDOM(t *testing.T) {
 		if got := textOf(byID(doc, "overview")); !strings.Contains(got, "https://127.0.0.1:6443") || !strings.Contains(got, "1 Terminating") {
 			t.Errorf("the overview is not there without JavaScript:\n%s", got)
 		}
-		if got := textOf(byID(doc, "findings")); !strings.Contains(got, "deletion blocked for 6m31s") || !strings.Contains(got, "digester-webhook-service.digester-system.svc") {
+		if got := textOf(byID(doc, "findings")); !strings.Contains(got, "deletion blocked 6m1s past its grace period") || !strings.Contains(got, "digester-webhook-service.digester-system.svc") {
 			t.Errorf("the findings are not there without JavaScript:\n%s", got)
 		}
 		if got := textOf(byID(doc, "pods")); !strings.Contains(got, "need JavaScript") {

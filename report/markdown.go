@@ -250,6 +250,12 @@ func (t *textWriter) mdAudit(a *diff.Audit) {
 			}
 		}
 	}
+	if len(a.Sources) > 0 {
+		t.printf("\n")
+	}
+	for _, src := range a.Sources {
+		t.printf("Note, from an export: %s\n", mdText(src.Summary()))
+	}
 }
 
 // request names a request: its verb, and its subresource if any.

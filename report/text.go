@@ -690,4 +690,7 @@ func (t *textWriter) audit(lc *explain.Lifecycle) {
 	for _, e := range entries {
 		t.printf("%s", e.line)
 	}
+	for _, src := range a.Sources {
+		t.printf("  %s from an export: %s\n", t.paint(cCyan, "note:"), src.Summary())
+	}
 }

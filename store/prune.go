@@ -21,7 +21,8 @@ import (
 //     DeletedFinalStateUnknown) observed longer than Age ago goes with every
 //     revision, and with what is about it or belongs to it alone: the Events
 //     (and audit events) about it, and its dependents (the Secrets,
-//     ConfigMaps, Services and PVCs it owned) once they are gone too. A pod
+//     ConfigMaps, Services and PVCs it owned) once they are gone too (a
+//     claim it does not own is an object of its own, below). A pod
 //     whose last record is not a deletion is never pruned.
 //   - An owner (a ReplicaSet, a Job...) goes once it is gone longer than
 //     Age and no kept object but Events refers to it: a ReplicaSet that
@@ -30,8 +31,8 @@ import (
 //     that expired, about a node), unless it is about, or belongs to, a pod
 //     still kept: it then goes with that pod.
 //   - Cluster-scoped objects are never pruned: namespaces, nodes, webhook
-//     configurations, admission policies and their bindings, the context
-//     that every pod's replay reads.
+//     configurations, admission policies and their bindings, StorageClasses:
+//     the context that every pod's replay reads.
 //
 // MaxBytes prunes the same way, by the same rules, but without waiting for
 // Age: the oldest gone pods first, while the trace's pages in use exceed

@@ -13,6 +13,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,7 +38,7 @@ import (
 // imports, and registers in its scheme, every API group Kubernetes serves,
 // with their clients, listers, informers and apply configurations (and the
 // discovery client the OpenAPI models): 25 of the 56 MB of a stripped
-// podtrace, for the seven group versions used here.
+// podtrace, for the eight group versions used here.
 type Client interface {
 	// ListWatch lists and watches the resource gvr in namespace ns ("" for
 	// all namespaces, and for a cluster-scoped resource), with the list
@@ -67,6 +68,7 @@ var apiScheme = func() *runtime.Scheme {
 		admissionv1beta1.AddToScheme,
 		admissionv1alpha1.AddToScheme,
 		authorizationv1.AddToScheme,
+		storagev1.AddToScheme,
 	}
 	utilruntime.Must(groups.AddToScheme(s))
 	return s
@@ -86,6 +88,7 @@ var clientGroupVersions = []schema.GroupVersion{
 	admissionv1beta1.SchemeGroupVersion,
 	admissionv1alpha1.SchemeGroupVersion,
 	authorizationv1.SchemeGroupVersion,
+	storagev1.SchemeGroupVersion,
 }
 
 // restClient is the Client New builds: a REST client per group version,

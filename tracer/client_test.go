@@ -48,6 +48,10 @@ func (c fakeClient) ListWatch(gvr schema.GroupVersionResource, ns string, tweak 
 		list, watchFn = listWatch(c.CoreV1().Nodes())
 	case "v1/services":
 		list, watchFn = listWatch(c.CoreV1().Services(ns))
+	case "v1/persistentvolumeclaims":
+		list, watchFn = listWatch(c.CoreV1().PersistentVolumeClaims(ns))
+	case "storage.k8s.io/v1/storageclasses":
+		list, watchFn = listWatch(c.StorageV1().StorageClasses())
 	case "apps/v1/replicasets":
 		list, watchFn = listWatch(c.AppsV1().ReplicaSets(ns))
 	case "apps/v1/deployments":

@@ -17,13 +17,16 @@
 //     MutatingAdmissionPolicies and their bindings in the first version the
 //     API server serves (v1, v1beta1, v1alpha1), cluster-scoped, whole
 //     (their matchConstraints are in the spec);
-//   - the pods' dependents: Secrets, ConfigMaps, PersistentVolumeClaims and
-//     Services that have an ownerReference to a recorded Pod, or had one in a
-//     revision already recorded (so their deletion is recorded too).
+//   - PersistentVolumeClaims, whole, every revision (a claim holds no
+//     secret: its phase, class and volume say why a pod waits for it), and
+//     StorageClasses (cluster-scoped);
+//   - the pods' dependents: Secrets, ConfigMaps and Services that have an
+//     ownerReference to a recorded Pod, or had one in a revision already
+//     recorded (so their deletion is recorded too).
 //
-// Secrets, ConfigMaps and PersistentVolumeClaims are watched through the
-// metadata API: their data is never requested, and their records hold a
-// PartialObjectMetadata with the real apiVersion and kind set.
+// Secrets and ConfigMaps are watched through the metadata API: their data
+// is never requested, and their records hold a PartialObjectMetadata with
+// the real apiVersion and kind set.
 //
 // Pods and events are required: Preflight fails when the user may not list
 // and watch them, naming the verb and the kubectl command to check it. Every

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,7 +49,7 @@ type kind struct {
 	class      class
 	wave       int // 0 starts first; 1 once wave 0 has synced
 	// metadataOnly kinds are watched through the metadata API so that their
-	// data is never requested (Secrets, ConfigMaps, PVCs).
+	// data is never requested (Secrets, ConfigMaps).
 	metadataOnly bool
 	what         string // what is not recorded without it, for warnings
 	// ifServed kinds are watched only where the API server serves them,
@@ -179,6 +180,8 @@ func kinds() []*kind {
 	validating := newKind("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
 		"ValidatingWebhookConfiguration", &admissionv1.ValidatingWebhookConfiguration{}, classAll, 0, "validating webhook configurations")
 	validating.cluster = true
+	storageClasses := newKind("storage.k8s.io", "v1", "storageclasses", "StorageClass", &storagev1.StorageClass{}, classAll, 0, "StorageClasses")
+	storageClasses.cluster = true
 
 	return append([]*kind{
 		pods,
@@ -196,7 +199,11 @@ func kinds() []*kind {
 		newKind("", "v1", "services", "Service", &corev1.Service{}, classDependent, 1, "pod-owned Services"),
 		metadataKind("secrets", "Secret", "pod-owned Secrets"),
 		metadataKind("configmaps", "ConfigMap", "pod-owned ConfigMaps"),
-		metadataKind("persistentvolumeclaims", "PersistentVolumeClaim", "pod-owned PersistentVolumeClaims"),
+		// Claims whole (a claim holds no secret): their phase, class and
+		// volume say why a pod waits for one; and the StorageClasses they
+		// name (cluster-scoped, few), to say one is missing.
+		newKind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", &corev1.PersistentVolumeClaim{}, classAll, 0, "PersistentVolumeClaims"),
+		storageClasses,
 	}, policyKinds()...)
 }
 

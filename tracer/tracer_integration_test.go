@@ -760,7 +760,7 @@ func TestRewatchAfterOutage(t *testing.T) {
 }
 
 // TestRelistIsAGap reproduces what the API server did to the recorder under
-// load (BENCHMARKS.md, fifteenth session): it drops what it had queued for a
+// load (BENCHMARKS.md, "Watches the API server ends"): it drops what it had queued for a
 // watch and closes it, then closes the resumed watch at once with nothing
 // sent, and client-go's reflector lists the pods again. The revisions made
 // in between are lost to any informer; the tracer must say so with a gap

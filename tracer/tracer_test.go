@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -459,10 +460,10 @@ func TestRunRecordsEventsAndPodDependents(t *testing.T) {
 		}
 	}
 	// Secret data is never asked for: the typed client never touches
-	// Secrets, ConfigMaps or PVCs.
+	// Secrets or ConfigMaps.
 	for _, a := range c.Actions() {
 		switch a.GetResource().Resource {
-		case "secrets", "configmaps", "persistentvolumeclaims":
+		case "secrets", "configmaps":
 			t.Errorf("typed client did %s %s; want metadata client only", a.GetVerb(), a.GetResource().Resource)
 		}
 	}
@@ -968,5 +969,41 @@ func TestPreflightSuggestsNamespace(t *testing.T) {
 				t.Errorf("error:\n%s\nwant it to end with %q", err, tt.wantHint)
 			}
 		})
+	}
+}
+
+// TestRunRecordsClaimsWhole: every PersistentVolumeClaim in scope is
+// recorded whole (its class and phase say why a pod waits for it), owned
+// by a pod or not, and every StorageClass.
+func TestRunRecordsClaimsWhole(t *testing.T) {
+	class := "fast"
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data-db-0", Namespace: "default", UID: "uid-pvc", ResourceVersion: "1"},
+		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
+		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
+	}
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard", UID: "uid-sc", ResourceVersion: "1"}, Provisioner: "example.com/disk"}
+	c, m := clients(t, nil, namespace("default"), pod("db-0", "1", nil), pvc, sc)
+	r := start(t, Options{Client: c, Metadata: m})
+	waitFor(t, "the claim", hasRow(r.sink, "Initial PersistentVolumeClaim default/data-db-0 rv=1"))
+	waitFor(t, "the class", hasRow(r.sink, "Initial StorageClass /standard rv=1"))
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, rec := range r.sink.records() {
+		switch rec.Kind {
+		case "PersistentVolumeClaim":
+			var got corev1.PersistentVolumeClaim
+			if err := json.Unmarshal(rec.Object, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Phase != corev1.ClaimPending || got.Spec.StorageClassName == nil || *got.Spec.StorageClassName != class || got.Kind != "PersistentVolumeClaim" {
+				t.Errorf("claim recorded as %s: want it whole, phase Pending, class %s", rec.Object, class)
+			}
+		case "StorageClass":
+			if !strings.Contains(string(rec.Object), `"provisioner":"example.com/disk"`) || !strings.Contains(string(rec.Object), `"apiVersion":"storage.k8s.io/v1"`) {
+				t.Errorf("StorageClass recorded as %s", rec.Object)
+			}
+		}
 	}
 }

@@ -34,6 +34,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -69,6 +70,16 @@ func appendObject(b []byte, obj runtime.Object) ([]byte, bool) {
 			return b, false
 		}
 		return appendCorev1Service(b, o), true
+	case *corev1.PersistentVolumeClaim:
+		if o == nil {
+			return b, false
+		}
+		return appendCorev1PersistentVolumeClaim(b, o), true
+	case *storagev1.StorageClass:
+		if o == nil {
+			return b, false
+		}
+		return appendStoragev1StorageClass(b, o), true
 	case *appsv1.ReplicaSet:
 		if o == nil {
 			return b, false
@@ -6664,6 +6675,52 @@ func appendCorev1Toleration(b []byte, v *corev1.Toleration) []byte {
 	return append(b, '}')
 }
 
+// appendCorev1TopologySelectorLabelRequirement writes v as encoding/json does.
+func appendCorev1TopologySelectorLabelRequirement(b []byte, v *corev1.TopologySelectorLabelRequirement) []byte {
+	start := len(b)
+	b = append(b, ",\"key\":"...)
+	b = json.AppendEscape(b, string(v.Key), flags)
+	b = append(b, ",\"values\":"...)
+	if v.Values == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i1 := range v.Values {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, string(v.Values[i1]), flags)
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// appendCorev1TopologySelectorTerm writes v as encoding/json does.
+func appendCorev1TopologySelectorTerm(b []byte, v *corev1.TopologySelectorTerm) []byte {
+	start := len(b)
+	if len(v.MatchLabelExpressions) != 0 {
+		b = append(b, ",\"matchLabelExpressions\":"...)
+		b = append(b, '[')
+		for i1 := range v.MatchLabelExpressions {
+			if i1 > 0 {
+				b = append(b, ',')
+			}
+			b = appendCorev1TopologySelectorLabelRequirement(b, &v.MatchLabelExpressions[i1])
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
 // appendCorev1TopologySpreadConstraint writes v as encoding/json does.
 func appendCorev1TopologySpreadConstraint(b []byte, v *corev1.TopologySpreadConstraint) []byte {
 	start := len(b)
@@ -7595,6 +7652,82 @@ func appendSchedulingv1alpha3WorkloadPodGroupSchedulingPolicy(b []byte, v *sched
 // appendSchedulingv1alpha3WorkloadPodGroupSingleDisruptionMode writes v as encoding/json does.
 func appendSchedulingv1alpha3WorkloadPodGroupSingleDisruptionMode(b []byte, v *schedulingv1alpha3.WorkloadPodGroupSingleDisruptionMode) []byte {
 	start := len(b)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// appendStoragev1StorageClass writes v as encoding/json does.
+func appendStoragev1StorageClass(b []byte, v *storagev1.StorageClass) []byte {
+	start := len(b)
+	if len(v.TypeMeta.Kind) != 0 {
+		b = append(b, ",\"kind\":"...)
+		b = json.AppendEscape(b, string(v.TypeMeta.Kind), flags)
+	}
+	if len(v.TypeMeta.APIVersion) != 0 {
+		b = append(b, ",\"apiVersion\":"...)
+		b = json.AppendEscape(b, string(v.TypeMeta.APIVersion), flags)
+	}
+	b = append(b, ",\"metadata\":"...)
+	b = appendMetav1ObjectMeta(b, &v.ObjectMeta)
+	b = append(b, ",\"provisioner\":"...)
+	b = json.AppendEscape(b, string(v.Provisioner), flags)
+	if len(v.Parameters) != 0 {
+		b = append(b, ",\"parameters\":"...)
+		var kb4 [8]string
+		keys1 := kb4[:0]
+		for k5 := range v.Parameters {
+			keys1 = append(keys1, string(k5))
+		}
+		slices.Sort(keys1)
+		b = append(b, '{')
+		for kv2, k5 := range keys1 {
+			if kv2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, k5, flags)
+			b = append(b, ':')
+			mv3 := v.Parameters[string(k5)]
+			b = json.AppendEscape(b, string(mv3), flags)
+		}
+		b = append(b, '}')
+	}
+	if v.ReclaimPolicy != nil {
+		b = append(b, ",\"reclaimPolicy\":"...)
+		b = json.AppendEscape(b, string((*v.ReclaimPolicy)), flags)
+	}
+	if len(v.MountOptions) != 0 {
+		b = append(b, ",\"mountOptions\":"...)
+		b = append(b, '[')
+		for i6 := range v.MountOptions {
+			if i6 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, string(v.MountOptions[i6]), flags)
+		}
+		b = append(b, ']')
+	}
+	if v.AllowVolumeExpansion != nil {
+		b = append(b, ",\"allowVolumeExpansion\":"...)
+		b = strconv.AppendBool(b, bool((*v.AllowVolumeExpansion)))
+	}
+	if v.VolumeBindingMode != nil {
+		b = append(b, ",\"volumeBindingMode\":"...)
+		b = json.AppendEscape(b, string((*v.VolumeBindingMode)), flags)
+	}
+	if len(v.AllowedTopologies) != 0 {
+		b = append(b, ",\"allowedTopologies\":"...)
+		b = append(b, '[')
+		for i7 := range v.AllowedTopologies {
+			if i7 > 0 {
+				b = append(b, ',')
+			}
+			b = appendCorev1TopologySelectorTerm(b, &v.AllowedTopologies[i7])
+		}
+		b = append(b, ']')
+	}
 	if len(b) == start {
 		return append(b, "{}"...)
 	}

@@ -59,6 +59,11 @@ type Options struct {
 	// Nodes is how many kwok nodes Start creates (kwok-node-0, kwok-node-1,
 	// ...). 0 means 1; a negative number means none.
 	Nodes int
+	// RealNodes is how many real nodes Start creates beside the kwok nodes
+	// (real-node-0, ...): each a kubelet with containerd and runc, see
+	// RealNode. They need root, cgroups, the Debian packages runc and
+	// containernetworking-plugins, and `make node-binaries`.
+	RealNodes int
 	// NodeAllocatable is each node's capacity and allocatable resources;
 	// default cpu 32, memory 256Gi, pods 110.
 	NodeAllocatable corev1.ResourceList
@@ -125,13 +130,16 @@ type Cluster struct {
 	Server string
 	// Ports are the ports in use.
 	Ports Ports
-	// Nodes are the names of the nodes Start created.
+	// Nodes are the names of the kwok nodes Start created.
 	Nodes []string
+	// RealNodes are the real nodes Start created (Options.RealNodes).
+	RealNodes []*RealNode
 	// Ready is how long Start took, from its call to a ready cluster.
 	Ready time.Duration
 
 	opts       Options
-	bins       map[string]string
+	binDir     string
+	bins       map[string]string // by process name
 	stages     []string
 	pki        *pki
 	keep       bool
@@ -152,12 +160,19 @@ type Cluster struct {
 
 // New starts a cluster for the test t and stops it when t ends. It fails t,
 // with what to do next, when the cluster cannot start, e.g. when the binaries
-// are missing ("run `make cluster-binaries`"). It never skips: tests that
+// are missing ("run `make cluster-binaries`"). It skips t only when
+// Options.RealNodes asks for real nodes that this machine cannot run at all
+// (ErrNoRealNode: not Linux, not root, no cgroups), and says why; tests that
 // want -short to skip them say so themselves.
 func New(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
+	}
+	if opts.RealNodes > 0 {
+		if err := RealNodeSupport(opts.BinDir); errors.Is(err, ErrNoRealNode) {
+			t.Skipf("skipped: %v", err)
+		}
 	}
 	c, err := Start(context.Background(), opts)
 	if err != nil {
@@ -243,6 +258,7 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 
 	c := &Cluster{
+		binDir:     binDir,
 		Dir:        dir,
 		LogDir:     filepath.Join(dir, "logs"),
 		Kubeconfig: filepath.Join(dir, "admin.kubeconfig"),
@@ -297,8 +313,15 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.waitNodesReady(ctx, Kwok, c.Nodes); err != nil {
 		return nil, err
 	}
+	if err := c.startRealNodes(ctx); err != nil {
+		return nil, err
+	}
 	c.Ready = time.Since(began)
-	opts.Logf("cluster: ready in %s, nodes: %s", c.Ready.Round(time.Millisecond), strings.Join(c.Nodes, ", "))
+	nodes := slices.Clone(c.Nodes)
+	for _, n := range c.RealNodes {
+		nodes = append(nodes, n.Name+" (real)")
+	}
+	opts.Logf("cluster: ready in %s, nodes: %s", c.Ready.Round(time.Millisecond), strings.Join(nodes, ", "))
 	return c, nil
 }
 
@@ -335,8 +358,11 @@ func (c *Cluster) Pids() map[string]int {
 	return pids
 }
 
-// Binaries returns the path of each component's binary, by component name.
+// Binaries returns the path of each component's binary, by component name,
+// and of each real node's processes, by their name (as in Pids).
 func (c *Cluster) Binaries() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return maps.Clone(c.bins)
 }
 
@@ -345,13 +371,15 @@ func (c *Cluster) LogFile(component string) string {
 	return filepath.Join(c.LogDir, component+".log")
 }
 
-// Stop stops every process the cluster started (kwok and the controllers
-// first, then the API server, then etcd): SIGTERM to its process group, then
-// SIGKILL after a few seconds. It then removes Dir, unless it is kept. It is
-// safe to call more than once.
+// Stop stops every process the cluster started (the real nodes first, see
+// RealNode, then kwok and the controllers, then the API server, then etcd):
+// SIGTERM to its process group, then SIGKILL after a few seconds. It then
+// removes Dir, unless it is kept or a real node left a mount in it that
+// would not go (Stop's error says which). It is safe to call more than once.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		untrack(c)
+		nodesErr := c.stopRealNodes()
 		c.mu.Lock()
 		c.stopped = true
 		procs := c.procs
@@ -375,6 +403,11 @@ func (c *Cluster) Stop() error {
 		}
 		if p := procs[Etcd]; p != nil {
 			p.stop(10 * time.Second)
+		}
+		if nodesErr != nil {
+			// A mount left in Dir may hold anything: never remove through it.
+			c.stopErr = fmt.Errorf("stop real nodes (cluster data kept in %s): %w", c.Dir, nodesErr)
+			return
 		}
 		if !c.keep {
 			if err := os.RemoveAll(c.Dir); err != nil {
@@ -524,6 +557,9 @@ func (c *Cluster) start(name, bin string, args, env []string) (*process, error) 
 		c.order = append(c.order, name)
 	}
 	c.procs[name] = p
+	if _, known := c.bins[name]; !known {
+		c.bins[name] = bin
+	}
 	c.opts.Logf("cluster: started %s (pid %d)", name, p.Pid())
 	return p, nil
 }
@@ -578,6 +614,12 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--service-cluster-ip-range", serviceCIDR,
 		"--authorization-mode", "Node,RBAC",
 		"--allow-privileged",
+		// logs, exec and port-forward on real nodes: the API server calls
+		// the kubelet at the node's InternalIP (its hostname resolves to
+		// nothing), as the cluster's client CA vouches for.
+		"--kubelet-preferred-address-types", "InternalIP",
+		"--kubelet-client-certificate", p.clients[kubeletClient].certFile,
+		"--kubelet-client-key", p.clients[kubeletClient].keyFile,
 	}
 	if c.AuditLog != "" {
 		args = append(args,

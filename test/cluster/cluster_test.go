@@ -78,8 +78,20 @@ func TestStart(t *testing.T) {
 	}
 
 	// Stop stops every process it started and removes the data.
+	stopChecked(t, c, cluster.Etcd, cluster.KubeAPIServer, cluster.KubeControllerManager, cluster.KubeScheduler, cluster.Kwok)
+	if os.Getenv(cluster.KeepEnv) != "1" {
+		if _, err := os.Stat(c.Dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cluster directory %s still there after Stop (stat: %v)", c.Dir, err)
+		}
+	}
+}
+
+// stopChecked stops the cluster and checks that the named processes ran
+// before and that none of its processes exists after.
+func stopChecked(t *testing.T, c *cluster.Cluster, names ...string) {
+	t.Helper()
 	pids := c.Pids()
-	for _, name := range []string{cluster.Etcd, cluster.KubeAPIServer, cluster.KubeControllerManager, cluster.KubeScheduler, cluster.Kwok} {
+	for _, name := range names {
 		if pids[name] == 0 {
 			t.Errorf("no pid for %s: %v", name, pids)
 		}
@@ -90,11 +102,6 @@ func TestStart(t *testing.T) {
 	for name, pid := range pids {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("%s (pid %d) still exists after Stop: kill(0) = %v", name, pid, err)
-		}
-	}
-	if os.Getenv(cluster.KeepEnv) != "1" {
-		if _, err := os.Stat(c.Dir); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("cluster directory %s still there after Stop (stat: %v)", c.Dir, err)
 		}
 	}
 }

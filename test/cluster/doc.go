@@ -12,6 +12,21 @@
 // hack/kwok/stages (Pending, Running and Ready; completion; image pull failure;
 // termination on deletion; removal once no finalizer is left).
 //
+// # Real nodes
+//
+// Options.RealNodes adds nodes run by a real kubelet with containerd and runc
+// (see [RealNode]): real containers, cgroups, OOM kills, probes, graceful
+// termination, the kubelet's own identity (client certificate
+// CN=system:node:NAME, O=system:nodes) and its final DELETE. They need Linux,
+// root and cgroups ([New] skips the test and says why otherwise: see
+// [RealNodeSupport]), the Debian packages runc and containernetworking-plugins,
+// and `make node-binaries`. Pods run the images [BusyboxImage] and
+// [PauseImage], imported into containerd at start; nothing is pulled. Stop
+// deletes their pods first, so that the CNI plugin tears their network down,
+// then stops the kubelet and containerd and undoes what they changed on the
+// machine (mounts, cgroups, bridge, sysctls, paths outside Dir); a run that
+// was killed is cleaned up by the next one ([CleanStaleNodes]).
+//
 // # Binaries
 //
 // The binaries are built from the Go module proxy by hack/build.sh (`make
@@ -39,8 +54,10 @@
 //	*.kubeconfig  admin (Cluster.Kubeconfig), kube-controller-manager,
 //	              kube-scheduler, kwok
 //	etcd/         etcd data
-//	logs/         one log per process (etcd.log, kube-apiserver.log, ...),
-//	              audit.log when Options.AuditPolicy is set
+//	logs/         one log per process (etcd.log, kube-apiserver.log, ...,
+//	              kubelet-real-node-0.log), audit.log when Options.AuditPolicy
+//	              is set
+//	node-<i>/     a real node's state: containerd, kubelet, CNI, certificates
 //
 // The directory is removed by [Cluster.Stop] unless Options.KeepDir is set or
 // PODTRACE_KEEP_CLUSTER=1.

@@ -28,6 +28,8 @@ const (
 	KwokUser = "kwok"
 
 	frontProxyUser = "front-proxy-client"
+	// kubeletClient is the API server's identity towards kubelets.
+	kubeletClient = "kube-apiserver-kubelet-client"
 )
 
 // keyPair is a certificate and its private key, in memory and on disk.
@@ -97,6 +99,7 @@ func newPKI(dir string, serviceIP net.IP) (*pki, error) {
 		{"kube-controller-manager", kcmUser, nil},
 		{"kube-scheduler", schedulerUser, nil},
 		{"kwok", KwokUser, nil},
+		{kubeletClient, kubeletClient, nil},
 	} {
 		kp, err := newCert(dir, c.file, p.clientCA, &x509.Certificate{
 			Subject:     pkix.Name{CommonName: c.user, Organization: c.groups},

@@ -75,9 +75,10 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind string, into any
 
 // recorded lists the resources record watches (tracer/kind.go), by API group.
 var recorded = map[string][]string{
-	"":      {"pods", "events", "namespaces", "nodes", "secrets", "configmaps", "services", "persistentvolumeclaims"},
-	"apps":  {"replicasets", "deployments", "statefulsets", "daemonsets"},
-	"batch": {"jobs", "cronjobs"},
+	"":               {"pods", "events", "namespaces", "nodes", "secrets", "configmaps", "services", "persistentvolumeclaims"},
+	"apps":           {"replicasets", "deployments", "statefulsets", "daemonsets"},
+	"batch":          {"jobs", "cronjobs"},
+	"storage.k8s.io": {"storageclasses"},
 	"admissionregistration.k8s.io": {"mutatingwebhookconfigurations", "validatingwebhookconfigurations",
 		"validatingadmissionpolicies", "validatingadmissionpolicybindings", "mutatingadmissionpolicies", "mutatingadmissionpolicybindings"},
 }

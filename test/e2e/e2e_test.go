@@ -95,7 +95,33 @@ func (r *recorder) stop(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Errorf("podtrace record did not stop within 60s of Ctrl-C")
+		return
 	}
+	checkInvariant(t, r.db)
+}
+
+// checkInvariant runs explain.Check over every pod of the trace at db:
+// every stretch in which Kubernetes' own state shows a pod unwell is
+// covered by a warning or critical finding whose evidence overlaps it, and
+// every Warning event is in some finding's evidence. Every trace the e2e
+// tests record is checked so (recorder.stop, and the recorder processes'
+// cleanup).
+func checkInvariant(t *testing.T, db string) {
+	t.Helper()
+	pods, stretches := 0, 0
+	err := app.ExplainEach(db, func(lc *explain.Lifecycle) error {
+		pods++
+		stretches += len(explain.Unwell(lc.Lifecycle))
+		for _, v := range explain.Check(lc) {
+			t.Errorf("invariant: %s", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("invariant over %s: %v", db, err)
+		return
+	}
+	t.Logf("invariant checked over the %d pods of %s: %d unwell stretches, each covered", pods, filepath.Base(filepath.Dir(db)), stretches)
 }
 
 // podtrace runs a podtrace command and returns its standard output.

@@ -201,6 +201,23 @@ func deleteCase(client kubernetes.Interface) *endedCase {
 	}
 }
 
+// waitJobComplete waits for the Job's Complete condition.
+func waitJobComplete(t *testing.T, client kubernetes.Interface, ns, name string) {
+	t.Helper()
+	waitFor(t, "job "+ns+"/"+name+" complete", time.Minute, func() (bool, error) {
+		j, err := client.BatchV1().Jobs(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
 // deployment is a Deployment of n nginx pods labelled app=name.
 func deployment(ns, name string, n int32) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
@@ -583,18 +600,7 @@ func healthyCase(client kubernetes.Interface) *healthyCaseT {
 			if _, err := client.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "job complete", time.Minute, func() (bool, error) {
-				j, err := client.BatchV1().Jobs(ns).Get(ctx, job, metav1.GetOptions{})
-				if err != nil {
-					return false, err
-				}
-				for _, c := range j.Status.Conditions {
-					if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
-						return true, nil
-					}
-				}
-				return false, nil
-			})
+			waitJobComplete(t, client, ns, job)
 			note(t)
 		},
 		check: func(t *testing.T, db string) {

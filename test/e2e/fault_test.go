@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,6 +70,16 @@ func startRecordProcessUntil(t *testing.T, want, what string, args ...string) *p
 	p := &proc{done: make(chan error, 1)}
 	p.cmd = exec.Command(bin, append([]string{"record"}, args...)...)
 	p.cmd.Stderr = &p.stderr
+	if i := slices.Index(args, "-o"); i >= 0 && i+1 < len(args) {
+		// Once the recorder is stopped (cleanups run last first), its
+		// trace is checked like every e2e trace.
+		db := args[i+1]
+		t.Cleanup(func() {
+			if _, err := os.Stat(db); err == nil {
+				checkInvariant(t, db)
+			}
+		})
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

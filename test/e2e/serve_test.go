@@ -27,6 +27,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/podtrace/podtrace/cmd/podtrace/app"
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/redact"
 	"github.com/podtrace/podtrace/serve"
 	"github.com/podtrace/podtrace/store"
@@ -157,7 +158,10 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPod(t, client, "hold", "stuck", "terminating", func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
-	time.Sleep(2 * time.Second) // let the watch deliver the deletions
+	// Held past its grace period (0) and the slack a deletion has: stuck,
+	// the finding serve gives a context. This lets the watch deliver the
+	// deletions too.
+	time.Sleep(explain.TerminationSlack + 2*time.Second)
 	rec.stop(t)
 
 	tr, err := store.Open(rec.db, store.Options{ReadOnly: true})

@@ -31,6 +31,29 @@
 // kind Event, name and UID the auditID, refs the pod's UID, the line itself
 // as the object.
 //
+// # Exports of managed clusters
+//
+// On GKE, EKS and AKS nobody reads the API server's log file: the cloud
+// exports the same events in an envelope of its own. Unwrap (export.go)
+// takes one record of such an export and returns the audit event it holds,
+// as JSON that Parse reads like a kube-apiserver line: the message of an
+// EKS CloudWatch Logs event or S3 export line (eks.go), the properties.log
+// of an AKS storage record or the log_s of an AzureDiagnostics row
+// (aks.go), each unchanged; or an event built from the fields of a GKE
+// Cloud Logging entry (gke.go) or an AKSAudit row (aks.go), which carries
+// an ExportField naming the export and the event fields it did not carry
+// (responseStatus.code, impersonatedUser...), so that no reader takes a
+// missing value for a zero. Each provider file cites the documents of its
+// format and says what they leave undocumented.
+//
+// A Source (source.go) reads one file, gunzipped, whatever its shape:
+// JSON lines (a file of kube-apiserver lines goes to Parse line by line
+// as before, and only lines Parse cannot read are tried as an export's),
+// or JSON documents (gcloud's array, aws's {"events": [...]}, az's array
+// of rows), read with a streaming decoder. Each record comes with the line
+// it starts on; damage in a JSON document ends the file after the records
+// before it.
+//
 // # Following a live log
 //
 // A Tailer follows one file as `tail -F` does, by polling: it reads the open

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/podtrace/podtrace/explain"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -122,5 +124,25 @@ func TestUserErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSampleTraceInvariant: on the sample trace, every pod's unwell
+// stretches are covered by a warning or critical finding and every Warning
+// event is cited (explain.Check).
+func TestSampleTraceInvariant(t *testing.T) {
+	pods := 0
+	err := ExplainEach(sampleTrace, func(lc *explain.Lifecycle) error {
+		pods++
+		for _, v := range explain.Check(lc) {
+			t.Errorf("invariant: %s", v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pods == 0 {
+		t.Fatal("no pod in the sample trace")
 	}
 }

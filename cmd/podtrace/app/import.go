@@ -50,13 +50,15 @@ func importCommand(streams Streams) *cli.Command {
 	return &cli.Command{
 		Name:  "import",
 		Usage: "add evidence recorded elsewhere to a trace: the API server's audit log about the recorded pods",
-		Description: "Reads kube-apiserver audit logs (JSON lines, audit.k8s.io/v1, gzip or not) and keeps the\n" +
-			"requests about the pods recorded in the trace: who created, updated, patched, bound,\n" +
-			"evicted or deleted them, the mutating webhooks' patches, and the requests that were denied.\n" +
-			"Importing the same log twice adds nothing.",
+		Description: "Reads kube-apiserver audit logs (JSON lines, audit.k8s.io/v1, gzip or not), or their export by\n" +
+			"GKE (Cloud Logging entries), EKS (CloudWatch Logs events, S3 export) or AKS (diagnostic logs,\n" +
+			"Log Analytics rows), recognized by content, and keeps the requests about the pods recorded in\n" +
+			"the trace: who created, updated, patched, bound, evicted or deleted them, the mutating\n" +
+			"webhooks' patches, and the requests that were denied. Says per file what the export's format\n" +
+			"does not carry. Importing the same log twice adds nothing.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to add to (recorded by podtrace record)", TakesFile: true},
-			&cli.StringSliceFlag{Name: "audit-log", Destination: &logs, Usage: "an audit log file (JSON lines, plain or gzip); repeat for rotated files", TakesFile: true},
+			&cli.StringSliceFlag{Name: "audit-log", Destination: &logs, Usage: "an audit log or export: a file (plain or gzip), a directory of them, or - for standard input; repeat for more", TakesFile: true},
 		},
 		Action: func(c *cli.Context) error {
 			o.logs = logs.Value()
@@ -82,7 +84,14 @@ func (o *importOptions) Validate(c *cli.Context) error {
 	if _, err := os.Stat(o.db); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no trace %q: record one first with podtrace record --db %s, or name it with --db", o.db, o.db)
 	}
+	stdin := 0
 	for _, l := range o.logs {
+		if l == stdinLog {
+			if stdin++; stdin > 1 {
+				return usagef("--audit-log - (standard input) is given twice")
+			}
+			continue
+		}
 		if _, err := os.Stat(l); err != nil {
 			return usagef("--audit-log %s: %v", l, err)
 		}
@@ -93,7 +102,8 @@ func (o *importOptions) Validate(c *cli.Context) error {
 // importStats counts what an import read and kept.
 type importStats struct {
 	Files   int
-	Lines   int
+	Lines   int  // lines, or records of JSON documents
+	Records bool // some file was a JSON document
 	Bytes   int64
 	Kept    int
 	Skipped map[string]int
@@ -104,11 +114,24 @@ func (s *importStats) skip(reason string) { s.Skipped[reason]++ }
 // Run imports the logs.
 func (o *importOptions) Run() error {
 	began := time.Now()
+	inputs, err := expandLogs(o.logs)
+	if err != nil {
+		return err
+	}
 	// Before the trace is opened: a wrong file adds nothing, half or whole.
-	for _, path := range o.logs {
-		if err := checkAuditLog(path, o.streams.ErrOut); err != nil {
-			return err
+	// Standard input is read once, by the import.
+	var logs []auditInput
+	for _, in := range inputs {
+		if in.path != stdinLog {
+			if err := checkAuditLog(in, o.streams.ErrOut); err != nil {
+				if !in.inDir {
+					return err
+				}
+				fmt.Fprintf(o.streams.ErrOut, "podtrace: warning: %v; skipped\n", err)
+				continue
+			}
 		}
+		logs = append(logs, in)
 	}
 	// Each audit event is an object of its own, written once: caching its
 	// last revision (a delta base for the next) would only hold memory.
@@ -121,11 +144,14 @@ func (o *importOptions) Run() error {
 		db.Close()
 		return err
 	}
-	for _, path := range o.logs {
-		if err := imp.importFile(path); err != nil {
+	var files []string
+	for _, in := range logs {
+		sum, err := imp.importFile(in, o.streams.In)
+		if err != nil {
 			db.Close()
-			return fmt.Errorf("import %s: %w (the %d events written before are whole; importing again adds only the rest)", path, err, imp.stats.Kept)
+			return fmt.Errorf("import %s: %w (the %d events written before are whole; importing again adds only the rest)", in.name(), err, imp.stats.Kept)
 		}
+		files = append(files, sum.String(in.name()))
 	}
 	if err := imp.flush(); err != nil {
 		db.Close()
@@ -137,8 +163,15 @@ func (o *importOptions) Run() error {
 	s := imp.stats
 	elapsed := time.Since(began)
 	mbs := float64(s.Bytes) / (1 << 20) / max(elapsed.Seconds(), 1e-6)
+	unit := "line"
+	if s.Records {
+		unit = "line or record"
+		if s.Lines != 1 {
+			unit = "lines or records"
+		}
+	}
 	fmt.Fprintf(o.streams.Out, "imported %s, %s (%.1f MB) in %s (%.1f MB/s): %s kept\n",
-		plural(s.Files, "file"), plural(s.Lines, "line"), float64(s.Bytes)/(1<<20), elapsed.Round(time.Millisecond), mbs, plural(s.Kept, "event"))
+		plural(s.Files, "file"), pluralUnit(s.Lines, unit), float64(s.Bytes)/(1<<20), elapsed.Round(time.Millisecond), mbs, plural(s.Kept, "event"))
 	reasons := make([]string, 0, len(s.Skipped))
 	for r := range s.Skipped {
 		reasons = append(reasons, r)
@@ -147,62 +180,26 @@ func (o *importOptions) Run() error {
 	for _, r := range reasons {
 		fmt.Fprintf(o.streams.Out, "  skipped %d: %s\n", s.Skipped[r], r)
 	}
+	for _, f := range files {
+		fmt.Fprintln(o.streams.Out, f)
+	}
 	return nil
 }
 
-// openLog opens an audit log, gunzipping it if it is gzip.
-func openLog(path string) (io.Reader, func(), error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
+// keptBefore says the records before damage are kept.
+func keptBefore(n int) string {
+	if n == 1 {
+		return "the record before it is kept"
 	}
-	br := bufio.NewReaderSize(f, 256<<10)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return br, func() { f.Close() }, nil // importFile says it is damaged
-		}
-		return zr, func() { zr.Close(); f.Close() }, nil
-	}
-	return br, func() { f.Close() }, nil
+	return fmt.Sprintf("the %d records before it are kept", n)
 }
 
-// checkAuditLog fails if no line of the file at path is an audit event (of
-// any audit.k8s.io version: a damaged or older log is warned about line by
-// line, not refused). It reads up to the first event: the first line of
-// an audit log.
-func checkAuditLog(path string, warn io.Writer) error {
-	r, closeLog, err := openLog(path)
-	if err != nil {
-		return err
+// pluralUnit counts n of a unit whose plural the caller chose.
+func pluralUnit(n int, unit string) string {
+	if unit == "line or record" || unit == "lines or records" {
+		return fmt.Sprintf("%d %s", n, unit)
 	}
-	defer closeLog()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), auditlog.MaxLine)
-	var first []byte
-	for sc.Scan() {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		if auditlog.IsEvent(b) {
-			return nil
-		}
-		if first == nil {
-			first = bytes.Clone(b)
-		}
-	}
-	if sc.Err() != nil {
-		return nil // damage: importFile counts and warns about it
-	}
-	if first == nil {
-		fmt.Fprintf(warn, "podtrace: warning: %s is empty\n", path)
-		return nil
-	}
-	if len(first) > 80 {
-		first = append(first[:77:77], "..."...)
-	}
-	return fmt.Errorf("%s is not a kube-apiserver audit log: first line is %q; podtrace import reads the JSON lines of audit.k8s.io/v1 Events that the API server writes to its --audit-log-path", path, first)
+	return plural(n, unit)
 }
 
 // auditImporter turns audit events into records of the pods they are about.
@@ -219,6 +216,7 @@ type auditImporter struct {
 	lines        []byte // the pending records' objects, mostly; reused
 	stats        importStats
 	warned       map[string]int // warnings printed per reason
+	file         *fileSummary   // of the file being read
 }
 
 func newAuditImporter(db *store.DB, warn io.Writer) (*auditImporter, error) {
@@ -260,52 +258,59 @@ func (c countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// importFile streams one log. Damage in the log (a bad line, a truncated
-// gzip stream) is counted and warned about, never fatal; only a failure to
-// write the trace is.
-func (imp *auditImporter) importFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+// importFile streams one log. Damage in the log (a bad line, a damaged
+// JSON document, a truncated gzip stream) is counted and warned about,
+// never fatal; only a failure to write the trace is.
+func (imp *auditImporter) importFile(in auditInput, stdin io.Reader) (*fileSummary, error) {
 	imp.stats.Files++
-	br := bufio.NewReaderSize(countingReader{f, &imp.stats.Bytes}, 256<<10)
-	var r io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			imp.stats.skip("unreadable gzip file")
-			imp.warnf("unreadable gzip file", "%s: not a readable gzip file (%v); skipped", path, err)
-			return nil
-		}
-		defer zr.Close()
-		r = zr
+	name := in.name()
+	r, closeLog, err := openInput(in, stdin, &imp.stats.Bytes)
+	if errors.Is(err, gzip.ErrHeader) {
+		imp.stats.skip("unreadable gzip file")
+		imp.warnf("unreadable gzip file", "%s: not a readable gzip file (%v); skipped", name, err)
+		return newFileSummary("unreadable gzip file"), nil
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 256<<10), auditlog.MaxLine) // grows for a longer line, up to MaxLine
+	if err != nil {
+		return nil, err
+	}
+	defer closeLog()
+	src := auditlog.NewSource(r)
+	sum := newFileSummary(src.Shape())
+	imp.stats.Records = imp.stats.Records || src.Shape() != "JSON lines"
+	imp.file = sum
 	line := 0
-	for sc.Scan() {
-		line++
+	for {
+		e, err := src.Next(imp.want)
+		if err != nil {
+			var de *auditlog.DocumentError
+			switch {
+			case err == io.EOF:
+			case errors.As(err, &de):
+				reason := "damaged JSON document (rest of the file)"
+				imp.stats.skip(reason)
+				imp.warnf(reason, "%s:%d: %s; %s", name, de.Line, de.Text(), keptBefore(sum.records))
+			case errors.Is(err, bufio.ErrTooLong):
+				reason := fmt.Sprintf("line longer than %d MiB (rest of the file)", auditlog.MaxLine>>20)
+				imp.stats.skip(reason)
+				imp.warnf(reason, "%s:%d: a line longer than %d MiB; the rest of the file is skipped", name, line+1, auditlog.MaxLine>>20)
+			case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader):
+				imp.stats.skip("truncated or damaged gzip stream (rest of the file)")
+				imp.warnf("truncated or damaged gzip stream (rest of the file)", "%s: gzip stream truncated or damaged after line %d (%v); the lines before it are kept", name, line, err)
+			default:
+				return nil, fmt.Errorf("read %s after line %d: %w", name, line, err)
+			}
+			return sum, nil
+		}
+		line = e.Line
 		imp.stats.Lines++
-		if err := imp.line(path, line, sc.Bytes()); err != nil {
-			return err
+		sum.records++
+		if e.Unwrapped.Event != nil {
+			sum.formats[e.Format]++
+		}
+		if err := imp.entry(name, &e); err != nil {
+			return nil, err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		switch {
-		case errors.Is(err, bufio.ErrTooLong):
-			reason := fmt.Sprintf("line longer than %d MiB (rest of the file)", auditlog.MaxLine>>20)
-			imp.stats.skip(reason)
-			imp.warnf(reason, "%s:%d: a line longer than %d MiB; the rest of the file is skipped", path, line+1, auditlog.MaxLine>>20)
-		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader):
-			imp.stats.skip("truncated or damaged gzip stream (rest of the file)")
-			imp.warnf("truncated or damaged gzip stream (rest of the file)", "%s: gzip stream truncated or damaged after line %d (%v); the lines before it are kept", path, line, err)
-		default:
-			return fmt.Errorf("read %s after line %d: %w", path, line, err)
-		}
-	}
-	return nil
 }
 
 const notRecorded = "pod not recorded in the trace"
@@ -319,15 +324,17 @@ func (imp *auditImporter) want(namespace, name string) string {
 	return notRecorded
 }
 
-func (imp *auditImporter) line(path string, n int, b []byte) error {
-	ev, skip := auditlog.Parse(b, imp.want)
-	if skip != nil {
-		imp.stats.skip(skip.Reason)
-		if skip.Warning != "" {
-			imp.warnf(skip.Reason, "%s:%d: %s", path, n, skip.Warning)
+// entry adds the audit event of a record, unless it is skipped, about no
+// recorded pod, or in the trace already.
+func (imp *auditImporter) entry(name string, e *auditlog.Entry) error {
+	if e.Skip != nil {
+		imp.stats.skip(e.Skip.Reason)
+		if e.Skip.Warning != "" {
+			imp.warnf(e.Skip.Reason, "%s:%s: %s", name, e.Where(), e.Skip.Warning)
 		}
 		return nil
 	}
+	ev := &e.Event
 	if imp.pendingIDs[ev.AuditID] {
 		imp.stats.skip("already in the trace")
 		return nil
@@ -346,7 +353,13 @@ func (imp *auditImporter) line(path string, n int, b []byte) error {
 		imp.stats.skip("already in the trace")
 		return nil
 	}
-	return imp.add(&ev, bytes.TrimSpace(b), pod.UID)
+	if imp.file != nil {
+		imp.file.kept++
+		for _, f := range e.Lacks {
+			imp.file.lacks[f]++
+		}
+	}
+	return imp.add(ev, bytes.TrimSpace(e.Unwrapped.Event), pod.UID)
 }
 
 // add adds the event read from line to the batch, writing the batch first

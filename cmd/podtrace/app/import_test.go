@@ -23,7 +23,13 @@ import (
 
 func copyTrace(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/audit/trace.db")
+	return copyTraceFrom(t, "testdata/audit/trace.db")
+}
+
+// copyTraceFrom copies a trace into the test's temporary directory.
+func copyTraceFrom(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,6 +178,9 @@ type traceContext struct {
 	about  map[string][]store.Record // owner UID -> the Events about it
 
 	nodes []store.Object // every node recorded
+	// claims and classes are the PersistentVolumeClaims and StorageClasses
+	// recorded (see claimInput).
+	claims, classes []store.Object
 
 	// For the pods never bound to a node, loaded on first use: every
 	// node's history, and the revisions of the pods bound to one that tell
@@ -189,13 +192,15 @@ type traceContext struct {
 }
 
 // contextFilters select the objects of a trace that any pod's replay may
-// need: webhookKinds, namespaces and nodes.
+// need: webhookKinds, namespaces and nodes, then the claims and storage
+// classes (read only for pods whose volumes name a claim).
 var contextFilters = func() []store.ObjectFilter {
 	var fs []store.ObjectFilter
 	for _, k := range webhookKinds {
 		fs = append(fs, store.ObjectFilter{Kind: k})
 	}
-	return append(fs, store.ObjectFilter{Kind: "Namespace"}, store.ObjectFilter{Kind: "Node"})
+	return append(fs, store.ObjectFilter{Kind: "Namespace"}, store.ObjectFilter{Kind: "Node"},
+		store.ObjectFilter{Kind: "PersistentVolumeClaim"}, store.ObjectFilter{Kind: "StorageClass"})
 }()
 
 // scanTrace lists the objects of the trace context (contextFilters) and
@@ -244,8 +249,10 @@ func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
 			}
 		}
 	}
-	tc.nodes = objs[len(contextFilters)-1]
-	for _, list := range objs[len(webhookKinds):] {
+	nodes := len(webhookKinds) + 1
+	tc.nodes = objs[nodes]
+	tc.claims, tc.classes = objs[nodes+1], objs[nodes+2]
+	for _, list := range objs[len(webhookKinds) : nodes+1] {
 		for _, o := range list {
 			key := o.Kind + "/" + o.Name
 			if l, ok := tc.latest[key]; !ok || o.FirstSeq > l.FirstSeq {
@@ -415,6 +422,9 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 		return in, err
 	} else if len(recs) > 0 {
 		in.Related[recs[0].UID] = recs
+	}
+	if err := tc.claimInput(db, &in); err != nil {
+		return in, err
 	}
 	if node := diff.NodeName(in.Pod); node != "" {
 		if recs, err := tc.named(db, "Node", node); err != nil {

@@ -17,7 +17,7 @@ import (
 // GOMAXPROCS from the container's CPU limit. Side by side at 20,000 pods it
 // used 0.87-0.88x the CPU it used on two Ps (the scheduler's share fell to
 // 5.6%), with the same RSS while watching and 56-71 MiB more at exit, in the
-// final compaction (BENCHMARKS.md, "Thirteenth session"). A bare informer
+// final compaction (BENCHMARKS.md, "How the figures got here"). A bare informer
 // saves about as much on one P: this is the runtime's overhead, not what
 // recording adds. What it costs is the ceiling: record does at most one
 // core's work (it used 80.6 s of CPU over the 27 minutes of that run).

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/podtrace/podtrace/otlp"
 	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/tracer"
@@ -42,6 +43,11 @@ type recordOptions struct {
 	MaxSize       string
 	WaitForLease  time.Duration
 	Compression   bool
+	OTLP          otlpFlags
+	OTLPQuiet     time.Duration
+	OTLPQueue     int
+
+	otlpRedact redactFlags // the traces sent are redacted as every output is
 
 	oldOut  string        // --out and -o, deprecated for --db
 	retain  time.Duration // Retain, parsed
@@ -50,7 +56,7 @@ type recordOptions struct {
 }
 
 func defaultRecordOptions() *recordOptions {
-	return &recordOptions{Out: "podtrace.db"}
+	return &recordOptions{Out: "podtrace.db", OTLPQuiet: 5 * time.Minute, OTLPQueue: 10000}
 }
 
 func recordCommand(streams Streams) *cli.Command {
@@ -60,11 +66,12 @@ func recordCommand(streams Streams) *cli.Command {
 		Usage:     "record pods, their events and what surrounds them into a trace file",
 		ArgsUsage: " ",
 		Description: "Watches the cluster with shared informers and writes every revision of every pod\n" +
-			"(and their events, owners, pod-owned Secrets/ConfigMaps/Services/PVCs as metadata,\n" +
-			"namespaces, nodes and admission webhook configurations) to the trace file, until\n" +
+			"(and their events, owners, pod-owned Secrets/ConfigMaps/Services (metadata only for\n" +
+			"Secrets and ConfigMaps), PersistentVolumeClaims and StorageClasses, namespaces, nodes\n" +
+			"and admission webhook configurations) to the trace file, until\n" +
 			"Ctrl-C or --duration. Secret data is never requested. Recording into an existing\n" +
 			"trace adds a session to it; diff and report can read it while it records.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig file (default: $KUBECONFIG or ~/.kube/config; in a pod: the pod's service account)", Destination: &o.Kubeconfig},
 			&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use", Destination: &o.Context},
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "record only this namespace (default: all namespaces)", Destination: &o.Namespace},
@@ -80,7 +87,12 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.DurationFlag{Name: "wait-for-lease", Usage: "if another recorder holds the trace (one stopping, as a Deployment's old pod does), wait up to this long for it to let go, e.g. 2m30s, instead of failing at once; /healthz answers meanwhile", Destination: &o.WaitForLease},
 			&cli.BoolFlag{Name: "compression", Usage: "ask the API server to gzip what it sends: half the bytes, for a slow link to a remote cluster, at a CPU cost to both ends (since Kubernetes 1.37 each event of a watch's initial stream is compressed on its own); off by default", Destination: &o.Compression},
 			&cli.StringFlag{Name: "audit-log", Usage: "follow this kube-apiserver audit log (its --audit-log-path) while recording and keep its events about the recorded pods; read from its end on, through rotation (add older lines with podtrace import)", Destination: &o.AuditLog, TakesFile: true},
-		},
+		}, append(o.OTLP.flags("stream each pod's trace, as it ends (deleted, or quiet for --otlp-quiet), read back from the trace file,"),
+			&cli.DurationFlag{Name: "otlp-quiet", Value: o.OTLPQuiet, Usage: "with --otlp: send a pod's trace once it has had no new revision for this long (a stuck pod, a long-running one), and again if it changes", Destination: &o.OTLPQuiet},
+			&cli.IntFlag{Name: "otlp-queue", Value: o.OTLPQueue, Usage: "with --otlp: at most this many pods wait to be sent while the endpoint does not answer (quiet ones, half of it, and they wait their turn); past it the deleted pods are dropped and counted (podtrace export --otlp sends them later)", Destination: &o.OTLPQueue},
+			&cli.StringSliceFlag{Name: "otlp-redact", Destination: &o.otlpRedact.patterns, Usage: "with --otlp: also redact this env var, annotation or label key, or the matches of this regular expression, in the traces sent (repeatable; the trace file keeps what it records)"},
+			&cli.BoolFlag{Name: "otlp-no-redact", Destination: &o.otlpRedact.off, Usage: "with --otlp: send env values, credentials and last-applied configuration as recorded"},
+		)...),
 		Action: func(c *cli.Context) error {
 			if err := o.Complete(c, streams); err != nil {
 				return err
@@ -159,6 +171,23 @@ func (o *recordOptions) Validate() error {
 	}
 	if o.WaitForLease < 0 {
 		return usagef("--wait-for-lease must be positive (or 0 to fail at once), got %s", o.WaitForLease)
+	}
+	if o.OTLP.on() {
+		if err := o.OTLP.complete(); err != nil {
+			return err
+		}
+		if o.OTLPQuiet <= 0 {
+			return usagef("--otlp-quiet must be positive, got %s", o.OTLPQuiet)
+		}
+		if o.OTLPQueue <= 0 {
+			return usagef("--otlp-queue must be positive, got %d", o.OTLPQueue)
+		}
+		if o.otlpRedact.off && len(o.otlpRedact.patterns.Value()) > 0 {
+			return usagef("--otlp-redact and --otlp-no-redact contradict each other: drop one")
+		}
+		if err := o.otlpRedact.Complete(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -257,6 +286,13 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	if err != nil {
 		return err
 	}
+	cluster := o.OTLP.cluster
+	if cluster == "" {
+		cluster = contextName
+	}
+	if o.OTLP.on() && cluster == "" {
+		return &UsageError{Err: errNoCluster}
+	}
 	cfg.UserAgent = "podtrace/" + Version
 
 	disc, err := tracer.NewDiscovery(cfg)
@@ -314,6 +350,27 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		defer cancel()
 	}
 	sink := newTraceSink(w, o.Out, session.ID, warn)
+	var recSink tracer.Sink = sink
+	var stream *otlpStream
+	if o.OTLP.on() {
+		client, err := otlp.NewClient(o.OTLP.client)
+		if err != nil {
+			w.EndSession(session.ID, time.Now())
+			w.Close()
+			return err
+		}
+		stream = newOTLPStream(o.Out, client, otlp.Options{Cluster: cluster, Version: Version}, o.OTLPQuiet, o.OTLPQueue, &o.otlpRedact, warn)
+		recSink = stream.wrap(sink)
+		go stream.run()
+		defer stream.finishAndReport(io.Discard) // on an early return; once only
+		if srv != nil {
+			srv.setOTLP(stream)
+		}
+		status.println(fmt.Sprintf("podtrace: sending each pod's trace to %s (%s) as cluster %q, once it is deleted or quiet for %s", client.Endpoint(), client.Protocol(), cluster, o.OTLPQuiet))
+		if o.otlpRedact.off {
+			status.println("podtrace: WARNING: --otlp-no-redact: the traces sent carry env values, credentials and last-applied configuration as recorded")
+		}
+	}
 	var audit *auditFollower
 	if o.AuditLog != "" {
 		sink.pods = newPodIndex()
@@ -347,7 +404,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		go func() { auditDone <- audit.run(auditCtx, auditlog.DefaultPoll) }()
 	}
 
-	runErr := tr.Run(runCtx, sink)
+	runErr := tr.Run(runCtx, recSink)
 
 	// The tracer has written its last records: every recorded pod is
 	// known, the audit events held for theirs can be settled.
@@ -400,6 +457,10 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	}
 	if audit != nil {
 		audit.summary(streams.ErrOut)
+	}
+	if stream != nil {
+		// The trace is complete: what is queued can be read and sent.
+		stream.finishAndReport(streams.ErrOut)
 	}
 	return nil
 }

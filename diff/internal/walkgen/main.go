@@ -454,10 +454,10 @@ func (g *gen) field(w *bytes.Buffer, f structField) {
 		et := ft.Elem()
 		elems := fmt.Sprintf("reflect.ValueOf(%s).Elem(), reflect.ValueOf(%s).Elem()", fx, fy)
 		if plainScalar(et) {
-			nilReport, report := fmt.Sprintf("w.report(%s)", values), fmt.Sprintf("w.report(%s)", elems)
+			nilReport, report := fmt.Sprintf("w.report(%s)", values), fmt.Sprintf("w.reportPointee(%s)", elems)
 			if r := scalarReport(et); r != "" {
 				nilReport = fmt.Sprintf("%sPtr(w, %s, %s)", r, fx, fy)
-				report = fmt.Sprintf("%s(w, *%s, *%s)", r, fx, fy)
+				report = fmt.Sprintf("%sPointee(w, *%s, *%s)", r, fx, fy)
 			}
 			fmt.Fprintf(w, "if %s != %s {\n%s", fx, fy, push)
 			fmt.Fprintf(w, "if %s == nil || %s == nil {\n%s\n} else if *%s != *%s {\n%s\n}\n",

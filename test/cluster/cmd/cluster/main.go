@@ -2,7 +2,7 @@
 // github.com/podtrace/podtrace/test/cluster) in the background, for the demo
 // and for trying podtrace by hand:
 //
-//	cluster up   [-dir _output/cluster] [-nodes 1] [-audit-policy FILE] [-timeout 3m]
+//	cluster up   [-dir _output/cluster] [-nodes 1] [-real-nodes 0] [-audit-policy FILE] [-timeout 3m]
 //	cluster down [-dir _output/cluster]
 //
 // up starts a supervisor process, detached from the terminal, that starts the
@@ -17,7 +17,8 @@
 //
 // down stops exactly those processes: it asks the supervisor to stop the
 // cluster, and if the supervisor is gone, stops the recorded components
-// itself, after checking that each pid still runs the recorded binary.
+// itself, after checking that each pid still runs the recorded binary, and
+// undoes what real nodes left on the machine (cluster.CleanStaleNodes).
 package main
 
 import (
@@ -51,7 +52,7 @@ func main() {
 
 type usageError struct{ error }
 
-const usage = `usage: cluster up   [-dir DIR] [-nodes N] [-audit-policy FILE] [-timeout D]
+const usage = `usage: cluster up   [-dir DIR] [-nodes N] [-real-nodes N] [-audit-policy FILE] [-timeout D]
        cluster down [-dir DIR]`
 
 func run(args []string, out io.Writer) error {
@@ -62,6 +63,7 @@ func run(args []string, out io.Writer) error {
 	fs.SetOutput(io.Discard)
 	dir := fs.String("dir", filepath.Join("_output", "cluster"), "directory for the kubeconfig, pid files, logs and data")
 	nodes := fs.Int("nodes", 1, "number of kwok nodes")
+	realNodes := fs.Int("real-nodes", 0, "number of real nodes (kubelet, containerd, runc; needs root and `make node-binaries`)")
 	audit := fs.String("audit-policy", "", "audit policy file; the audit log goes to DIR/data/logs/audit.log")
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long to wait for the cluster to be ready")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -80,11 +82,19 @@ func run(args []string, out io.Writer) error {
 		if *nodes < 1 {
 			return usageError{fmt.Errorf("-nodes must be at least 1, not %d", *nodes)}
 		}
-		return s.up(out, *nodes, *audit, *timeout)
+		if *realNodes < 0 {
+			return usageError{fmt.Errorf("-real-nodes must be 0 or more, not %d", *realNodes)}
+		}
+		if *realNodes > 0 {
+			if err := cluster.RealNodeSupport(""); err != nil {
+				return err
+			}
+		}
+		return s.up(out, *nodes, *realNodes, *audit, *timeout)
 	case "down":
 		return s.down(out)
 	case "supervise":
-		return s.supervise(*nodes, *audit, *timeout)
+		return s.supervise(*nodes, *realNodes, *audit, *timeout)
 	default:
 		return usageError{fmt.Errorf("unknown command %q\n%s", args[0], usage)}
 	}
@@ -97,7 +107,7 @@ func (s state) path(parts ...string) string {
 	return filepath.Join(append([]string{s.dir}, parts...)...)
 }
 
-func (s state) up(out io.Writer, nodes int, auditFile string, timeout time.Duration) error {
+func (s state) up(out io.Writer, nodes, realNodes int, auditFile string, timeout time.Duration) error {
 	if pid, ok := s.supervisor(); ok {
 		return fmt.Errorf("a local control plane is already running (supervisor pid %d, %s); run `make cluster-down` first", pid, s.dir)
 	}
@@ -126,7 +136,7 @@ func (s state) up(out io.Writer, nodes int, auditFile string, timeout time.Durat
 		return err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(exe, "supervise", "-dir", s.dir, "-nodes", strconv.Itoa(nodes),
+	cmd := exec.Command(exe, "supervise", "-dir", s.dir, "-nodes", strconv.Itoa(nodes), "-real-nodes", strconv.Itoa(realNodes),
 		"-audit-policy", auditFile, "-timeout", timeout.String())
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -143,7 +153,11 @@ func (s state) up(out io.Writer, nodes int, auditFile string, timeout time.Durat
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	fmt.Fprintf(out, "starting the local control plane (%d node(s)) in %s ...\n", nodes, s.dir)
+	if realNodes > 0 {
+		fmt.Fprintf(out, "starting the local control plane (%d kwok node(s), %d real node(s)) in %s ...\n", nodes, realNodes, s.dir)
+	} else {
+		fmt.Fprintf(out, "starting the local control plane (%d node(s)) in %s ...\n", nodes, s.dir)
+	}
 	began := time.Now()
 	deadline := time.After(timeout + 30*time.Second)
 	for {
@@ -168,7 +182,7 @@ func (s state) up(out io.Writer, nodes int, auditFile string, timeout time.Durat
 
 // supervise runs in the background: it starts the cluster, records the pids,
 // and stops the cluster on SIGTERM, SIGINT or SIGHUP.
-func (s state) supervise(nodes int, auditFile string, timeout time.Duration) error {
+func (s state) supervise(nodes, realNodes int, auditFile string, timeout time.Duration) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -184,6 +198,7 @@ func (s state) supervise(nodes int, auditFile string, timeout time.Duration) err
 	opts := cluster.Options{
 		Dir:             s.path("data"),
 		Nodes:           nodes,
+		RealNodes:       realNodes,
 		Timeout:         timeout,
 		NoSignalHandler: true,
 		Logf: func(format string, args ...any) {
@@ -204,9 +219,11 @@ func (s state) supervise(nodes int, auditFile string, timeout time.Duration) err
 	cancel() // ends the start-up signal goroutine; sigs now waits below
 	defer func() {
 		if err := c.Stop(); err != nil {
+			// Stop keeps the data when a real node left a mount in it.
 			fmt.Fprintf(os.Stderr, "supervisor: %v\n", err)
+		} else {
+			_ = s.cleanup()
 		}
-		_ = s.cleanup()
 		_ = os.Remove(s.path("supervisor.pid"))
 		fmt.Fprintln(os.Stderr, "supervisor: stopped")
 	}()
@@ -223,7 +240,7 @@ func (s state) supervise(nodes int, auditFile string, timeout time.Duration) err
 	}
 	bins := c.Binaries()
 	for name, pid := range c.Pids() {
-		bin := bins[strings.SplitN(name, "-extra-", 2)[0]]
+		bin := bins[name]
 		line := fmt.Sprintf("%d %s\n", pid, bin)
 		if err := os.WriteFile(s.path("pids", name+".pid"), []byte(line), 0o644); err != nil {
 			return err
@@ -231,6 +248,10 @@ func (s state) supervise(nodes int, auditFile string, timeout time.Duration) err
 	}
 	var summary strings.Builder
 	fmt.Fprintf(&summary, "API server %s, nodes %s\n", c.Server, strings.Join(c.Nodes, ", "))
+	for _, n := range c.RealNodes {
+		fmt.Fprintf(&summary, "real node %s (kubelet, containerd, runc): address %s, pods on %s; its images: %s, %s (imagePullPolicy: Never)\n",
+			n.Name, n.IP, n.Subnet, cluster.BusyboxImage, cluster.PauseImage)
+	}
 	fmt.Fprintf(&summary, "logs in %s\n", c.LogDir)
 	if c.AuditLog != "" {
 		fmt.Fprintf(&summary, "audit log %s\n  (podtrace record --audit-log %s -o trace.db follows it; podtrace import --audit-log adds it afterwards)\n", c.AuditLog, c.AuditLog)
@@ -313,14 +334,38 @@ func (s state) hasPidFiles() bool {
 }
 
 // cleanup removes what a run leaves in the directory, except the logs of the
-// supervisor.
+// supervisor, after undoing what real nodes of a supervisor that could not
+// stop them left on the machine (processes, mounts, cgroups, bridge,
+// sysctls). It never removes through a mount.
 func (s state) cleanup() error {
+	if err := cluster.CleanStaleNodes(func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }); err != nil {
+		return err
+	}
+	if m := mountsUnder(s.path("data")); len(m) > 0 {
+		return fmt.Errorf("%s is still mounted, and more (%d mounts under %s): a real node is still running there, or could not be cleaned up; not removing it",
+			m[0], len(m), s.path("data"))
+	}
 	for _, p := range []string{"pids", "data", "kubeconfig", "ready"} {
 		if err := os.RemoveAll(s.path(p)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// mountsUnder lists the mount points at or below dir.
+func mountsUnder(dir string) []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }
 
 func readPidFile(path string) (int, string, error) {
