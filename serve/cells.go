@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -132,21 +133,39 @@ func typedCells(apiVersion, kind string, raw []byte, t time.Time) (cells []any, 
 			return nil, true, err
 		}
 		return []any{n.Name, string(n.Status.Phase), age(n.ObjectMeta)}, true, nil
-	case "v1 Secret", "v1 ConfigMap", "v1 PersistentVolumeClaim":
+	case "v1 Secret", "v1 ConfigMap":
 		// Recorded as metadata alone: what the other columns show is not
 		// in the trace.
 		var m metav1.PartialObjectMetadata
 		if err := decode(&m); err != nil {
 			return nil, true, err
 		}
-		switch kind {
-		case "Secret":
+		if kind == "Secret" {
 			return []any{m.Name, "<unknown>", "<unknown>", age(m.ObjectMeta)}, true, nil
-		case "ConfigMap":
-			return []any{m.Name, "<unknown>", age(m.ObjectMeta)}, true, nil
 		}
-		u := "<unknown>"
-		return []any{m.Name, u, u, u, u, u, u, age(m.ObjectMeta), u}, true, nil
+		return []any{m.Name, "<unknown>", age(m.ObjectMeta)}, true, nil
+	case "v1 PersistentVolumeClaim":
+		var c corev1.PersistentVolumeClaim
+		if err := decode(&c); err != nil {
+			return nil, true, err
+		}
+		return claimRow(&c, t), true, nil
+	case "storage.k8s.io/v1 StorageClass":
+		// The API server marks the effective default class of a list
+		// "(default)"; a row here is made alone, unmarked.
+		var c storagev1.StorageClass
+		if err := decode(&c); err != nil {
+			return nil, true, err
+		}
+		reclaim, binding := string(corev1.PersistentVolumeReclaimDelete), string(storagev1.VolumeBindingImmediate)
+		if c.ReclaimPolicy != nil {
+			reclaim = string(*c.ReclaimPolicy)
+		}
+		if c.VolumeBindingMode != nil {
+			binding = string(*c.VolumeBindingMode)
+		}
+		expand := c.AllowVolumeExpansion != nil && *c.AllowVolumeExpansion
+		return []any{c.Name, c.Provisioner, reclaim, binding, expand, age(c.ObjectMeta)}, true, nil
 	case "admissionregistration.k8s.io/v1 MutatingWebhookConfiguration":
 		var c admissionv1.MutatingWebhookConfiguration
 		if err := decode(&c); err != nil {
@@ -161,6 +180,46 @@ func typedCells(apiVersion, kind string, raw []byte, t time.Time) (cells []any, 
 		return []any{c.Name, int64(len(c.Webhooks)), age(c.ObjectMeta)}, true, nil
 	}
 	return nil, false, nil
+}
+
+// claimRow is printPersistentVolumeClaim's row.
+func claimRow(c *corev1.PersistentVolumeClaim, t time.Time) []any {
+	phase := string(c.Status.Phase)
+	if c.DeletionTimestamp != nil {
+		phase = "Terminating"
+	}
+	vac, mode := "<unset>", "<unset>"
+	if c.Spec.VolumeAttributesClassName != nil {
+		vac = *c.Spec.VolumeAttributesClassName
+	}
+	if c.Spec.VolumeMode != nil {
+		mode = string(*c.Spec.VolumeMode)
+	}
+	var capacity, modes string
+	if c.Spec.VolumeName != "" {
+		var m []string
+		for _, want := range []struct {
+			mode  corev1.PersistentVolumeAccessMode
+			short string
+		}{{corev1.ReadWriteOnce, "RWO"}, {corev1.ReadOnlyMany, "ROX"}, {corev1.ReadWriteMany, "RWX"}, {corev1.ReadWriteOncePod, "RWOP"}} {
+			for _, have := range c.Status.AccessModes {
+				if have == want.mode {
+					m = append(m, want.short)
+					break
+				}
+			}
+		}
+		modes = strings.Join(m, ",")
+		q := c.Status.Capacity[corev1.ResourceStorage]
+		capacity = q.String()
+	}
+	class := ""
+	if v, ok := c.Annotations[corev1.BetaStorageClassAnnotation]; ok {
+		class = v
+	} else if c.Spec.StorageClassName != nil {
+		class = *c.Spec.StorageClassName
+	}
+	return []any{c.Name, phase, c.Spec.VolumeName, capacity, modes, class, vac, since(c.CreationTimestamp.Time, t), mode}
 }
 
 // replicas is a spec's replicas, defaulted as the API server does (1).

@@ -252,3 +252,28 @@ func TestPartial(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimAndClassCells: a bound claim's row as the API server prints it
+// (capacity and access modes once bound, the class from the spec), and a
+// StorageClass's defaults.
+func TestClaimAndClassCells(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	claim := `{"metadata":{"name":"data","creationTimestamp":"2026-12-01T09:59:00Z"},"spec":{"storageClassName":"fast","volumeName":"pv-1","volumeMode":"Filesystem"},` +
+		`"status":{"phase":"Bound","accessModes":["ReadWriteOnce","ReadWriteOncePod"],"capacity":{"storage":"10Gi"}}}`
+	var md objectMeta
+	got, err := cellsOf("v1", "PersistentVolumeClaim", []byte(claim), at, &md, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[data Bound pv-1 10Gi RWO,RWOP fast <unset> 60s Filesystem]"; fmt.Sprint(got) != want {
+		t.Errorf("claim cells %v, want %s", got, want)
+	}
+	class := `{"metadata":{"name":"standard","creationTimestamp":"2026-12-01T09:00:00Z"},"provisioner":"example.com/disk"}`
+	got, err = cellsOf("storage.k8s.io/v1", "StorageClass", []byte(class), at, &md, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[standard example.com/disk Delete Immediate false 60m]"; fmt.Sprint(got) != want {
+		t.Errorf("class cells %v, want %s", got, want)
+	}
+}

@@ -61,12 +61,12 @@ var known = map[string]resource{
 // recorded are the kinds podtrace record watches (tracer/kind.go): served
 // even when the trace holds none of them, as an API server serves an empty
 // list, unless a session says it could not watch the kind. Of Services,
-// Secrets, ConfigMaps and PersistentVolumeClaims it keeps those pods own.
+// Secrets and ConfigMaps it keeps those pods own.
 var recorded = [][2]string{
 	{"v1", "Pod"}, {"v1", "Event"}, {"v1", "Namespace"}, {"v1", "Node"},
 	{"v1", "Service"}, {"v1", "Secret"}, {"v1", "ConfigMap"}, {"v1", "PersistentVolumeClaim"},
 	{"apps/v1", "ReplicaSet"}, {"apps/v1", "Deployment"}, {"apps/v1", "StatefulSet"}, {"apps/v1", "DaemonSet"},
-	{"batch/v1", "Job"}, {"batch/v1", "CronJob"},
+	{"batch/v1", "Job"}, {"batch/v1", "CronJob"}, {"storage.k8s.io/v1", "StorageClass"},
 	{"admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"},
 	{"admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"},
 }

@@ -307,8 +307,8 @@ func TestDiscovery(t *testing.T) {
 	}
 	// Every kind podtrace records, whether the trace holds some or not
 	// (kubectl get svc is an empty list, not an unknown resource type).
-	if fmt.Sprint(gs) != "[ admissionregistration.k8s.io apps batch]" {
-		t.Errorf("groups %v, want the core group, admissionregistration.k8s.io, apps and batch", gs)
+	if fmt.Sprint(gs) != "[ admissionregistration.k8s.io apps batch storage.k8s.io]" {
+		t.Errorf("groups %v, want the core group, admissionregistration.k8s.io, apps, batch and storage.k8s.io", gs)
 	}
 	var rs []string
 	for _, l := range lists {
@@ -320,7 +320,7 @@ func TestDiscovery(t *testing.T) {
 		"v1 persistentvolumeclaims get,list,watch; v1 pods get,list,watch; v1 secrets get,list,watch; v1 services get,list,watch; "+
 		"admissionregistration.k8s.io/v1 mutatingwebhookconfigurations get,list,watch; admissionregistration.k8s.io/v1 validatingwebhookconfigurations get,list,watch; "+
 		"apps/v1 daemonsets get,list,watch; apps/v1 deployments get,list,watch; apps/v1 replicasets get,list,watch; apps/v1 statefulsets get,list,watch; "+
-		"batch/v1 cronjobs get,list,watch; batch/v1 jobs get,list,watch" {
+		"batch/v1 cronjobs get,list,watch; batch/v1 jobs get,list,watch; storage.k8s.io/v1 storageclasses get,list,watch" {
 		t.Errorf("resources: %s", got)
 	}
 }

@@ -103,6 +103,8 @@ var (
 		"v1 Secret":                {nameColumn, {Name: "Type", Type: "string"}, {Name: "Data", Type: "string"}, ageColumn},
 		"v1 ConfigMap":             {nameColumn, {Name: "Data", Type: "string"}, ageColumn},
 		"v1 PersistentVolumeClaim": {nameColumn, {Name: "Status", Type: "string"}, {Name: "Volume", Type: "string"}, {Name: "Capacity", Type: "string"}, {Name: "Access Modes", Type: "string"}, {Name: "StorageClass", Type: "string"}, {Name: "VolumeAttributesClass", Type: "string"}, ageColumn, {Name: "VolumeMode", Type: "string", Priority: 1}},
+		"storage.k8s.io/v1 StorageClass": {nameColumn, {Name: "Provisioner", Type: "string"}, {Name: "ReclaimPolicy", Type: "string"},
+			{Name: "VolumeBindingMode", Type: "string"}, {Name: "AllowVolumeExpansion", Type: "string"}, ageColumn},
 		"admissionregistration.k8s.io/v1 MutatingWebhookConfiguration":   {nameColumn, {Name: "Webhooks", Type: "integer"}, ageColumn},
 		"admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration": {nameColumn, {Name: "Webhooks", Type: "integer"}, ageColumn},
 	}
