@@ -228,7 +228,7 @@ func disrupted(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
 	if m.name != MechanismEvictionAPI {
 		// The DELETE that followed the condition.
 		if r := audit.first("delete", ""); r != nil {
-			f.Evidence = append(f.Evidence, Evidence{Time: r.Time, Text: fmt.Sprintf("audit log: DELETE by %s, %s (%d)", r.Identity(), r.UserAgent, r.Code)})
+			f.Evidence = append(f.Evidence, Evidence{Time: r.Time, Text: fmt.Sprintf("audit log: DELETE by %s, %s (%d)", r.Identity(), r.Agent(), r.Code)})
 		}
 	}
 	if lc.Node != "" {
@@ -495,7 +495,7 @@ func deleted(lc *diff.Lifecycle, in diff.Input) Finding {
 	case del != nil:
 		a := del.Actor()
 		f.Actor = &a
-		f.Evidence = append(f.Evidence, Evidence{Time: del.Time, Text: fmt.Sprintf("audit log: DELETE by %s, %s (%d)", del.Identity(), del.UserAgent, del.Code)})
+		f.Evidence = append(f.Evidence, Evidence{Time: del.Time, Text: fmt.Sprintf("audit log: DELETE by %s, %s (%d)", del.Identity(), del.Agent(), del.Code)})
 	case evActor != nil:
 		f.Actor = evActor
 	case f.Mechanism == MechanismGarbageCollection:

@@ -27,6 +27,7 @@ type exportOptions struct {
 	since     string
 	until     string
 	selector  string
+	oldOut    string // -o, deprecated for --out
 	redact    redactFlags
 	otlp      otlpFlags
 
@@ -41,7 +42,9 @@ func exportCommand(streams Streams) *cli.Command {
 		Usage: "write a smaller, redacted trace holding just the pods asked for, to attach to a ticket; or send their traces over OTLP (--otlp)",
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "trace file to write (must not exist); - for standard output", TakesFile: true},
+			&cli.StringFlag{Name: "out", Destination: &o.out, Usage: "trace file to write (must not exist); - for standard output, redirected to a file", TakesFile: true},
+			// Deprecated: -o is the output format in every command.
+			&cli.StringFlag{Name: "o", Hidden: true, Destination: &o.oldOut, TakesFile: true},
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "only pods in this namespace"},
 			&cli.StringFlag{Name: "pod", Destination: &o.pod, Usage: "only pods of this name"},
 			&cli.StringFlag{Name: "since", Destination: &o.since, Usage: "only what happened from this time (RFC 3339) or this long before the end of the trace (e.g. 1h)"},
@@ -51,6 +54,13 @@ func exportCommand(streams Streams) *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("export takes no arguments (got %q): use --pod NAME and -n NAMESPACE", c.Args().First())
+			}
+			if c.IsSet("o") {
+				if c.IsSet("out") && o.out != o.oldOut {
+					return usagef("-o %s and --out %s name two files: give --out alone (-o is deprecated here)", o.oldOut, o.out)
+				}
+				warnDeprecated(c, streams, "-o FILE", "--out FILE")
+				o.out = o.oldOut
 			}
 			if err := o.Validate(); err != nil {
 				return err
@@ -87,10 +97,10 @@ func (o *exportOptions) Validate() error {
 		return o.redact.Complete()
 	}
 	if o.out == "" {
-		return usagef("--out is required: the file to write the exported trace to (or --otlp ENDPOINT, to send the pods' traces)")
+		return usagef("--out is required: the file to write the exported trace to, e.g. --out ticket.db (or --otlp ENDPOINT, to send the pods' traces)")
 	}
 	if o.out == "-" && isTerminal(o.streams.Out) {
-		return usagef("--out -: the exported trace is a binary file; redirect standard output to a file (podtrace export -o - > ticket.db)")
+		return usagef("--out -: the exported trace is a binary file; redirect standard output to a file (podtrace export --out - > ticket.db)")
 	}
 	if _, err := os.Stat(o.out); err == nil && o.out != "-" {
 		return usagef("--out %s exists: export never overwrites a file; pick a new name", o.out)
@@ -129,7 +139,7 @@ func (o *exportOptions) Run() error {
 	if o.out != "-" {
 		return o.run(o.out)
 	}
-	// Standard output (kubectl exec ... -- podtrace export -o - >
+	// Standard output (kubectl exec ... -- podtrace export --out - >
 	// ticket.db): bbolt needs a file, so the trace is written to one of its
 	// own and copied out.
 	dir, err := os.MkdirTemp("", "podtrace-export-")

@@ -49,6 +49,7 @@ type recordOptions struct {
 
 	otlpRedact redactFlags // the traces sent are redacted as every output is
 
+	oldOut  string        // --out and -o, deprecated for --db
 	retain  time.Duration // Retain, parsed
 	maxSize int64         // MaxSize, parsed
 	args    []string      // the command line, for the session
@@ -76,7 +77,9 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "record only this namespace (default: all namespaces)", Destination: &o.Namespace},
 			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "record all namespaces (the default)", Destination: &o.AllNamespaces},
 			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "record only the pods matching this label selector, e.g. app=web", Destination: &o.Selector},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "trace file to write", Value: o.Out, Destination: &o.Out},
+			&cli.StringFlag{Name: "db", Usage: "trace file to write (one that exists gets a new session)", Value: o.Out, Destination: &o.Out, TakesFile: true},
+			// Deprecated: the trace file is --db in every command.
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Hidden: true, Destination: &o.oldOut, TakesFile: true},
 			&cli.DurationFlag{Name: "duration", Usage: "stop after this long, e.g. 10m (0: until Ctrl-C)", Destination: &o.Duration},
 			&cli.StringFlag{Name: "listen", Usage: "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. 127.0.0.1:9090 or :9090 (port 0: a free one, printed); none by default", Destination: &o.Listen},
 			&cli.StringFlag{Name: "retain", Usage: "prune, while recording, the history of pods gone (deleted) longer than this, with their events and dependents, e.g. 7d or 36h; live pods are never pruned, and the trace says what was (default: keep everything)", Destination: &o.Retain},
@@ -91,7 +94,7 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.BoolFlag{Name: "otlp-no-redact", Destination: &o.otlpRedact.off, Usage: "with --otlp: send env values, credentials and last-applied configuration as recorded"},
 		)...),
 		Action: func(c *cli.Context) error {
-			if err := o.Complete(c); err != nil {
+			if err := o.Complete(c, streams); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -103,9 +106,16 @@ func recordCommand(streams Streams) *cli.Command {
 }
 
 // Complete fills in what the flags do not say.
-func (o *recordOptions) Complete(c *cli.Context) error {
+func (o *recordOptions) Complete(c *cli.Context, streams Streams) error {
 	if c.Args().Present() {
 		return usagef("record takes no arguments, got %q", strings.Join(c.Args().Slice(), " "))
+	}
+	if c.IsSet("out") {
+		if c.IsSet("db") && o.Out != o.oldOut {
+			return usagef("--db %s and -o %s name two trace files: give --db alone (-o is deprecated here)", o.Out, o.oldOut)
+		}
+		warnDeprecated(c, streams, "-o/--out FILE", "--db FILE")
+		o.Out = o.oldOut
 	}
 	lineage := c.Lineage()
 	o.args = append([]string{"podtrace"}, lineage[len(lineage)-1].Args().Slice()...)
@@ -124,7 +134,7 @@ func (o *recordOptions) Validate() error {
 		return usagef("--selector %q: %v", o.Selector, err)
 	}
 	if o.Out == "" {
-		return usagef("--out must name a trace file")
+		return usagef("--db must name a trace file")
 	}
 	if o.AuditLog != "" {
 		fi, err := os.Stat(o.AuditLog)
@@ -143,7 +153,7 @@ func (o *recordOptions) Validate() error {
 		}
 	}
 	if fi, err := os.Stat(o.Out); err == nil && fi.IsDir() {
-		return usagef("--out %q is a directory; name a trace file, e.g. %s", o.Out, strings.TrimSuffix(o.Out, "/")+"/podtrace.db")
+		return usagef("--db %q is a directory; name a trace file, e.g. %s", o.Out, strings.TrimSuffix(o.Out, "/")+"/podtrace.db")
 	}
 	if o.Retain != "" {
 		d, err := parseRetain(o.Retain)
@@ -547,22 +557,36 @@ func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, sink 
 		if !status.enabled {
 			continue
 		}
-		st := tr.Stats()
-		last := sink.backlogStatus()
-		switch {
-		case last != "":
-		case st.LastWrite.IsZero():
-			last = "no write yet"
-		default:
-			last = "last write " + time.Since(st.LastWrite).Truncate(time.Second).String() + " ago"
+		var inUse int64
+		if w, ok := sink.w.(interface{ InUse() int64 }); ok {
+			inUse = w.InUse()
 		}
-		size := "?"
-		if fi, err := os.Stat(o.Out); err == nil {
-			size = report.BytesText(fi.Size())
-		}
-		status.set(fmt.Sprintf("recording: %s, %s, %s, %s, %s (Ctrl-C to stop)",
-			plural(st.Objects, "object"), plural(st.Revisions, "revision"), plural(st.Events, "event"), size, last))
+		status.set(recordStatus(tr.Stats(), inUse, sink.backlogStatus(), time.Now()))
 	}
+}
+
+// The status line asks the trace's Writer for its data's size.
+var _ interface{ InUse() int64 } = (*store.Writer)(nil)
+
+// recordStatus is record's status line: what was recorded, the size of
+// the trace's data (its pages in use: the file is larger while recording,
+// bbolt grows it 16 MiB ahead of them; record compacts it when it stops),
+// and the last write, or the backlog when writes fail.
+func recordStatus(st tracer.Stats, inUse int64, backlog string, now time.Time) string {
+	last := backlog
+	switch {
+	case last != "":
+	case st.LastWrite.IsZero():
+		last = "no write yet"
+	default:
+		last = "last write " + now.Sub(st.LastWrite).Truncate(time.Second).String() + " ago"
+	}
+	size := "no data written yet"
+	if inUse > 0 {
+		size = report.BytesText(inUse) + " of data"
+	}
+	return fmt.Sprintf("recording: %s, %s, %s, %s, %s (Ctrl-C to stop)",
+		plural(st.Objects, "object"), plural(st.Revisions, "revision"), plural(st.Events, "event"), size, last)
 }
 
 // The tracer hands its gaps (API server outages) to a GapSink.
