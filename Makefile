@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-read bench-soak bench-import cluster-binaries node-binaries kubectl test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-read bench-soak bench-import cluster-binaries node-binaries kubectl jaeger helm test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -20,9 +20,10 @@ VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || \
 # paths (-trimpath); panics still print function names and lines.
 BUILD_FLAGS = -trimpath -ldflags "-s -w -X github.com/podtrace/podtrace/cmd/podtrace/app.Version=$(VERSION)"
 
-## build: the podtrace binary, in _output/podtrace
+## build: the podtrace binary, in _output/podtrace (a minute or two with a
+## cold Go cache; hack/progress.sh says every 30 s that it still builds)
 build:
-	$(GO) build $(BUILD_FLAGS) -o $(PODTRACE) ./cmd/podtrace
+	@hack/progress.sh "building podtrace $(VERSION) into $(PODTRACE)" $(OUT)/logs/build.log $(GO) build $(BUILD_FLAGS) -o $(PODTRACE) ./cmd/podtrace
 
 ## install: podtrace into $GOBIN (default: $(go env GOPATH)/bin), built as by build
 install:
@@ -41,11 +42,14 @@ image:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/podtrace/podtrace/cmd/podtrace/app.Version=$(VERSION)" -o $(OUT)/image/podtrace ./cmd/podtrace
 	cd hack/image && $(GO) run . -binary ../../$(OUT)/image/podtrace -arch $$($(GO) env GOARCH) -ref $(IMAGE) -layout ../../$(OUT)/image/oci -tar ../../$(OUT)/image/podtrace.tar
 
-## deploy-test: the manifests in deploy/ built with kustomize, applied to the
-## local control plane and recorded with their ServiceAccount's token; and the
-## image test (test/deploy and hack/image are modules of their own).
-deploy-test: cluster-binaries
+## deploy-test: the manifests in deploy/ built with kustomize, and the Helm
+## chart in deploy/helm rendered and installed with helm, on the local control
+## plane, recorded with their ServiceAccount's token; the krew manifest in
+## deploy/krew checked and installed with krew's own tools; and the image test
+## (test/deploy, hack/krew and hack/image are modules of their own).
+deploy-test: cluster-binaries helm kubectl
 	cd test/deploy && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+	cd hack/krew && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 	cd hack/image && $(GO) vet ./... && $(GO) test -count=1 -timeout 15m ./...
 
 ## cluster-binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
@@ -67,12 +71,22 @@ node-binaries:
 kubectl:
 	hack/build-kubectl.sh
 
+## jaeger: Jaeger v2 (hack/jaeger, with in-memory storage at run time), for
+## the e2e tests of the OTLP export; cached in _output/bin like cluster-binaries.
+jaeger:
+	hack/build-jaeger.sh
+
+## helm: helm (hack/helm, helm.sh/helm/v4), for the test of the chart in
+## deploy/helm; cached in _output/bin like kubectl.
+helm:
+	hack/build-helm.sh
+
 ## browser-deps: headless Chromium (Debian package) for the HTML report's browser test.
 browser-deps:
 	hack/ensure-chromium.sh
 
 ## test: every test, unit and integration, on the local control plane.
-test: cluster-binaries node-binaries kubectl browser-deps
+test: cluster-binaries node-binaries kubectl jaeger browser-deps
 	$(GO) vet ./...
 	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
 	$(MAKE) deploy-test
@@ -84,12 +98,13 @@ unit-test:
 ## demo: the digester case played on the local control plane, recorded,
 ## diffed and reported (writes _output/demo/).
 demo: build cluster-binaries
-	$(GO) run ./examples/demo -podtrace $(PODTRACE) -out $(OUT)/demo
+	@hack/progress.sh "building the demo (examples/demo)" $(OUT)/logs/demo-build.log $(GO) build -o $(OUT)/demo-run ./examples/demo
+	$(OUT)/demo-run -podtrace $(PODTRACE) -out $(OUT)/demo
 
 ## example-trace: record the digester case again into examples/trace (the
 ## sample trace the golden tests and readers without a cluster use).
 example-trace: build cluster-binaries
-	$(GO) run ./examples/demo -podtrace $(PODTRACE) -out $(OUT)/example -stuck 20s
+	$(GO) run ./examples/demo -podtrace $(PODTRACE) -out $(OUT)/example -stuck 20s -compare=false
 	mkdir -p examples/trace
 	cp $(OUT)/example/podtrace.db examples/trace/digester.db
 	cp $(OUT)/example/report.html examples/trace/digester-report.html

@@ -146,6 +146,11 @@ func Compare(a, b Side) *Result {
 	diffs = append(diffs, fieldDiffs(pa, pb, r)...)
 	sort.SliceStable(diffs, func(i, j int) bool { return diffs[i].Rank > diffs[j].Rank })
 	for _, d := range diffs {
+		if d.A == d.B {
+			// What reads the same in both is no difference to show,
+			// whatever a comparison of normalized values found.
+			continue
+		}
 		if d.Rank >= rankDecisive {
 			r.Decisive = append(r.Decisive, d)
 		} else {

@@ -509,3 +509,33 @@ func TestGeneratedNamesAreNoise(t *testing.T) {
 		t.Errorf("first decisive difference %q, want the deletion propagation", r.Decisive[0].Subject)
 	}
 }
+
+// TestEqualValuesAreNoDifference: a value both pods had alike is no
+// difference, though it names one of them (pod held and pod released,
+// both labelled app=held: normalizing B's own name made B's label look
+// different from A's).
+func TestEqualValuesAreNoDifference(t *testing.T) {
+	a, b := healthy1, healthy2
+	a.name, b.name = "released", "held"
+	sa, sb := side(a, false), side(b, false)
+	for _, s := range []compare.Side{sa, sb} {
+		for i, c := range s.Lifecycle.Steps[0].Changes {
+			if c.Path == "metadata.labels" {
+				s.Lifecycle.Steps[0].Changes[i].New = `{"app":"held"}`
+			}
+		}
+	}
+	r := compare.Compare(sa, sb)
+	for _, d := range append(r.Decisive, r.Other...) {
+		if d.A == d.B {
+			t.Errorf("difference %q: A and B are the same", d.Summary())
+		}
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), `"a":"{\"app\":\"held\"}"`) {
+		t.Errorf("-o json lists the label as a difference:\n%s", raw)
+	}
+}

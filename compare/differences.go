@@ -590,6 +590,11 @@ func fieldDiffs(a, b *profile, r *Result) []Difference {
 		for _, k := range union(keys(ea), keys(eb)) {
 			va, vb := ea[k], eb[k]
 			switch {
+			case va != nil && vb != nil && strings.Join(va.raw, "\x00") == strings.Join(vb.raw, "\x00"):
+				// The same values: no difference, though normalizing made
+				// them look different (pod held's label app=held read as
+				// app=<name>, pod released's not).
+				continue
 			case va != nil && vb != nil && strings.Join(va.norm, "\x00") == strings.Join(vb.norm, "\x00"):
 				if ra, rb := va.path+" "+strings.Join(va.raw, " "), vb.path+" "+strings.Join(vb.raw, " "); ra != rb {
 					ignore(r, a.norm, b.norm, ra, rb)

@@ -683,6 +683,27 @@ func (r AuditRequest) Identity() string { return identity(r.User, r.Impersonated
 // Identity names who the requests acted as, the impersonator after it.
 func (d DeniedRequests) Identity() string { return identity(d.User, d.ImpersonatedUser) }
 
+// Agent is the request's user agent without the identity it repeats:
+// kube-controller-manager names each controller's client after its
+// ServiceAccount ("kube-controller-manager/v1.37.2 (linux/amd64)
+// kubernetes/$Format/system:serviceaccount:kube-system:job-controller"),
+// which Identity names already.
+func (r AuditRequest) Agent() string { return agent(r.UserAgent, r.User, r.ImpersonatedUser) }
+
+// Agent is the requests' user agent without the identity it repeats.
+func (d DeniedRequests) Agent() string { return agent(d.UserAgent, d.User, d.ImpersonatedUser) }
+
+func agent(userAgent string, users ...string) string {
+	for _, u := range users {
+		if u != "" {
+			if a, ok := strings.CutSuffix(userAgent, "/"+u); ok && a != "" {
+				return a
+			}
+		}
+	}
+	return userAgent
+}
+
 // Actor is the actor of a revision that request r produced.
 func (r AuditRequest) Actor() Actor {
 	user := r.User
@@ -694,7 +715,7 @@ func (r AuditRequest) Actor() Actor {
 		what += " " + r.Subresource
 	}
 	if r.UserAgent != "" {
-		what += ", " + r.UserAgent
+		what += ", " + r.Agent()
 	}
 	if lacksField(r.Lacks, lacksImpersonated) {
 		what += " (the export does not say whether the request impersonated another user)"

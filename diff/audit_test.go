@@ -216,3 +216,25 @@ func TestDecodeAuditEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentDropsTheIdentity: kube-controller-manager's user agents end in
+// the controller's ServiceAccount, which the identity names already.
+func TestAgentDropsTheIdentity(t *testing.T) {
+	const gc = "system:serviceaccount:kube-system:generic-garbage-collector"
+	for _, tc := range []struct {
+		r    AuditRequest
+		want string
+	}{
+		{AuditRequest{User: gc, UserAgent: "kube-controller-manager/v1.37.2 (linux/amd64) kubernetes/$Format/" + gc}, "kube-controller-manager/v1.37.2 (linux/amd64) kubernetes/$Format"},
+		{AuditRequest{User: "admin", ImpersonatedUser: gc, UserAgent: "proxy/1.0/" + gc}, "proxy/1.0"},
+		{AuditRequest{User: "admin", UserAgent: "kubectl/v1.37.2 (linux/amd64) kubernetes/abcdef0"}, "kubectl/v1.37.2 (linux/amd64) kubernetes/abcdef0"},
+		{AuditRequest{User: "scheduler", UserAgent: "/scheduler"}, "/scheduler"}, // nothing left: as recorded
+	} {
+		if got := tc.r.Agent(); got != tc.want {
+			t.Errorf("Agent of %q by %q = %q, want %q", tc.r.UserAgent, tc.r.User, got, tc.want)
+		}
+		if a := tc.r.Actor(); strings.Count(a.Label(), "generic-garbage-collector") > 1 {
+			t.Errorf("actor %q names the ServiceAccount twice", a.Label())
+		}
+	}
+}

@@ -601,8 +601,8 @@ func deletionRequestText(r *diff.AuditRequest, withCode bool) string {
 		b.WriteString("DELETE")
 	}
 	b.WriteString(" by " + r.Identity())
-	if r.UserAgent != "" {
-		b.WriteString(", " + r.UserAgent)
+	if a := r.Agent(); a != "" {
+		b.WriteString(", " + a)
 	}
 	if withCode {
 		fmt.Fprintf(&b, " (%d)", r.Code)

@@ -13,7 +13,7 @@ func TestReadmeListsEveryRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "### What `explain` finds")
+	_, section, ok := strings.Cut(string(b), "## What `explain` finds")
 	if !ok {
 		t.Fatal("README has no section \"What `explain` finds\"")
 	}

@@ -36,15 +36,12 @@ LDFLAGS="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   LDFLAGS+=" -X ${pkg}.gitVersion=${GIT_VERSION} -X ${pkg}.gitMajor=1 -X ${pkg}.gitMinor=${BASH_REMATCH[1]}"
 done
-log="${LOGS}/kubectl.log" start=${SECONDS}
-printf 'building %-24s from %s ... ' kubectl "k8s.io/kubectl ${VERSION}"
-if ! (cd "${ROOT}/hack/kubectl" && go build -trimpath -ldflags "${LDFLAGS}" -o "${BIN}/.kubectl.tmp" .) >"${log}" 2>&1; then
-  echo "FAILED"
+log="${LOGS}/kubectl.log"
+# progress.sh says every 30 s that it runs.
+if ! (cd "${ROOT}/hack/kubectl" && "${ROOT}/hack/progress.sh" "building kubectl from k8s.io/kubectl ${VERSION}" "${log}" go build -trimpath -ldflags "${LDFLAGS}" -o "${BIN}/.kubectl.tmp" .); then
   rm -f "${BIN}/.kubectl.tmp"
-  echo "hack/build-kubectl.sh: building kubectl failed; last lines of ${log}:" >&2
-  tail -n 30 "${log}" >&2
+  echo "hack/build-kubectl.sh: building kubectl failed" >&2
   exit 1
 fi
 mv -f "${BIN}/.kubectl.tmp" "${BIN}/kubectl"
-echo "done ($((SECONDS - start))s)"
 echo "${want}" >"${STAMP}"

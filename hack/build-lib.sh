@@ -21,21 +21,18 @@ kube_ldflags() {
 }
 
 # build NAME MODULE_DIR PACKAGE [LDFLAGS [GO BUILD FLAGS...]]: go build PACKAGE
-# in MODULE_DIR into $BIN/NAME, its output in $LOGS/NAME.log.
+# in MODULE_DIR into $BIN/NAME, its output in $LOGS/NAME.log; hack/progress.sh
+# says where the log is and, every 30 s, that it still builds.
 build() {
   local name=$1 dir=$2 pkg=$3 ldflags=${4:--s -w}
   shift 4 2>/dev/null || shift $#
-  local log="${LOGS}/${name}.log" start=${SECONDS}
-  printf 'building %-24s from %s (log: %s) ... ' "${name}" "${pkg}" "${log#"${ROOT}/"}"
+  local log="${LOGS}/${name}.log"
   # Build next to the target and rename, so a failed build never leaves a
   # half-written binary behind.
-  if ! (cd "${ROOT}/${dir}" && go build -trimpath -ldflags "${ldflags}" "$@" -o "${BIN}/.${name}.tmp" "${pkg}") >"${log}" 2>&1; then
-    echo "FAILED"
+  if ! (cd "${ROOT}/${dir}" && "${ROOT}/hack/progress.sh" "building ${name} from ${pkg}" "${log}" go build -trimpath -ldflags "${ldflags}" "$@" -o "${BIN}/.${name}.tmp" "${pkg}"); then
     rm -f "${BIN}/.${name}.tmp"
-    echo "${SCRIPT}: building ${name} (${pkg}) failed; last lines of ${log}:" >&2
-    tail -n 30 "${log}" >&2
+    echo "${SCRIPT}: building ${name} (${pkg}) failed" >&2
     exit 1
   fi
   mv -f "${BIN}/.${name}.tmp" "${BIN}/${name}"
-  echo "done ($((SECONDS - start))s)"
 }

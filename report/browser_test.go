@@ -45,7 +45,7 @@ import (
 
 const chromiumPath = "/usr/bin/chromium"
 
-func needChromium(t *testing.T) {
+func needChromium(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if testing.Short() {
@@ -55,7 +55,7 @@ func needChromium(t *testing.T) {
 	}
 }
 
-func chromiumArgs(t *testing.T) []string {
+func chromiumArgs(t testing.TB) []string {
 	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + t.TempDir()}
@@ -63,7 +63,7 @@ func chromiumArgs(t *testing.T) []string {
 
 // artifactDir is where screenshots and the report go: $PODTRACE_ARTIFACTS,
 // or the test's temporary directory.
-func artifactDir(t *testing.T) string {
+func artifactDir(t testing.TB) string {
 	dir := os.Getenv("PODTRACE_ARTIFACTS")
 	if dir == "" {
 		return t.TempDir()
@@ -309,7 +309,7 @@ func TestHTMLInBrowserDOM(t *testing.T) {
 // --remote-debugging-pipe: commands go to the browser's fd 3, replies and
 // events come from its fd 4, each message JSON ended by a NUL byte.
 type cdp struct {
-	t       *testing.T
+	t       testing.TB
 	cmd     *exec.Cmd
 	w       io.WriteCloser
 	mu      sync.Mutex
@@ -331,7 +331,7 @@ type cdpMessage struct {
 	} `json:"error,omitempty"`
 }
 
-func startBrowser(t *testing.T) *cdp {
+func startBrowser(t testing.TB) *cdp {
 	t.Helper()
 	toR, toW, err := os.Pipe()
 	if err != nil {
@@ -844,7 +844,7 @@ func TestHTMLInBrowserDeflated(t *testing.T) {
 	if b, _ := os.ReadFile(deflated); !bytes.Contains(b, []byte(`{"format":"`+deflatedFormat+`","deflated":"`)) {
 		t.Fatalf("%s does not embed its data deflated", deflated)
 	}
-	if b, _ := os.ReadFile(plain); !bytes.Contains(b, []byte(`{"format":"podtrace-report/3"`)) {
+	if b, _ := os.ReadFile(plain); !bytes.Contains(b, []byte(`{"format":"podtrace-report/4"`)) {
 		t.Fatalf("%s does not embed its data plain", plain)
 	}
 	// What a page shows: the overview, the findings and the pod list with

@@ -14,7 +14,7 @@ import (
 // verdict, the phases aligned, the decisive differences in full, the rest
 // one line each, and what was ignored.
 func Compare(w io.Writer, r *compare.Result, opts TextOptions) error {
-	t := &textWriter{w: w, opts: opts}
+	t := newTextWriter(w, opts)
 	t.printf("%s\n", t.paint(cBold, "Compare "+podLine(r.A)))
 	t.printf("%s\n", t.paint(cBold, "   with "+podLine(r.B)))
 	t.printf("\n%s %s\n", t.paint(cBold, "Verdict:"), r.Verdict)
@@ -46,7 +46,7 @@ func Compare(w io.Writer, r *compare.Result, opts TextOptions) error {
 		t.printf("  %s%s: A %s; B %s\n", where, d.Subject, shorten(d.A), shorten(d.B))
 	}
 	t.printf("\nIgnored: %s\n", ignoredText(r))
-	return t.err
+	return t.done()
 }
 
 // CompareMarkdown writes the comparison as Markdown, the rest folded in a
@@ -136,7 +136,7 @@ func ignoredText(r *compare.Result) string {
 // Cohort writes a cohort as text: its groups, then each comparison of a
 // typical member with one of the group that ended best.
 func Cohort(w io.Writer, c *compare.Cohort, opts TextOptions) error {
-	t := &textWriter{w: w, opts: opts}
+	t := newTextWriter(w, opts)
 	n := 0
 	for _, g := range c.Groups {
 		n += len(g.Members)
@@ -150,7 +150,7 @@ func Cohort(w io.Writer, c *compare.Cohort, opts TextOptions) error {
 		}
 		t.printf("     %s\n", strings.Join(names, ", "))
 	}
-	if t.err != nil {
+	if t.done() != nil {
 		return t.err
 	}
 	for _, r := range c.Comparisons {

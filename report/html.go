@@ -22,6 +22,9 @@ type HTMLOptions struct {
 	// Title is the page's title; empty means "podtrace report: " and the
 	// trace file's name.
 	Title string
+	// ShowInfo opens the info findings (how each pod ended), folded by
+	// default.
+	ShowInfo bool
 }
 
 // The page is one file with no outside resource: the template renders the
@@ -193,24 +196,31 @@ const deflateLevel = 6
 
 // htmlPage is what the template renders.
 type htmlPage struct {
-	Title        string
-	CSP          string
-	File         string
-	Generated    string
-	Sessions     []htmlSession
-	Window       string
-	Pruned       []string
-	Gaps         []string
-	Redaction    string
-	PodCount     int
-	Outcomes     []htmlCount
-	Severities   []htmlCount
+	Title      string
+	CSP        string
+	File       string
+	Generated  string
+	Sessions   []htmlSession
+	Window     string
+	Pruned     []string
+	Gaps       []string
+	Redaction  string
+	PodCount   int
+	Outcomes   []htmlCount
+	Severities []htmlCount
+	// Findings are the warnings and critical findings (and the info ones
+	// with HTMLOptions.ShowInfo), shown open when few.
 	Findings     []htmlFinding
 	OpenFindings bool
 	// Groups folds many findings by severity and id; nil when there are
 	// few enough to list one by one.
 	Groups        []htmlFindingGroup
 	GroupEvidence bool
+	// Info folds the info findings (how pods ended); nil when there are
+	// none, or with HTMLOptions.ShowInfo (ShowInfo), which also opens them
+	// in each pod's details.
+	Info     *htmlInfo
+	ShowInfo bool
 	// Compare is the Compare section; nil when the trace has nothing to
 	// compare (every cohort ended one way, no pair asked for).
 	Compare *htmlCompare
@@ -243,7 +253,15 @@ type htmlFinding struct {
 type htmlFindingGroup struct {
 	Severity, ID string
 	Count        int
-	Findings     []htmlFinding
+	Findings     []htmlFinding // the first groupListUpTo
+	More         int           // not listed: the pod list's filter shows them
+}
+
+// htmlInfo is the info findings, folded: their kinds, each with its first
+// pods.
+type htmlInfo struct {
+	Count int
+	Kinds []htmlFindingGroup
 }
 
 // htmlCompare is the Compare section: the cohorts that ended differently
@@ -313,15 +331,19 @@ type htmlEvidence struct {
 // The overview shows up to openFindingsUpTo findings unfolded, one by one;
 // more are grouped by severity and id, with each finding's evidence while
 // there are no more than evidenceUpTo (the pod's details have it anyway).
+// A group lists its first groupListUpTo pods; a link to the pod list,
+// filtered by the finding, shows the others (a page of 20,000 pods listed
+// every one of them before the pod list).
 const (
 	openFindingsUpTo = 12
 	evidenceUpTo     = 100
+	groupListUpTo    = 100
 )
 
 func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 	p := &htmlPage{
 		Title: opts.Title, CSP: contentSecurityPolicy, File: tr.File, PodCount: len(tr.Pods),
-		CSS: htmlCSS, JS: htmlJS,
+		CSS: htmlCSS, JS: htmlJS, ShowInfo: opts.ShowInfo,
 	}
 	if p.Title == "" {
 		p.Title = "podtrace report: " + tr.File
@@ -358,8 +380,14 @@ func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 		p.Outcomes = append(p.Outcomes, htmlCount{Name: k, Count: outcomes[k], Class: cssClass(k)})
 	}
 	bySeverity := map[explain.Severity]int{}
+	var info []htmlFinding
 	for _, f := range tr.Findings() {
 		bySeverity[f.Severity]++
+		if f.Severity == explain.Info && !opts.ShowInfo {
+			info = append(info, htmlFinding{Severity: f.Severity.String(), ID: f.ID, Headline: f.Headline,
+				Namespace: f.Pod.Namespace, Name: f.Pod.Name, UID: f.Pod.UID})
+			continue
+		}
 		hf := htmlFinding{Severity: f.Severity.String(), ID: f.ID, Headline: f.Headline,
 			Namespace: f.Pod.Namespace, Name: f.Pod.Name, UID: f.Pod.UID, Suspects: f.Suspects, Next: f.Next}
 		for _, l := range endedLines(f.Finding) {
@@ -386,20 +414,36 @@ func newHTMLPage(tr *Trace, opts HTMLOptions) *htmlPage {
 	p.OpenFindings = len(p.Findings) <= openFindingsUpTo
 	if !p.OpenFindings {
 		p.GroupEvidence = len(p.Findings) <= evidenceUpTo
-		at := map[string]int{}
-		for _, f := range p.Findings {
-			key := f.Severity + "/" + f.ID
-			i, ok := at[key]
-			if !ok {
-				i = len(p.Groups)
-				at[key] = i
-				p.Groups = append(p.Groups, htmlFindingGroup{Severity: f.Severity, ID: f.ID})
-			}
-			p.Groups[i].Count++
-			p.Groups[i].Findings = append(p.Groups[i].Findings, f)
-		}
+		p.Groups = groupFindings(p.Findings)
+	}
+	if len(info) > 0 {
+		p.Info = &htmlInfo{Count: len(info), Kinds: groupFindings(info)}
 	}
 	return p
+}
+
+// groupFindings groups fs by severity and id, in the order of their first
+// finding, each group listing its first groupListUpTo.
+func groupFindings(fs []htmlFinding) []htmlFindingGroup {
+	var groups []htmlFindingGroup
+	at := map[string]int{}
+	for _, f := range fs {
+		key := f.Severity + "/" + f.ID
+		i, ok := at[key]
+		if !ok {
+			i = len(groups)
+			at[key] = i
+			groups = append(groups, htmlFindingGroup{Severity: f.Severity, ID: f.ID})
+		}
+		g := &groups[i]
+		g.Count++
+		if len(g.Findings) < groupListUpTo {
+			g.Findings = append(g.Findings, f)
+		} else {
+			g.More++
+		}
+	}
+	return groups
 }
 
 func stampUTC(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }

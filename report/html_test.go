@@ -494,12 +494,17 @@ func TestHTMLGroupsManyFindings(t *testing.T) {
 		want          string
 		groups        int
 		evidenceLists int
+		links         int
+		more          string
 	}{
-		// The fixture's findings: the terminating pod's stuck-finalizer and
-		// ended (how it was asked to end), the hostile pod's image-pull.
-		{clones: 0, want: "", groups: 0, evidenceLists: 3},
-		{clones: 13, want: "16 findings in 3 kinds; open one to see its pods and their evidence.", groups: 3, evidenceLists: 16},
-		{clones: 120, want: "123 findings in 3 kinds; open one to see its pods (their evidence is in each pod's details).", groups: 3, evidenceLists: 0},
+		// The fixture's findings: the terminating pod's stuck-finalizer,
+		// the hostile pod's image-pull, and the info finding ended (how
+		// the terminating pod was asked to end), folded apart.
+		{clones: 0, want: "1 info finding, how pods ended: ended 1", groups: 0, evidenceLists: 2, links: 3},
+		{clones: 13, want: "15 findings in 2 kinds; open one to see its pods and their evidence.", groups: 2, evidenceLists: 15, links: 16},
+		// A group lists its first 100 pods, and says where the others are.
+		{clones: 120, want: "122 findings in 2 kinds; open one to see its pods (their evidence is in each pod's details).", groups: 2, evidenceLists: 0,
+			links: 1 + 100 + 1, more: "and 21 more: see them in the pod list"},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.clones, " clones"), func(t *testing.T) {
@@ -517,9 +522,37 @@ func TestHTMLGroupsManyFindings(t *testing.T) {
 			if got := len(find(findings, func(n *html.Node) bool { return hasClass(n, "evidence") })); got != tc.evidenceLists {
 				t.Errorf("%d evidence lists, want %d", got, tc.evidenceLists)
 			}
-			if got := len(find(findings, func(n *html.Node) bool { return hasClass(n, "podlink") })); got != 3+tc.clones {
-				t.Errorf("%d pod links, want one per finding (%d)", got, 3+tc.clones)
+			if got := len(find(findings, func(n *html.Node) bool { return hasClass(n, "podlink") })); got != tc.links {
+				t.Errorf("%d pod links, want %d", got, tc.links)
+			}
+			if tc.more != "" {
+				if !strings.Contains(textOf(findings), tc.more) || len(find(findings, func(n *html.Node) bool { return attr(n, "href") == "#finding=image-pull" })) != 1 {
+					t.Errorf("the findings do not say %q with a link to the pod list filtered by image-pull", tc.more)
+				}
+			}
+			// The info findings, folded: a details element, closed.
+			folds := find(findings, func(n *html.Node) bool { return hasClass(n, "info-fold") })
+			if len(folds) != 1 || attr(folds[0], "open") != "" || hasAttr(folds[0], "open") {
+				t.Errorf("%d info folds, want one, closed", len(folds))
 			}
 		})
 	}
+	// --show-info: the info finding among the others, no fold.
+	doc, err := html.Parse(strings.NewReader(renderHTML(t, manyFindings(t, 0), HTMLOptions{ShowInfo: true})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	findings := byID(doc, "findings")
+	if n := len(find(findings, func(n *html.Node) bool { return hasClass(n, "info-fold") })); n != 0 || len(find(findings, func(n *html.Node) bool { return hasClass(n, "evidence") })) != 3 {
+		t.Errorf("with ShowInfo: %d info folds, want none and the info finding's evidence listed:\n%.600s", n, textOf(findings))
+	}
+}
+
+func hasAttr(n *html.Node, key string) bool {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return true
+		}
+	}
+	return false
 }

@@ -138,6 +138,37 @@ func TestHTMLInBrowserLayout(t *testing.T) {
 			c.navigate("about:blank")
 			c.navigate(link)
 			c.waitFor("the deep-linked pod's timeline", `!!document.querySelector('.pod.open svg.timeline')`)
+			// The page's default font is the system's: on another system
+			// than this Debian it is wider (the labels "created" and
+			// "scheduled" overlapped on one). Wider letters stand for it.
+			for _, spacing := range []string{"0.8px", "1.6px"} {
+				for _, w := range []int{width, width * 5 / 7, width * 6 / 5} {
+					if w < 420 {
+						continue // the 420 px layout is the narrowest checked
+					}
+					c.must(c.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": w, "height": 1600, "deviceScaleFactor": 1, "mobile": false}, nil)
+					for _, p := range tr.Pods {
+						// The font is there before the pod opens, as a
+						// system's is.
+						c.navigate("about:blank")
+						c.navigate(strings.Split(podLink(file, p.Namespace, p.Name, p.UID), "#")[0])
+						c.waitFor("the page", `!!document.getElementById('app')`)
+						c.eval(`(function () { var st = document.createElement('style'); st.textContent = '.timeline text { letter-spacing: ` + spacing + `; }'; document.head.appendChild(st); location.hash = '` + strings.SplitN(podLink(file, p.Namespace, p.Name, p.UID), "#", 2)[1] + `'; return true; })()`)
+						c.waitFor("the pod's timeline", `!!document.querySelector('.pod.open svg.timeline')`)
+						var got struct{ Problems []string }
+						if err := json.Unmarshal(c.eval(layoutJS+"(false)"), &got); err != nil {
+							t.Fatal(err)
+						}
+						for _, pr := range got.Problems {
+							t.Errorf("%d px, letters %s wider, pod %s/%s %s: %s", w, spacing, p.Namespace, p.Name, p.UID, pr)
+						}
+					}
+				}
+			}
+			c.must(c.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": 1600, "deviceScaleFactor": 1, "mobile": false}, nil)
+			c.navigate("about:blank")
+			c.navigate(link)
+			c.waitFor("the deep-linked pod's timeline", `!!document.querySelector('.pod.open svg.timeline')`)
 			time.Sleep(300 * time.Millisecond)
 			var got struct {
 				Problems  []string

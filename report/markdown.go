@@ -53,8 +53,21 @@ func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
 	t.printf("**Pods** %d: %s  \n", len(tr.Pods), mdText(outcomeLine(tr.Outcomes())))
 	fs := tr.Findings()
 	t.printf("**Findings** %d\n\n", len(fs))
+	var info []PodFinding
 	for _, f := range fs {
+		if f.Severity == explain.Info && !opts.ShowInfo {
+			info = append(info, f)
+			continue
+		}
 		t.printf("- **%s** %s/%s %s: %s\n", strings.ToUpper(f.Severity.String()), mdText(f.Pod.Namespace), mdText(f.Pod.Name), mdCode(f.ID), mdText(f.Headline))
+	}
+	if len(info) > 0 {
+		// Folded: how each pod ended, one line each, in a details element.
+		t.printf("\n<details><summary>%s (how pods ended)</summary>\n\n", Plural(len(info), "info finding"))
+		for _, f := range info {
+			t.printf("- **INFO** %s/%s %s: %s\n", mdText(f.Pod.Namespace), mdText(f.Pod.Name), mdCode(f.ID), mdText(f.Headline))
+		}
+		t.printf("\n</details>\n")
 	}
 	if len(fs) == 0 {
 		t.printf("No findings: nothing abnormal in the recorded pods.\n")
@@ -71,11 +84,22 @@ func Markdown(w io.Writer, tr *Trace, opts TextOptions) error {
 			len(p.Steps), len(p.Events), mdText(orDash(strings.Join(ids, ", "))))
 	}
 	for _, p := range tr.Pods {
-		if len(p.Findings) > 0 || p.Audit != nil && len(p.Audit.Denied) > 0 {
+		if t.unwell(p) || p.Audit != nil && len(p.Audit.Denied) > 0 {
 			t.mdPod(p)
 		}
 	}
 	return t.err
+}
+
+// unwell reports whether p has a finding to show in full: a warning or
+// worse, or any with ShowInfo.
+func (t *textWriter) unwell(p *explain.Lifecycle) bool {
+	for _, f := range p.Findings {
+		if f.Severity > explain.Info || t.opts.ShowInfo {
+			return true
+		}
+	}
+	return false
 }
 
 func outcomeText(p *explain.Lifecycle) string {
@@ -94,6 +118,12 @@ func (t *textWriter) mdPod(p *explain.Lifecycle) {
 	t.printf(" · %s\n", mdText(PhasePath(p)))
 	for _, f := range p.Findings {
 		t.printf("\n**%s** %s: %s\n\n", strings.ToUpper(f.Severity.String()), mdCode(f.ID), mdText(f.Headline))
+		if f.Severity == explain.Info && !t.opts.ShowInfo {
+			if f.Actor != nil {
+				t.printf("- actor: %s\n", mdText(actorLine(f.Actor)))
+			}
+			continue
+		}
 		for _, l := range endedLines(f) {
 			t.printf("- %s\n", mdText(l))
 		}
@@ -173,7 +203,7 @@ func (t *textWriter) mdAudit(a *diff.Audit) {
 		}
 		t.printf("- **%d %s attempt%s denied** (%d) by %s", d.Count, mdText(request(d.Verb, d.Subresource)), s, d.Code, mdText(d.Identity()))
 		if d.UserAgent != "" {
-			t.printf(" (%s)", mdText(d.UserAgent))
+			t.printf(" (%s)", mdText(d.Agent()))
 		}
 		if d.Webhook != "" {
 			t.printf(", by webhook %s", mdText(d.Webhook))
@@ -197,7 +227,7 @@ func (t *textWriter) mdAudit(a *diff.Audit) {
 				rev = append(rev, "rv "+mdText(r.ResourceVersion))
 			}
 			t.printf("| %s | %s | %d | %s | %s | %s |\n", t.clock(r.Time), mdText(request(r.Verb, r.Subresource)), r.Code,
-				mdText(r.Identity()), mdText(orDash(r.UserAgent)), orDash(strings.Join(rev, " ")))
+				mdText(r.Identity()), mdText(orDash(r.Agent())), orDash(strings.Join(rev, " ")))
 		}
 	}
 	if len(a.Patches) > 0 {

@@ -31,7 +31,7 @@ func TestSessionEnds(t *testing.T) {
 		"Session 2: https://a (server ), 2026-12-01 09:02:00 UTC to 2026-12-01 09:03:00 UTC (interrupted: no stop recorded; its recorder's last sign of life)\n",
 		"Session 3: https://a (server ), 2026-12-01 09:04:00 UTC to 2026-12-01 09:04:00 UTC (interrupted: no stop recorded, no sign of life after its start)\n",
 		"Session 4: https://a (server ), 2026-12-01 09:05:00 UTC to 2026-12-01 09:06:00 UTC (still recording: its last flush)\n",
-		"Window:  2026-12-01 09:00:00 UTC to 2026-12-01 09:06:00 UTC (6m0s)\n",
+		"Trace trace.db: 2026-12-01 09:00:00 to 09:06:00 UTC (6m0s)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
@@ -87,7 +87,7 @@ func TestReportShowsGaps(t *testing.T) {
 			t.Errorf("%s report lacks %q:\n%s", c.format, c.line, c.out)
 		}
 	}
-	if i, j := strings.Index(text.String(), "Window:"), strings.Index(text.String(), "Gaps:"); i < 0 || j < i {
+	if i, j := strings.Index(text.String(), "Trace trace.db: 2026-12-01 09:00:00 to 09:10:00 UTC"), strings.Index(text.String(), "Gaps:"); i < 0 || j < i {
 		t.Errorf("text report: the gaps do not follow the window:\n%s", text.String())
 	}
 }

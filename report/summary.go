@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/podtrace/podtrace/explain"
 )
 
 // Text writes the summary of a whole trace: the recording, every finding
@@ -13,15 +15,27 @@ import (
 // (and of the pair asked for), and every pod with its phase path and
 // counts.
 func Text(w io.Writer, tr *Trace, opts TextOptions) error {
-	t := &textWriter{w: w, opts: opts}
+	t := newTextWriter(w, opts)
 	start, end := tr.Window()
-	t.printf("%s %s\n", t.paint(cBold, "Trace"), tr.File)
-	for _, s := range tr.Sessions {
-		stop := SessionEnd(s, tr.Live, t.stamp)
-		t.printf("Session %d: %s (server %s), %s to %s\n", s.ID, s.Server, s.ServerVersion, t.stamp(s.Started), stop)
-	}
+	// The trace, its window and its cluster on one line; a line a session
+	// when there are several.
+	head := t.paint(cBold, "Trace") + " " + tr.File
 	if !start.IsZero() {
-		t.printf("Window:  %s to %s (%s)\n", t.stamp(start), t.stamp(end), end.Sub(start).Round(1e9))
+		head += ": " + t.span(start, end) + " (" + end.Sub(start).Round(1e9).String() + ")"
+	}
+	if len(tr.Sessions) == 1 {
+		s := tr.Sessions[0]
+		head += ", from " + s.Server + " (server " + s.ServerVersion + ")"
+		if s.Stopped.IsZero() {
+			head += ", " + SessionEnd(s, tr.Live, t.stamp)
+		}
+	}
+	t.printf("%s\n", head)
+	if len(tr.Sessions) > 1 {
+		for _, s := range tr.Sessions {
+			stop := SessionEnd(s, tr.Live, t.stamp)
+			t.printf("Session %d: %s (server %s), %s to %s\n", s.ID, s.Server, s.ServerVersion, t.stamp(s.Started), stop)
+		}
 	}
 	for _, l := range PruneLines(tr.Pruned, t.stamp) {
 		t.printf("Pruned:  %s\n", l)
@@ -35,16 +49,33 @@ func Text(w io.Writer, tr *Trace, opts TextOptions) error {
 	fs := tr.Findings()
 	if len(fs) > 0 {
 		t.printf("\n%s\n", t.paint(cBold, "Findings"))
+		info := map[string]int{} // folded info findings by id
+		var infoIDs []string
 		for _, f := range fs {
+			if f.Severity == explain.Info && !t.opts.ShowInfo {
+				if info[f.ID] == 0 {
+					infoIDs = append(infoIDs, f.ID)
+				}
+				info[f.ID]++
+				continue
+			}
 			t.printf("  %s %s/%s %s: %s\n", t.paint(severityColor(f.Severity), strings.ToUpper(f.Severity.String())),
 				f.Pod.Namespace, f.Pod.Name, f.ID, f.Headline)
+		}
+		if len(infoIDs) > 0 {
+			var parts []string
+			for _, id := range infoIDs {
+				parts = append(parts, fmt.Sprintf("%s: %s", id, Plural(info[id], "pod")))
+			}
+			t.printf("  %s %s %s\n", t.paint(severityColor(explain.Info), "INFO"), strings.Join(parts, ", "),
+				t.paint(cDim, "(folded: --show-info lists them)"))
 		}
 	} else {
 		t.printf("\n%s\n", t.paint(cGreen, "No findings: nothing abnormal in the recorded pods."))
 	}
 	t.textCompare(newCompareSection(tr))
 	t.printf("\n%s\n", t.paint(cBold, "Pods"))
-	if t.err != nil {
+	if t.done() != nil {
 		return t.err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

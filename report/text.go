@@ -24,6 +24,13 @@ type TextOptions struct {
 	AllFields bool
 	// Location is the time zone times are shown in; nil means UTC.
 	Location *time.Location
+	// Width wraps the lines of text at this many columns (a terminal's); 0
+	// leaves them whole. Tables are not wrapped; markdown ignores it.
+	Width int
+	// ShowInfo shows the evidence of info findings (how a pod ended),
+	// folded by default: each is one line in explain and diff, and a
+	// count by kind in a report.
+	ShowInfo bool
 }
 
 // colours, used only when TextOptions.Color is set.
@@ -39,12 +46,31 @@ const (
 
 type textWriter struct {
 	w    io.Writer
+	wrap *wrapWriter // in front of w when opts.Width is set
 	opts TextOptions
 	err  error
 	line []byte // the line being built, for the writers that build one
 	// after, when set, is what a follow printed already: the timeline
 	// writes only what came after it, without its heading.
 	after *FollowPoint
+}
+
+// newTextWriter writes text to w, wrapped at opts.Width when it is set.
+func newTextWriter(w io.Writer, opts TextOptions) *textWriter {
+	t := &textWriter{w: w, opts: opts}
+	if opts.Width > 0 {
+		t.wrap = &wrapWriter{w: w, width: opts.Width}
+		t.w = t.wrap
+	}
+	return t
+}
+
+// done writes what the wrapping holds back and returns the first error.
+func (t *textWriter) done() error {
+	if t.wrap != nil && t.err == nil {
+		t.err = t.wrap.flush()
+	}
+	return t.err
 }
 
 // FollowPoint is how far a follow (diff --follow) has printed a pod's
@@ -76,14 +102,15 @@ func FollowEnd(lc *explain.Lifecycle) FollowPoint {
 // them (each revision with its actors and changes), and returns the point
 // after them.
 func Follow(w io.Writer, lc *explain.Lifecycle, opts TextOptions, p FollowPoint) (FollowPoint, error) {
-	t := &textWriter{w: w, opts: opts, after: &p}
+	t := newTextWriter(w, opts)
+	t.after = &p
 	t.timeline(lc)
 	end := FollowEnd(lc)
 	end.Step, end.Event = max(end.Step, p.Step), max(end.Event, p.Event)
 	if p.Gap.After(end.Gap) {
 		end.Gap = p.Gap
 	}
-	return end, t.err
+	return end, t.done()
 }
 
 // writeLine writes the line built in b (t.line's storage), as one printf
@@ -153,7 +180,7 @@ func severityColor(s explain.Severity) string {
 // Diff writes the text of `podtrace diff`: the pod, its findings, its phases
 // and its timeline of revisions and events.
 func Diff(w io.Writer, lc *explain.Lifecycle, opts TextOptions) error {
-	t := &textWriter{w: w, opts: opts}
+	t := newTextWriter(w, opts)
 	t.header(lc)
 	t.findings(lc.Findings)
 	t.phases(lc)
@@ -161,13 +188,13 @@ func Diff(w io.Writer, lc *explain.Lifecycle, opts TextOptions) error {
 	t.audit(lc)
 	t.dependents(lc)
 	t.timeline(lc)
-	return t.err
+	return t.done()
 }
 
 // Explain writes the text of `podtrace explain`: the pod and its findings,
 // or that nothing looks wrong.
 func Explain(w io.Writer, lc *explain.Lifecycle, opts TextOptions) error {
-	t := &textWriter{w: w, opts: opts}
+	t := newTextWriter(w, opts)
 	t.header(lc)
 	switch {
 	case len(lc.Findings) == 0:
@@ -176,14 +203,10 @@ func Explain(w io.Writer, lc *explain.Lifecycle, opts TextOptions) error {
 		t.printf("\n%s\n", t.paint(cGreen, "Nothing looks wrong: no warning in this pod's recorded life."))
 	}
 	t.findings(lc.Findings)
-	return t.err
+	return t.done()
 }
 
 func (t *textWriter) header(lc *explain.Lifecycle) {
-	t.printf("%s %s/%s %s\n", t.paint(cBold, "Pod"), lc.Namespace, lc.Name, t.paint(cDim, "(uid "+lc.UID+")"))
-	if lc.Node != "" {
-		t.printf("Node:     %s\n", lc.Node)
-	}
 	outcome := lc.Outcome
 	if lc.Outcome == "Terminating" {
 		outcome += " for " + lc.Terminating.String()
@@ -195,14 +218,35 @@ func (t *textWriter) header(lc *explain.Lifecycle) {
 	case "Pending":
 		color = cYellow
 	}
-	t.printf("Outcome:  %s\n", t.paint(color, outcome))
+	on := ""
+	if lc.Node != "" {
+		on = " on " + lc.Node
+	}
+	t.printf("%s %s/%s%s: %s\n", t.paint(cBold, "Pod"), lc.Namespace, lc.Name, on, t.paint(color, outcome))
 	if len(lc.Redacted) > 0 {
 		t.printf("Redacted: %s (--no-redact shows them)\n", redact.Summary(lc.Redacted))
 	}
+	uid := t.paint(cDim, "uid "+lc.UID)
 	if len(lc.Steps) > 0 {
-		t.printf("Recorded: %s, %s, %s to %s\n", Plural(len(lc.Steps), "revision"), Plural(len(lc.Events), "event"),
-			t.stamp(lc.Steps[0].Time), t.stamp(lc.RecordingEnd))
+		t.printf("Recorded: %s, %s, %s; %s\n", Plural(len(lc.Steps), "revision"), Plural(len(lc.Events), "event"),
+			t.span(lc.Steps[0].Time, lc.RecordingEnd), uid)
+	} else {
+		t.printf("%s\n", uid)
 	}
+}
+
+// span is "2026-12-01 04:30:04 to 04:30:56 UTC", the date once when both
+// times are on the same day.
+func (t *textWriter) span(a, b time.Time) string {
+	loc := t.opts.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	a, b = a.In(loc), b.In(loc)
+	if a.Format("2006-01-02") == b.Format("2006-01-02") {
+		return a.Format("2006-01-02 15:04:05") + " to " + b.Format("15:04:05 MST")
+	}
+	return t.stamp(a) + " to " + t.stamp(b)
 }
 
 func (t *textWriter) findings(fs []explain.Finding) {
@@ -210,8 +254,19 @@ func (t *textWriter) findings(fs []explain.Finding) {
 		return
 	}
 	t.printf("\n%s\n", t.paint(cBold, "Findings"))
+	folded := 0
 	for _, f := range fs {
 		t.printf("  %s %s: %s\n", t.paint(severityColor(f.Severity), strings.ToUpper(f.Severity.String())), f.ID, f.Headline)
+		if f.Severity == explain.Info && !t.opts.ShowInfo {
+			// How the pod ended: who, in one line; the evidence folded.
+			if f.Actor != nil {
+				t.printf("    actor: %s\n", actorLine(f.Actor))
+			}
+			if len(f.Evidence)+len(f.Suspects)+len(f.Next) > 0 {
+				folded++
+			}
+			continue
+		}
 		for _, l := range endedLines(f) {
 			t.printf("    %s\n", l)
 		}
@@ -256,6 +311,9 @@ func (t *textWriter) findings(fs []explain.Finding) {
 		for _, n := range f.Next {
 			t.printf("    %s %s\n", t.paint(cCyan, "next:"), n)
 		}
+	}
+	if folded > 0 {
+		t.printf("  %s\n", t.paint(cDim, fmt.Sprintf("(the evidence of %s folded: --show-info shows it)", Plural(folded, "info finding"))))
 	}
 }
 
@@ -614,7 +672,7 @@ func (t *textWriter) audit(lc *explain.Lifecycle) {
 		if r.ResourceVersion != "" {
 			rev += " rv " + r.ResourceVersion
 		}
-		entries = append(entries, entry{r.Time, fmt.Sprintf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.Identity(), t.paint(cDim, "("+r.UserAgent+")"), t.paint(cDim, rev))})
+		entries = append(entries, entry{r.Time, fmt.Sprintf("  %s  %-16s %d by %s %s%s\n", t.clock(r.Time), what, r.Code, r.Identity(), t.paint(cDim, "("+r.Agent()+")"), t.paint(cDim, rev))})
 	}
 	for _, p := range a.Patches {
 		for _, op := range p.Ops {

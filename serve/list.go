@@ -298,16 +298,7 @@ func appendListEnd(dst []byte, rv string) []byte {
 // redacted.
 func (s *Server) writeTable(ctx context.Context, resp *response, t time.Time, q query, objs []store.Object, gone rvMax,
 	selected func([]byte) (bool, error), include string) {
-	var cols []metav1.TableColumnDefinition
-	switch q.res.kind {
-	case "Pod":
-		cols = podColumns
-	case "Event":
-		cols = eventColumns
-	default:
-		cols = []metav1.TableColumnDefinition{nameColumn, ageColumn}
-	}
-	colsJSON, _ := json.Marshal(cols)
+	colsJSON, _ := json.Marshal(columnsOf(q.res.apiVersion(), q.res.kind))
 	resp.buf = append(resp.buf, `{"kind":"Table","apiVersion":"meta.k8s.io/v1","columnDefinitions":`...)
 	resp.buf = append(resp.buf, colsJSON...)
 	resp.buf = append(resp.buf, `,"rows":[`...)
@@ -315,7 +306,7 @@ func (s *Server) writeTable(ctx context.Context, resp *response, t time.Time, q 
 		if ok, err := selected(rev.Object); !ok || err != nil {
 			return dst, false, err
 		}
-		b, err := appendRow(dst, q.res.kind, rev.Object, t, include, w)
+		b, err := appendRow(dst, q.res, rev.Object, t, include, w)
 		return b, err == nil, err
 	}
 	n := 0
@@ -343,9 +334,9 @@ func (s *Server) writeTable(ctx context.Context, resp *response, t time.Time, q 
 
 // appendRow appends the row of one object at the moment t, with its object
 // as include asks (None, Object, or its metadata by default), redacted.
-func appendRow(dst []byte, kind string, raw []byte, t time.Time, include string, w *worker) ([]byte, error) {
+func appendRow(dst []byte, res resource, raw []byte, t time.Time, include string, w *worker) ([]byte, error) {
 	var md objectMeta
-	cells, err := cellsOf(kind, raw, t, &md, &w.pod)
+	cells, err := cellsOf(res.apiVersion(), res.kind, raw, t, &md, &w.pod)
 	if err != nil {
 		return nil, err
 	}

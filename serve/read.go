@@ -2,7 +2,6 @@ package serve
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -281,58 +280,10 @@ func readContainerState(s *scanner, cs *corev1.ContainerState) {
 	}
 }
 
-// eventCells are the columns of an event at the moment t.
-func eventCells(raw []byte, t time.Time, md *objectMeta) ([]any, error) {
-	s := &scanner{b: raw}
-	var last, eventTime time.Time
-	var typ, reason, message, ioKind, ioName string
-	for key := range s.members() {
-		switch string(key) {
-		case "metadata":
-			readMeta(s, md)
-		case "lastTimestamp":
-			last = s.time()
-		case "eventTime":
-			eventTime = s.time()
-		case "type":
-			typ = s.str()
-		case "reason":
-			reason = s.str()
-		case "message":
-			message = s.str()
-		case "involvedObject":
-			for key := range s.members() {
-				switch string(key) {
-				case "kind":
-					ioKind = s.str()
-				case "name":
-					ioName = s.str()
-				default:
-					s.skip()
-				}
-			}
-		default:
-			s.skip()
-		}
-	}
-	if s.err != nil {
-		return nil, fmt.Errorf("event: %w", s.err)
-	}
-	if last.IsZero() {
-		last = eventTime
-	}
-	if last.IsZero() {
-		last = md.creationTimestamp
-	}
-	obj := strings.ToLower(ioKind) + "/" + ioName
-	return []any{since(last, t), typ, reason, obj, strings.TrimSpace(message), md.name}, nil
-}
-
 // cellsOf returns the cells of an object's row at the moment t, and reads
 // its metadata into md; a pod is read into pod (nil: a new one).
-func cellsOf(kind string, raw []byte, t time.Time, md *objectMeta, pod *corev1.Pod) ([]any, error) {
-	switch kind {
-	case "Pod":
+func cellsOf(apiVersion, kind string, raw []byte, t time.Time, md *objectMeta, pod *corev1.Pod) ([]any, error) {
+	if apiVersion == "v1" && kind == "Pod" {
 		if pod == nil {
 			pod = &corev1.Pod{}
 		}
@@ -340,8 +291,6 @@ func cellsOf(kind string, raw []byte, t time.Time, md *objectMeta, pod *corev1.P
 			return nil, err
 		}
 		return podCells(pod, t), nil
-	case "Event":
-		return eventCells(raw, t, md)
 	}
 	s := &scanner{b: raw}
 	for key := range s.members() {
@@ -353,6 +302,9 @@ func cellsOf(kind string, raw []byte, t time.Time, md *objectMeta, pod *corev1.P
 	}
 	if s.err != nil {
 		return nil, s.err
+	}
+	if cells, ok, err := typedCells(apiVersion, kind, raw, t); ok {
+		return cells, err
 	}
 	return []any{md.name, since(md.creationTimestamp, t)}, nil
 }

@@ -74,11 +74,11 @@ var scratch = &corev1.Pod{}
 
 // checkRow compares the scanner's cells and row object of raw with
 // encoding/json's.
-func checkRow(t *testing.T, kind string, raw []byte, at time.Time) bool {
+func checkRow(t *testing.T, apiVersion, kind string, raw []byte, at time.Time) bool {
 	t.Helper()
-	want, wantMD, werr := cellsOfJSON(kind, raw, at)
+	want, wantMD, werr := cellsOfJSON(apiVersion, kind, raw, at)
 	var md objectMeta
-	got, gerr := cellsOf(kind, raw, at, &md, scratch)
+	got, gerr := cellsOf(apiVersion, kind, raw, at, &md, scratch)
 	if (werr != nil) != (gerr != nil) {
 		t.Errorf("%s %s: error %v, encoding/json's %v", kind, raw, gerr, werr)
 		return false
@@ -148,7 +148,7 @@ func TestReadRandom(t *testing.T) {
 			e.APIVersion, e.Kind, kind = "v1", "Event", "Event"
 			raw, _ = json.Marshal(&e)
 		}
-		if !checkRow(t, kind, raw, at) || !checkMeta(t, kind, raw) || !checkRow(t, "ConfigMap", raw, at) {
+		if !checkRow(t, "v1", kind, raw, at) || !checkMeta(t, kind, raw) || !checkRow(t, "coordination.k8s.io/v1", "Lease", raw, at) {
 			if fails++; fails > 5 {
 				t.Fatal("too many")
 			}
@@ -161,21 +161,21 @@ func TestReadRandom(t *testing.T) {
 func TestReadMalformed(t *testing.T) {
 	pod := `{"metadata":{"name":"a","creationTimestamp":"2026-12-01T10:00:00Z","labels":{"x":"y"}},"spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","containerStatuses":[{"name":"c","restartCount":2,"state":{"running":{}}}]}}`
 	var md objectMeta
-	if _, err := cellsOf("Pod", []byte(pod), time.Now(), &md, nil); err != nil {
+	if _, err := cellsOf("v1", "Pod", []byte(pod), time.Now(), &md, nil); err != nil {
 		t.Fatalf("well-formed pod: %v", err)
 	}
 	for i := range len(pod) {
 		for _, b := range [][]byte{[]byte(pod[:i]), []byte(pod[:i] + "}" + pod[i:])} {
 			for _, kind := range []string{"Pod", "Event", "Node"} {
 				var md objectMeta
-				cellsOf(kind, b, time.Now(), &md, scratch) // must not panic
+				cellsOf("v1", kind, b, time.Now(), &md, scratch) // must not panic
 			}
 			parseMeta(b)
 		}
 	}
 	for _, bad := range []string{"", "{", `{"metadata":`, `{"metadata":{"name":"a"`, `{"status":{"containerStatuses":[{"restartCount":1e99}]}}`, `{"metadata":{"creationTimestamp":"yesterday"}}`, "\"\x01\""} {
 		var md objectMeta
-		if _, err := cellsOf("Pod", []byte(bad), time.Now(), &md, nil); err == nil {
+		if _, err := cellsOf("v1", "Pod", []byte(bad), time.Now(), &md, nil); err == nil {
 			t.Errorf("cellsOf(%q): no error", bad)
 		}
 	}
@@ -200,7 +200,7 @@ func TestReadTrace(t *testing.T) {
 			return nil
 		}
 		n++
-		if !checkRow(t, r.Kind, r.Object, r.Observed.Add(time.Minute)) || !checkMeta(t, r.Kind, r.Object) {
+		if !checkRow(t, r.APIVersion, r.Kind, r.Object, r.Observed.Add(time.Minute)) || !checkMeta(t, r.Kind, r.Object) {
 			if fails++; fails > 5 {
 				return fmt.Errorf("too many")
 			}
@@ -242,7 +242,7 @@ func TestPartial(t *testing.T) {
 	} {
 		raw := []byte(`{"kind":"ConfigMap","metadata":` + tc.md + `,"data":{"k":"v"}}`)
 		var md objectMeta
-		if _, err := cellsOf("ConfigMap", raw, time.Now(), &md, nil); err != nil {
+		if _, err := cellsOf("v1", "ConfigMap", raw, time.Now(), &md, nil); err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
 		got := appendPartial(nil, &md)
@@ -250,5 +250,30 @@ func TestPartial(t *testing.T) {
 		if diff := cmp.Diff(partial(t, []byte(want)), partial(t, got)); diff != "" {
 			t.Errorf("metadata %s: row object %s (-want +got):\n%s", tc.md, got, diff)
 		}
+	}
+}
+
+// TestClaimAndClassCells: a bound claim's row as the API server prints it
+// (capacity and access modes once bound, the class from the spec), and a
+// StorageClass's defaults.
+func TestClaimAndClassCells(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	claim := `{"metadata":{"name":"data","creationTimestamp":"2026-12-01T09:59:00Z"},"spec":{"storageClassName":"fast","volumeName":"pv-1","volumeMode":"Filesystem"},` +
+		`"status":{"phase":"Bound","accessModes":["ReadWriteOnce","ReadWriteOncePod"],"capacity":{"storage":"10Gi"}}}`
+	var md objectMeta
+	got, err := cellsOf("v1", "PersistentVolumeClaim", []byte(claim), at, &md, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[data Bound pv-1 10Gi RWO,RWOP fast <unset> 60s Filesystem]"; fmt.Sprint(got) != want {
+		t.Errorf("claim cells %v, want %s", got, want)
+	}
+	class := `{"metadata":{"name":"standard","creationTimestamp":"2026-12-01T09:00:00Z"},"provisioner":"example.com/disk"}`
+	got, err = cellsOf("storage.k8s.io/v1", "StorageClass", []byte(class), at, &md, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[standard example.com/disk Delete Immediate false 60m]"; fmt.Sprint(got) != want {
+		t.Errorf("class cells %v, want %s", got, want)
 	}
 }

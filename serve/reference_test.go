@@ -3,7 +3,6 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +14,7 @@ import (
 
 // cellsOfJSON is the encoding/json reading of cellsOf before the scanner (9th session): what the scanner must agree with. It returns the cells of an object's row at the moment t, and its
 // metadata as recorded.
-func cellsOfJSON(kind string, raw []byte, t time.Time) ([]any, json.RawMessage, error) {
+func cellsOfJSON(apiVersion, kind string, raw []byte, t time.Time) ([]any, json.RawMessage, error) {
 	var md struct {
 		Name              string       `json:"name"`
 		CreationTimestamp metav1.Time  `json:"creationTimestamp"`
@@ -53,26 +52,6 @@ func cellsOfJSON(kind string, raw []byte, t time.Time) ([]any, json.RawMessage, 
 			pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy})
 		}
 		return podCells(pod, t), p.Metadata, nil
-	case "Event":
-		var e corev1.Event
-		var m struct {
-			Metadata json.RawMessage `json:"metadata"`
-		}
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, nil, fmt.Errorf("event: %w", err)
-		}
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, nil, fmt.Errorf("event: %w", err)
-		}
-		last := e.LastTimestamp.Time
-		if last.IsZero() {
-			last = e.EventTime.Time
-		}
-		if last.IsZero() {
-			last = e.CreationTimestamp.Time
-		}
-		obj := strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name
-		return []any{since(last, t), e.Type, e.Reason, obj, strings.TrimSpace(e.Message), e.Name}, m.Metadata, nil
 	}
 	var m struct {
 		Metadata json.RawMessage `json:"metadata"`
@@ -82,6 +61,10 @@ func cellsOfJSON(kind string, raw []byte, t time.Time) ([]any, json.RawMessage, 
 	}
 	if err := json.Unmarshal(m.Metadata, &md); err != nil {
 		return nil, nil, err
+	}
+	// The other kinds' cells are encoding/json's already (typedCells).
+	if cells, ok, err := typedCells(apiVersion, kind, raw, t); ok {
+		return cells, m.Metadata, err
 	}
 	return []any{md.Name, since(md.CreationTimestamp.Time, t)}, m.Metadata, nil
 }

@@ -58,6 +58,19 @@ var known = map[string]resource{
 	"admissionregistration.k8s.io/v1 MutatingAdmissionPolicyBinding":   {plural: "mutatingadmissionpolicybindings"},
 }
 
+// recorded are the kinds podtrace record watches (tracer/kind.go): served
+// even when the trace holds none of them, as an API server serves an empty
+// list, unless a session says it could not watch the kind. Of Services,
+// Secrets and ConfigMaps it keeps those pods own.
+var recorded = [][2]string{
+	{"v1", "Pod"}, {"v1", "Event"}, {"v1", "Namespace"}, {"v1", "Node"},
+	{"v1", "Service"}, {"v1", "Secret"}, {"v1", "ConfigMap"}, {"v1", "PersistentVolumeClaim"},
+	{"apps/v1", "ReplicaSet"}, {"apps/v1", "Deployment"}, {"apps/v1", "StatefulSet"}, {"apps/v1", "DaemonSet"},
+	{"batch/v1", "Job"}, {"batch/v1", "CronJob"}, {"storage.k8s.io/v1", "StorageClass"},
+	{"admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"},
+	{"admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"},
+}
+
 // newResource names the resource of a recorded apiVersion and kind.
 func newResource(apiVersion, kind string, namespaced bool) resource {
 	r, ok := known[apiVersion+" "+kind]

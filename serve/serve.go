@@ -100,6 +100,21 @@ func New(db *store.DB, opts Options) (*Server, error) {
 			s.end = k.LastObserved
 		}
 	}
+	unrecorded := map[string]bool{}
+	for _, ss := range sessions {
+		for _, k := range ss.Unrecorded {
+			unrecorded[k] = true
+		}
+	}
+	if len(sessions) > 0 {
+		for _, k := range recorded {
+			if !unrecorded[k[1]] {
+				r := newResource(k[0], k[1], true)
+				r.namespaced = known[k[0]+" "+k[1]].namespaced
+				s.res.add(r)
+			}
+		}
+	}
 	return s, nil
 }
 

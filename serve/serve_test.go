@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -281,7 +283,7 @@ func TestPodTable(t *testing.T) {
 	code, b := get(t, ts.URL+at(30*time.Second)+"apis/apps/v1/replicasets", table)
 	var tbl metav1.Table
 	json.Unmarshal(b, &tbl)
-	if code != 200 || len(tbl.Rows) != 1 || fmt.Sprint(tbl.Rows[0].Cells) != "[web-rs 30s]" {
+	if code != 200 || len(tbl.Rows) != 1 || fmt.Sprint(tbl.Rows[0].Cells) != "[web-rs 1 0 0 30s   <none>]" {
 		t.Errorf("replicasets table: %d %s", code, b)
 	}
 }
@@ -303,8 +305,10 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups {
 		gs = append(gs, g.Name)
 	}
-	if fmt.Sprint(gs) != "[ apps]" {
-		t.Errorf("groups %v, want the core group and apps", gs)
+	// Every kind podtrace records, whether the trace holds some or not
+	// (kubectl get svc is an empty list, not an unknown resource type).
+	if fmt.Sprint(gs) != "[ admissionregistration.k8s.io apps batch storage.k8s.io]" {
+		t.Errorf("groups %v, want the core group, admissionregistration.k8s.io, apps, batch and storage.k8s.io", gs)
 	}
 	var rs []string
 	for _, l := range lists {
@@ -312,7 +316,11 @@ func TestDiscovery(t *testing.T) {
 			rs = append(rs, l.GroupVersion+" "+r.Name+" "+strings.Join(r.Verbs, ","))
 		}
 	}
-	if got := strings.Join(rs, "; "); got != "v1 events get,list,watch; v1 pods get,list,watch; apps/v1 replicasets get,list,watch" {
+	if got := strings.Join(rs, "; "); got != "v1 configmaps get,list,watch; v1 events get,list,watch; v1 namespaces get,list,watch; v1 nodes get,list,watch; "+
+		"v1 persistentvolumeclaims get,list,watch; v1 pods get,list,watch; v1 secrets get,list,watch; v1 services get,list,watch; "+
+		"admissionregistration.k8s.io/v1 mutatingwebhookconfigurations get,list,watch; admissionregistration.k8s.io/v1 validatingwebhookconfigurations get,list,watch; "+
+		"apps/v1 daemonsets get,list,watch; apps/v1 deployments get,list,watch; apps/v1 replicasets get,list,watch; apps/v1 statefulsets get,list,watch; "+
+		"batch/v1 cronjobs get,list,watch; batch/v1 jobs get,list,watch; storage.k8s.io/v1 storageclasses get,list,watch" {
 		t.Errorf("resources: %s", got)
 	}
 }
@@ -486,5 +494,48 @@ func TestWarnsAtAPrunedMoment(t *testing.T) {
 	}
 	if w := warning(gone.Add(time.Hour)); w != "" {
 		t.Errorf("warning after the pruned deletions %q, want none", w)
+	}
+}
+
+// TestWatchTable: kubectl get -w asks for Tables: each event is a Table of
+// one row, the columns in the first alone, the row's cells at the moment
+// the revision was recorded (its age then, its status changes).
+func TestWatchTable(t *testing.T) {
+	db, _ := trace(t)
+	ts := newServer(t, db, true)
+	code, b := get(t, ts.URL+at(5*time.Second)+"api/v1/namespaces/ci/pods?watch=true&timeoutSeconds=1",
+		"application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	if code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	var got []string
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for i := 0; ; i++ {
+		var ev struct {
+			Type   string
+			Object metav1.Table
+		}
+		if err := dec.Decode(&ev); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if (i == 0) != (len(ev.Object.ColumnDefinitions) > 0) {
+			t.Errorf("event %d: %d column definitions, want them in the first event alone", i, len(ev.Object.ColumnDefinitions))
+		}
+		if ev.Object.Kind != "Table" || len(ev.Object.Rows) != 1 {
+			t.Fatalf("event %d: %+v, want a Table of one row", i, ev.Object)
+		}
+		got = append(got, ev.Type+" "+fmt.Sprint(ev.Object.Rows[0].Cells[:5]))
+	}
+	want := []string{
+		"ADDED [web 0/1 Pending 0 0s]",
+		"MODIFIED [web 0/1 Pending 0 1s]",
+		"MODIFIED [web 1/1 Running 0 10s]",
+		"MODIFIED [web 1/1 Terminating 0 50s]",
+		"DELETED [web 1/1 Terminating 0 80s]",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("watch as Tables (-want +got):\n%s", diff)
 	}
 }

@@ -24,9 +24,16 @@ func wantsTable(r *http.Request) bool {
 	return false
 }
 
+// The columns of each kind's Table, as the API server's printers define
+// them (AddHandlers in k8s.io/kubernetes/pkg/printers/internalversion), the
+// wide ones (Priority 1) included: kubectl shows them with -o wide.
 var (
-	nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: "Name of the object"}
-	ageColumn  = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: "Time since creation, at the moment"}
+	nameColumn       = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: "Name of the object"}
+	ageColumn        = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: "Time since creation, at the moment served"}
+	containersColumn = metav1.TableColumnDefinition{Name: "Containers", Type: "string", Priority: 1, Description: "Names of each container in the template."}
+	imagesColumn     = metav1.TableColumnDefinition{Name: "Images", Type: "string", Priority: 1, Description: "Images referenced by each container in the template."}
+	selectorColumn   = metav1.TableColumnDefinition{Name: "Selector", Type: "string", Priority: 1, Description: "The label selector"}
+
 	podColumns = []metav1.TableColumnDefinition{
 		nameColumn,
 		{Name: "Ready", Type: "string", Description: "Ready containers of all"},
@@ -43,10 +50,74 @@ var (
 		{Name: "Type", Type: "string"},
 		{Name: "Reason", Type: "string"},
 		{Name: "Object", Type: "string"},
+		{Name: "Subobject", Type: "string", Priority: 1},
+		{Name: "Source", Type: "string", Priority: 1},
 		{Name: "Message", Type: "string"},
+		{Name: "First Seen", Type: "string", Priority: 1},
+		{Name: "Count", Type: "string", Priority: 1},
 		{Name: "Name", Type: "string", Format: "name", Priority: 1},
 	}
+	columns = map[string][]metav1.TableColumnDefinition{
+		"v1 Pod":   podColumns,
+		"v1 Event": eventColumns,
+		"apps/v1 Deployment": {nameColumn,
+			{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
+			{Name: "Up-to-date", Type: "string", Description: "Total number of non-terminating pods targeted by this deployment that have the desired template spec."},
+			{Name: "Available", Type: "string", Description: "Total number of available non-terminating pods targeted by this deployment."},
+			ageColumn, containersColumn, imagesColumn, selectorColumn},
+		"apps/v1 ReplicaSet": {nameColumn,
+			{Name: "Desired", Type: "integer", Description: "Replicas is the number of desired pods."},
+			{Name: "Current", Type: "integer", Description: "Replicas is the most recently observed number of non-terminating pods."},
+			{Name: "Ready", Type: "integer", Description: "The number of non-terminating pods targeted by this ReplicaSet with a Ready Condition."},
+			ageColumn, containersColumn, imagesColumn, selectorColumn},
+		"apps/v1 StatefulSet": {nameColumn,
+			{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
+			ageColumn, containersColumn, imagesColumn},
+		"apps/v1 DaemonSet": {nameColumn,
+			{Name: "Desired", Type: "integer"}, {Name: "Current", Type: "integer"}, {Name: "Ready", Type: "integer"},
+			{Name: "Up-to-date", Type: "integer"}, {Name: "Available", Type: "integer"}, {Name: "Node Selector", Type: "string"},
+			ageColumn, containersColumn, imagesColumn, selectorColumn},
+		"batch/v1 Job": {nameColumn,
+			{Name: "Status", Type: "string", Description: "Status of the job."},
+			{Name: "Completions", Type: "string"},
+			{Name: "Duration", Type: "string", Description: "Time required to complete the job."},
+			ageColumn, containersColumn, imagesColumn, selectorColumn},
+		"batch/v1 CronJob": {nameColumn,
+			{Name: "Schedule", Type: "string"}, {Name: "Timezone", Type: "string"}, {Name: "Suspend", Type: "boolean"},
+			{Name: "Active", Type: "integer"}, {Name: "Last Schedule", Type: "string"},
+			ageColumn, containersColumn, imagesColumn, selectorColumn},
+		"v1 Service": {nameColumn,
+			{Name: "Type", Type: "string"}, {Name: "Cluster-IP", Type: "string"}, {Name: "External-IP", Type: "string"},
+			{Name: "Port(s)", Type: "string"}, ageColumn,
+			{Name: "Selector", Type: "string", Priority: 1}},
+		"v1 Node": {nameColumn,
+			{Name: "Status", Type: "string", Description: "The status of the node"},
+			{Name: "Roles", Type: "string", Description: "The roles of the node"},
+			ageColumn,
+			{Name: "Version", Type: "string"},
+			{Name: "Internal-IP", Type: "string", Priority: 1}, {Name: "External-IP", Type: "string", Priority: 1},
+			{Name: "OS-Image", Type: "string", Priority: 1}, {Name: "Kernel-Version", Type: "string", Priority: 1},
+			{Name: "Container-Runtime", Type: "string", Priority: 1}},
+		"v1 Namespace": {nameColumn, {Name: "Status", Type: "string", Description: "The status of the namespace"}, ageColumn},
+		// Recorded as metadata: the type and the data are not in the trace.
+		"v1 Secret":                {nameColumn, {Name: "Type", Type: "string"}, {Name: "Data", Type: "string"}, ageColumn},
+		"v1 ConfigMap":             {nameColumn, {Name: "Data", Type: "string"}, ageColumn},
+		"v1 PersistentVolumeClaim": {nameColumn, {Name: "Status", Type: "string"}, {Name: "Volume", Type: "string"}, {Name: "Capacity", Type: "string"}, {Name: "Access Modes", Type: "string"}, {Name: "StorageClass", Type: "string"}, {Name: "VolumeAttributesClass", Type: "string"}, ageColumn, {Name: "VolumeMode", Type: "string", Priority: 1}},
+		"storage.k8s.io/v1 StorageClass": {nameColumn, {Name: "Provisioner", Type: "string"}, {Name: "ReclaimPolicy", Type: "string"},
+			{Name: "VolumeBindingMode", Type: "string"}, {Name: "AllowVolumeExpansion", Type: "string"}, ageColumn},
+		"admissionregistration.k8s.io/v1 MutatingWebhookConfiguration":   {nameColumn, {Name: "Webhooks", Type: "integer"}, ageColumn},
+		"admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration": {nameColumn, {Name: "Webhooks", Type: "integer"}, ageColumn},
+	}
 )
+
+// columnsOf are the Table columns of apiVersion and kind: NAME and AGE for
+// a kind the API server's printers do not know.
+func columnsOf(apiVersion, kind string) []metav1.TableColumnDefinition {
+	if c, ok := columns[apiVersion+" "+kind]; ok {
+		return c
+	}
+	return []metav1.TableColumnDefinition{nameColumn, ageColumn}
+}
 
 // since is kubectl's age of a time at the moment t.
 func since(ts time.Time, t time.Time) string {

@@ -42,8 +42,26 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, t time.Time, q qu
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	red := s.redactor()
-	send := func(typ string, raw []byte) bool {
-		if typ != "BOOKMARK" {
+	// As a Table (kubectl get -w), each event's object is a Table of one
+	// row at the moment of the revision, as the API server sends it: the
+	// columns in the first event only.
+	table := wantsTable(r)
+	tw := &worker{red: red}
+	include := r.URL.Query().Get("includeObject")
+	headers := true
+	send := func(typ string, raw []byte, at time.Time) bool {
+		switch {
+		case typ == "BOOKMARK":
+		case table:
+			row, err := appendRow(nil, q.res, raw, at, include, tw)
+			if err != nil {
+				// A deletion recorded without the object (its final
+				// state unknown) has no row: the watch goes on.
+				return typ == "DELETED"
+			}
+			raw = appendTable(nil, q.res, headers, row, rvOf(raw))
+			headers = false
+		default:
 			var err error
 			if raw, err = red(raw); err != nil {
 				return false
@@ -60,7 +78,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, t time.Time, q qu
 	present := map[string]bool{}
 	for _, it := range st.items {
 		present[it.UID] = true
-		if q.sendInitialEvents && !send("ADDED", it.Object) {
+		if q.sendInitialEvents && !send("ADDED", it.Object, t) {
 			return
 		}
 	}
@@ -69,7 +87,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, t time.Time, q qu
 			"kind": q.res.kind, "apiVersion": q.res.apiVersion(),
 			"metadata": map[string]any{"resourceVersion": st.rv, "annotations": map[string]string{metav1.InitialEventsAnnotationKey: "true"}},
 		})
-		if !send("BOOKMARK", b) {
+		if !send("BOOKMARK", b, t) {
 			return
 		}
 	}
@@ -141,7 +159,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, t time.Time, q qu
 					}
 				}
 			}
-			if !send(typ, rec.Object) {
+			if !send(typ, rec.Object, rec.Observed) {
 				return
 			}
 		}
@@ -150,6 +168,34 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, t time.Time, q qu
 		}
 	}
 	<-ctx.Done()
+}
+
+// appendTable appends a Table of one row (row's JSON), with the columns
+// of res when headers is set, and the resourceVersion rv.
+func appendTable(dst []byte, res resource, headers bool, row []byte, rv string) []byte {
+	dst = append(dst, `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":`...)
+	dst = appendJSONString(dst, rv)
+	dst = append(dst, `},"columnDefinitions":`...)
+	if headers {
+		cols, _ := json.Marshal(columnsOf(res.apiVersion(), res.kind))
+		dst = append(dst, cols...)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, `,"rows":[`...)
+	dst = append(dst, row...)
+	return append(dst, "]}"...)
+}
+
+// rvOf is the resourceVersion in an object's metadata.
+func rvOf(raw []byte) string {
+	var m struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	json.Unmarshal(raw, &m)
+	return m.Metadata.ResourceVersion
 }
 
 func rvNumber(rv string) (int64, bool) {

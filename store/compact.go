@@ -72,6 +72,11 @@ func (db *DB) compact() (before, after int64, err error) {
 	if err == nil {
 		err = os.Rename(tmp, db.path)
 	}
+	if err == nil {
+		// db holds the old file, no longer at db.path: Close must not
+		// cut the new one down to the old one's pages.
+		db.trim = false
+	}
 	if err != nil {
 		os.Remove(tmp)
 		if errors.Is(err, ErrCorrupt) {

@@ -163,6 +163,9 @@ type DB struct {
 	// knock is a reader's shared flock on the readers' file, held until
 	// Close: it tells a Writer that holds the file open to let go.
 	knock *os.File
+
+	// trim: Close cuts the file down to its pages (see trimFile).
+	trim bool
 }
 
 // Open opens the trace file at path. See Options. Opened for writing, it
@@ -174,7 +177,13 @@ func Open(path string, opts Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	return open(path, opts, nil)
+	db, err := open(path, opts, nil)
+	if err == nil && !opts.ReadOnly {
+		// An import or a test that writes: a Writer's DB is closed and
+		// opened again between flushes, and compacted at the end.
+		db.trim = true
+	}
+	return db, err
 }
 
 // open opens path; a non-nil enc carries a Writer's caches across opens. It
@@ -346,13 +355,38 @@ func (db *DB) Close() error {
 		db.dicts = nil
 	}
 	db.dictMu.Unlock()
-	err := db.bolt.Close()
+	var terr error
+	if db.trim {
+		db.trim = false
+		terr = db.trimFile()
+	}
+	err := errors.Join(db.bolt.Close(), terr)
 	if db.knock != nil {
 		db.knock.Close()
 		db.knock = nil
 	}
 	if err != nil {
 		return fmt.Errorf("close trace %q: %w", db.path, err)
+	}
+	return nil
+}
+
+// trimFile cuts the file down to its pages, before Close lets go of it.
+// A writer maps the file at writerMmapBytes, and bbolt then grows the file
+// 16 MiB (its AllocSize) ahead of the pages it writes: a trace of 160 KiB
+// was a file of 16 MiB after an import. The pages beyond the last are
+// never read; the lock held keeps every reader out meanwhile.
+func (db *DB) trimFile() error {
+	var size int64
+	if err := db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
+		return fmt.Errorf("trim trace %q: %w", db.path, err)
+	}
+	fi, err := os.Stat(db.path)
+	if err != nil || size <= 0 || fi.Size() <= size {
+		return nil
+	}
+	if err := os.Truncate(db.path, size); err != nil {
+		return fmt.Errorf("trim trace %q to its %d bytes of pages: %w", db.path, size, err)
 	}
 	return nil
 }

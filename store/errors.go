@@ -48,7 +48,7 @@ func newError(kind, cause error, format string, args ...any) error {
 }
 
 func notExistError(path string, cause error) error {
-	return newError(fs.ErrNotExist, cause, "no trace file %q: record one with `podtrace record -o FILE`", path)
+	return newError(fs.ErrNotExist, cause, "no trace file %q: record one with `podtrace record --db FILE`", path)
 }
 
 func recordingError(path, lpath string, l Lease) error {
@@ -72,7 +72,7 @@ func emptyError(path string) error {
 // not add to it.
 func damagedError(path string, cause error) error {
 	return newError(ErrCorrupt, cause,
-		"trace %q is damaged, podtrace will not write into it (%v): record into a new file with -o, and keep this one as it is for inspection (`bbolt check %s` lists the damaged pages; podtrace cannot salvage it: export, diff and report stop at the first damaged page they read)",
+		"trace %q is damaged, podtrace will not write into it (%v): record into a new file (--db NEW), and keep this one as it is for inspection (`bbolt check %s` lists the damaged pages; podtrace cannot salvage it: export, diff and report stop at the first damaged page they read)",
 		path, firstLine(cause), path)
 }
 

@@ -265,7 +265,7 @@ func TestDamagedTraceRefused(t *testing.T) {
 				w.Close()
 			}
 			return err
-		}, []string{"is damaged, podtrace will not write into it", "record into a new file with -o"}},
+		}, []string{"is damaged, podtrace will not write into it", "record into a new file (--db NEW)"}},
 		{"Compact", func() error { _, _, err := Compact(path, Options{}); return err },
 			[]string{"is damaged and was not compacted, it is left as it was"}},
 	} {

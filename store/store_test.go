@@ -488,11 +488,11 @@ func TestOpenErrors(t *testing.T) {
 		msg      string
 	}{
 		{"missing", missing, true, fs.ErrNotExist,
-			fmt.Sprintf("no trace file %q: record one with `podtrace record -o FILE`", missing)},
+			fmt.Sprintf("no trace file %q: record one with `podtrace record --db FILE`", missing)},
 		{"garbage", garbagePath, true, ErrCorrupt, "is not a podtrace trace or is corrupt: invalid database"},
 		{"garbage for writing", garbagePath, false, ErrCorrupt, "is not a podtrace trace or is corrupt: invalid database"},
 		{"empty", emptyPath, true, ErrCorrupt, "is not a podtrace trace or is corrupt: the file is empty"},
-		// touch FILE or mktemp, then podtrace record -o FILE: not a trace
+		// touch FILE or mktemp, then podtrace record --db FILE: not a trace
 		// to take over.
 		{"empty for writing", emptyPath, false, ErrCorrupt, "is empty, not a podtrace trace: remove it (a writer creates the trace), or name a new file"},
 		{"directory", dir, true, ErrCorrupt, "it is a directory"},

@@ -82,6 +82,18 @@ type Writer struct {
 	watching bool
 
 	pruning pruneState // see prune.go; guarded by flushMu, its stats by mu
+
+	inUse int64 // the file's pages in use after the last flush; guarded by mu
+}
+
+// InUse is the size of the trace's pages in use after the last flush: its
+// data, about what the file is once compacted. The file itself is larger
+// while recording: bbolt grows it 16 MiB ahead of its pages, and reuses the
+// pages pruning frees without shrinking it. 0 before the first flush.
+func (w *Writer) InUse() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inUse
 }
 
 // NewWriter creates the trace file at path if it is missing, checks it and
@@ -253,7 +265,7 @@ func (w *Writer) waitChecked(timeout time.Duration) error {
 		return w.checkErr
 	case <-timer.C:
 		return newError(ErrLocked, nil,
-			"trace %q is still being checked for damage after %s: wait, or record into a new file with -o", w.path, timeout)
+			"trace %q is still being checked for damage after %s: wait, or record into a new file (--db NEW)", w.path, timeout)
 	}
 }
 
@@ -488,6 +500,11 @@ func (w *Writer) update(timeout time.Duration, closing bool, fn func(*DB) error)
 	} else if err == nil && w.pruning.failing {
 		w.opts.warn("pruning trace %q again", w.path)
 		w.pruning.failing = false
+	}
+	if used, _, err := db.pageBytes(); err == nil {
+		w.mu.Lock()
+		w.inUse = used
+		w.mu.Unlock()
 	}
 	if fn != nil {
 		return written, fn(db)

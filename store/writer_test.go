@@ -402,3 +402,56 @@ func TestWriterHoldsTheFileUntilAReaderKnocks(t *testing.T) {
 		t.Fatalf("History after Close: %d revisions, %v; want %d", len(got), err, len(recs))
 	}
 }
+
+// TestSizeIsTheData: what a recorder and an import show and leave is the
+// trace's data, not bbolt's allocation 16 MiB ahead of it: the status line
+// said 16 MiB for 91 objects, and an import left a file of 16 MiB that held
+// 160 KiB.
+func TestSizeIsTheData(t *testing.T) {
+	path := tracePath(t)
+	w, err := NewWriter(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.InUse() != 0 {
+		t.Errorf("InUse before a flush = %d, want 0", w.InUse())
+	}
+	w.Add(onePod(10)...)
+	if _, err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := w.InUse(); used <= 0 || used > 1<<20 || used >= fi.Size() {
+		t.Errorf("InUse = %d bytes for 10 revisions in a file of %d; want the pages in use, under 1 MiB", used, fi.Size())
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Size() > 1<<20 {
+		t.Errorf("file after Close: %d bytes, want it compacted to its pages", fi.Size())
+	}
+
+	// An import opens the trace for writing: Close cuts the file down to
+	// its pages.
+	db := openDB(t, path, Options{})
+	if err := db.Write(onePod(10)[:3]); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err = os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > 1<<20 {
+		t.Errorf("file after a write and Close: %d bytes, want its pages alone, under 1 MiB", fi.Size())
+	}
+	db = openDB(t, path, Options{ReadOnly: true})
+	if err := db.Check(); err != nil {
+		t.Errorf("the trimmed trace: %v", err)
+	}
+}

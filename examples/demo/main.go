@@ -1,7 +1,9 @@
-// Command demo plays the digester case (../../shared/SCENARIO-digester.md in
-// the team's notes; examples/digester here) on a local control plane while
-// `podtrace record` records it, then shows what podtrace makes of it:
-// `podtrace diff`, `podtrace explain` and an HTML report.
+// Command demo plays the digester case (examples/digester) on a local
+// control plane while `podtrace record` records it, then shows what
+// podtrace makes of it: `podtrace explain`, `podtrace diff`, the case's two
+// comparisons with `podtrace compare` (the same job in a namespace the
+// webhook does not select; deleted with Background propagation) and an
+// HTML report.
 //
 // It is what `make demo` runs:
 //
@@ -9,7 +11,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podtrace/podtrace/compare"
 	"github.com/podtrace/podtrace/examples/digester"
 	"github.com/podtrace/podtrace/test/cluster"
 )
@@ -41,6 +46,7 @@ type options struct {
 	podtrace string
 	out      string
 	stuck    time.Duration
+	compare  bool
 }
 
 func run() error {
@@ -48,6 +54,7 @@ func run() error {
 	flag.StringVar(&o.podtrace, "podtrace", "_output/podtrace", "the podtrace binary")
 	flag.StringVar(&o.out, "out", "_output/demo", "folder for the trace, the report and the logs")
 	flag.DurationVar(&o.stuck, "stuck", 30*time.Second, "how long to record after the deletion request")
+	flag.BoolVar(&o.compare, "compare", true, "also play the two comparisons: the job in a namespace without the label, and deleted with Background propagation")
 	flag.Parse()
 	if _, err := os.Stat(o.podtrace); err != nil {
 		return fmt.Errorf("podtrace binary %s: %w (run make build)", o.podtrace, err)
@@ -79,15 +86,22 @@ func run() error {
 	if _, err := digester.Register(ctx, client, digester.Options{URL: srv.URL(), CABundle: srv.CABundle()}); err != nil {
 		return err
 	}
-	const ns = "ci"
+	const ns, off = "ci", "ci-off"
 	if _, err := digester.EnsureNamespace(ctx, client, ns, true); err != nil {
 		return err
+	}
+	if o.compare {
+		// The same job where the webhook does not apply: a namespace
+		// without its label.
+		if _, err := digester.EnsureNamespace(ctx, client, off, false); err != nil {
+			return err
+		}
 	}
 	time.Sleep(2 * time.Second) // the API server picks the webhook configuration up within a second or so
 
 	trace := filepath.Join(o.out, "podtrace.db")
 	os.Remove(trace)
-	step("podtrace record -o " + trace)
+	step("podtrace record --db " + trace)
 	rec, err := startRecorder(o, c.Kubeconfig, trace)
 	if err != nil {
 		return err
@@ -109,11 +123,44 @@ func run() error {
 	if err := digester.DeleteJob(ctx, client, pod, metav1.DeletePropagationForeground); err != nil {
 		return err
 	}
-	fmt.Printf("   waiting %s: the pod should be gone within seconds...\n", o.stuck)
+	waitUntil := time.Now().Add(o.stuck)
+	if o.compare {
+		step("the seed's two comparisons: the same job in " + off + " (no digest-resolution label), and " + ns + "/runner-job-2 deleted with propagationPolicy Background")
+		for _, c := range []struct {
+			ns, name string
+			prop     metav1.DeletionPropagation
+		}{{off, job, metav1.DeletePropagationForeground}, {ns, "runner-job-2", metav1.DeletePropagationBackground}} {
+			p, err := digester.RunJob(ctx, client, digester.JobOptions{Namespace: c.ns, Name: c.name})
+			if err != nil {
+				return err
+			}
+			if err := waitPod(ctx, client, c.ns, c.name, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded }); err != nil {
+				return err
+			}
+			if err := digester.DeleteJob(ctx, client, p, c.prop); err != nil {
+				return err
+			}
+			fmt.Printf("   deleted %s/%s with propagationPolicy %s\n", c.ns, c.name, c.prop)
+		}
+	}
+	fmt.Printf("   waiting until %s after the deletion request: the pods should be gone within seconds...\n", o.stuck)
 	select {
-	case <-time.After(o.stuck):
+	case <-time.After(time.Until(waitUntil)):
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	if o.compare {
+		for _, c := range [][2]string{{off, job}, {ns, "runner-job-2"}} {
+			_, err := client.CoreV1().Pods(c[0]).Get(ctx, c[1], metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				fmt.Printf("   %s/%s is gone\n", c[0], c[1])
+			case err != nil:
+				return err
+			default:
+				fmt.Printf("   %s/%s is still there (unexpected: its deletion should not be held)\n", c[0], c[1])
+			}
+		}
 	}
 	p, err := client.CoreV1().Pods(ns).Get(ctx, job, metav1.GetOptions{})
 	switch {
@@ -146,12 +193,23 @@ func run() error {
 	if err := podtrace(o, os.Stdout, "diff", job, "-n", ns, "--db", trace); err != nil {
 		return err
 	}
+	if o.compare {
+		for _, c := range []struct{ a, b, what string }{
+			{off + "/" + job, ns + "/" + job, "the webhook's namespace label off (A) vs on (B), both deleted with Foreground propagation"},
+			{ns + "/runner-job-2", ns + "/" + job, "Background (A) vs Foreground (B) propagation, both in the labelled namespace"},
+		} {
+			step("podtrace compare " + c.a + " " + c.b + " --db " + trace + ": " + c.what)
+			if err := compareVerdict(o, trace, c.a, c.b); err != nil {
+				return err
+			}
+		}
+	}
 	html := filepath.Join(o.out, "report.html")
-	step("podtrace report --html -o " + html)
-	if err := podtrace(o, os.Stdout, "report", "--db", trace, "--html", "-o", html); err != nil {
+	step("podtrace report -o html --out " + html)
+	if err := podtrace(o, os.Stdout, "report", "--db", trace, "-o", "html", "--out", html); err != nil {
 		return err
 	}
-	if err := podtrace(o, os.Stdout, "report", "--db", trace, "--format", "markdown", "-o", filepath.Join(o.out, "report.md")); err != nil {
+	if err := podtrace(o, os.Stdout, "report", "--db", trace, "-o", "markdown", "--out", filepath.Join(o.out, "report.md")); err != nil {
 		return err
 	}
 	step("done: open " + html + " in a browser; the trace is " + trace)
@@ -160,12 +218,35 @@ func run() error {
 
 func step(s string) { fmt.Printf("\n==> %s\n", s) }
 
+// compareVerdict runs podtrace compare A B and prints its verdict and its
+// decisive differences (the whole comparison is a command away).
+func compareVerdict(o options, trace, a, b string) error {
+	var out bytes.Buffer
+	if err := podtrace(o, &out, "compare", a, b, "--db", trace, "-o", "json"); err != nil {
+		return err
+	}
+	var r compare.Result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		return fmt.Errorf("podtrace compare %s %s -o json: %w", a, b, err)
+	}
+	fmt.Printf("   Verdict: %s\n", r.Verdict)
+	const shown = 4
+	for i, d := range r.Decisive[:min(len(r.Decisive), shown)] {
+		fmt.Printf("   %d. %s: A %s; B %s\n", i+1, d.Subject, d.A, d.B)
+	}
+	if n := len(r.Decisive) - shown; n > 0 {
+		fmt.Printf("   and %d more decisive differences\n", n)
+	}
+	fmt.Printf("   (in full: podtrace compare %s %s --db %s)\n", a, b, trace)
+	return nil
+}
+
 func startRecorder(o options, kubeconfig, trace string) (*exec.Cmd, error) {
 	log, err := os.Create(filepath.Join(o.out, "record.log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(o.podtrace, "record", "--kubeconfig", kubeconfig, "-o", trace)
+	cmd := exec.Command(o.podtrace, "record", "--kubeconfig", kubeconfig, "--db", trace)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start podtrace record: %w", err)

@@ -20,6 +20,7 @@ var allowed = map[string][]string{
 	"redact":    {"diff", "explain"},
 	"compare":   {"admission", "diff", "explain", "store"},
 	"report":    {"admission", "compare", "diff", "explain", "redact", "store"},
+	"otlp":      {"admission", "diff", "explain", "redact", "store"},
 	"serve":     {"redact", "store"},
 	"tracer":    {"store", "tracer/auditlog"},
 }

@@ -169,7 +169,7 @@ func TestManifests(t *testing.T) {
 		{"liveness on /healthz", c.LivenessProbe != nil && c.LivenessProbe.HTTPGet.Path == "/healthz"},
 		{"readiness on /readyz", c.ReadinessProbe != nil && c.ReadinessProbe.HTTPGet.Path == "/readyz"},
 		{"--listen on the probes' port", slices.Contains(c.Args, "--listen=:9090") && c.Ports[0].ContainerPort == 9090},
-		{"the trace on the volume", slices.Contains(c.Args, "--out=/data/podtrace.db") && c.VolumeMounts[0].MountPath == "/data"},
+		{"the trace on the volume", slices.Contains(c.Args, "--db=/data/podtrace.db") && c.VolumeMounts[0].MountPath == "/data"},
 		{"a grace period for the final flush and compaction", spec.TerminationGracePeriodSeconds != nil && *spec.TerminationGracePeriodSeconds >= 60},
 		{"retention by age", slices.Contains(c.Args, "--retain=7d")},
 		{"a size budget and room for the compaction's copy beside it", slices.Contains(c.Args, "--max-size=4GiB") && claim.Spec.Resources.Requests.Storage().Value() >= 2*(4<<30)},
@@ -339,7 +339,7 @@ func record(t *testing.T, kubeconfig string, client kubernetes.Interface, pod st
 	var stderr syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- app.Run(ctx, []string{"podtrace", "record", "--kubeconfig", kubeconfig, "-o", db},
+		done <- app.Run(ctx, []string{"podtrace", "record", "--kubeconfig", kubeconfig, "--db", db},
 			app.Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &stderr})
 	}()
 	waitFor(t, "record to sync", 60*time.Second, done, &stderr, func() bool { return strings.Contains(stderr.String(), "initial lists synced") })

@@ -20,6 +20,7 @@ import (
 	apitypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -107,6 +108,20 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRolledOut(t, client, "apps", "api")
+	// A Service the Deployment's pod owns: the recorder keeps pod-owned
+	// Services, and kubectl get svc shows it as the API server does.
+	apiPods, err := client.CoreV1().Pods("apps").List(ctx, metav1.ListOptions{LabelSelector: "app=api"})
+	if err != nil || len(apiPods.Items) != 1 {
+		t.Fatalf("the Deployment's pods: %v, %v", apiPods, err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "apps", OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Pod", Name: apiPods.Items[0].Name, UID: apiPods.Items[0].UID}}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "api"}, Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}},
+	}
+	if _, err := client.CoreV1().Services("apps").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	pod := simplePod(ns, "web")
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_PASSWORD", Value: "hunter2"}}
 	created := createPod(t, client, pod)
@@ -387,6 +402,10 @@ func TestServe(t *testing.T) {
 		kubectlChecks(t, kubectlPath(t), base, c.Nodes[0], hist, moments{before, running, secretUp, terminating, after})
 	})
 
+	t.Run("columns as the API server's", func(t *testing.T) {
+		columnChecks(t, kubectlPath(t), base, c.Kubeconfig)
+	})
+
 	// --expose: TLS and a bearer token, which kubectl has from the
 	// kubeconfig; without them, nothing.
 	t.Run("exposed", func(t *testing.T) {
@@ -405,6 +424,106 @@ func TestServe(t *testing.T) {
 			t.Errorf("kubectl get pods -A with another token: %v\n%s\nwant to be told to log in (a 401)", err, out)
 		}
 	})
+}
+
+// columnChecks reads the same objects from the API server (kubeconfig) and
+// from serve at the end of the recording (base): kubectl's columns, plain
+// and -o wide, are the same, and so are the Tables' cells but the times
+// (an age, a last seen: the served moment is not now).
+func columnChecks(t *testing.T, kubectl, base, kubeconfig string) {
+	for _, args := range [][]string{
+		{"pods", "-n", "apps"}, {"deployments", "-n", "apps"}, {"replicasets", "-n", "apps"}, {"nodes"},
+		{"namespaces"}, {"services", "-n", "apps"}, {"svc", "-n", "apps"}, {"events", "-n", "apps"},
+	} {
+		for _, wide := range []bool{false, true} {
+			a := append([]string{"get"}, args...)
+			if wide {
+				a = append(a, "-o", "wide")
+			}
+			real, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, a...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl %s against the API server: %v\n%s", strings.Join(a, " "), err, real)
+			}
+			served, err := exec.Command(kubectl, append([]string{"--server", base + "/latest/"}, a...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl %s against serve: %v\n%s", strings.Join(a, " "), err, served)
+			}
+			header := func(b []byte) string { return strings.Join(strings.Fields(strings.SplitN(string(b), "\n", 2)[0]), " ") }
+			if header(real) != header(served) {
+				t.Errorf("kubectl %s: columns\n  API server: %s\n  serve:      %s", strings.Join(a, " "), header(real), header(served))
+			}
+			if wide {
+				t.Logf("kubectl %s\nAPI server:\n%sserve (end of the recording):\n%s", strings.Join(a, " "), real, served)
+			}
+		}
+	}
+	// The Tables' cells, object by object.
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeColumns := map[string]bool{"Age": true, "Last Seen": true, "First Seen": true, "Duration": true, "Last Schedule": true}
+	for _, path := range []string{"/api/v1/namespaces/apps/pods", "/apis/apps/v1/namespaces/apps/deployments", "/apis/apps/v1/namespaces/apps/replicasets",
+		"/api/v1/nodes", "/api/v1/namespaces", "/api/v1/namespaces/apps/services"} {
+		tables := map[string]metav1.Table{}
+		for name, c := range map[string]*rest.Config{"API server": cfg, "serve": {Host: base + "/latest/"}} {
+			rc, err := rest.UnversionedRESTClientFor(&rest.Config{Host: c.Host, TLSClientConfig: c.TLSClientConfig, BearerToken: c.BearerToken,
+				ContentConfig: rest.ContentConfig{NegotiatedSerializer: scheme.Codecs.WithoutConversion()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := rc.Get().AbsPath(path).SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+			if err != nil {
+				t.Fatalf("%s %s as a Table: %v\n%s", name, path, err, b)
+			}
+			var tbl metav1.Table
+			if err := json.Unmarshal(b, &tbl); err != nil {
+				t.Fatal(err)
+			}
+			tables[name] = tbl
+		}
+		realT, servedT := tables["API server"], tables["serve"]
+		var realCols, servedCols []string
+		for _, c := range realT.ColumnDefinitions {
+			realCols = append(realCols, fmt.Sprintf("%s/%s/%d", c.Name, c.Type, c.Priority))
+		}
+		for _, c := range servedT.ColumnDefinitions {
+			servedCols = append(servedCols, fmt.Sprintf("%s/%s/%d", c.Name, c.Type, c.Priority))
+		}
+		if fmt.Sprint(realCols) != fmt.Sprint(servedCols) {
+			t.Errorf("%s: columns\n  API server: %v\n  serve:      %v", path, realCols, servedCols)
+			continue
+		}
+		rows := func(tbl metav1.Table) map[string]string {
+			m := map[string]string{}
+			for _, r := range tbl.Rows {
+				var cells []string
+				for i, c := range r.Cells {
+					if timeColumns[tbl.ColumnDefinitions[i].Name] {
+						c = "<time>"
+					}
+					cells = append(cells, fmt.Sprint(c))
+				}
+				m[fmt.Sprint(r.Cells[0])] = strings.Join(cells, " | ")
+			}
+			return m
+		}
+		realRows, servedRows := rows(realT), rows(servedT)
+		compared := 0
+		for name, want := range realRows {
+			got, ok := servedRows[name]
+			if !ok {
+				continue // created after the recording
+			}
+			compared++
+			if got != want {
+				t.Errorf("%s %s: cells\n  API server: %s\n  serve:      %s", path, name, want, got)
+			}
+		}
+		if compared == 0 {
+			t.Errorf("%s: no object in both the API server's Table and serve's: %v, %v", path, realRows, servedRows)
+		}
+	}
 }
 
 // moments are the points of web's life the kubectl checks read.
@@ -514,6 +633,11 @@ func kubectlChecks(t *testing.T, kubectl, base, node string, hist []store.Record
 		if a, b := canonical(t, []byte(got)), canonical(t, want); a != b {
 			t.Errorf("get pod web -o json at revision %d:\n got %s\nwant %s", i, a, b)
 		}
+	}
+	// get -w with kubectl's columns: the recorded status changes, in order.
+	out, _ = run(m.before, "get", "pods", "-n", "default", "-w", "--request-timeout", "5s")
+	if !regexp.MustCompile(`(?m)^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$`).MatchString(out) || !regexp.MustCompile(`(?s)web\s+\S+\s+Pending.*web\s+1/1\s+Running.*web\s+\S+\s+Terminating`).MatchString(out) {
+		t.Errorf("get pods -w: want the columns, then web Pending, Running, Terminating:\n%s", out)
 	}
 	// get -w replays the revisions in order.
 	out, _ = run(m.before, "get", "pods", "-n", "default", "-w", "--request-timeout", "5s", "-o", "jsonpath={.metadata.resourceVersion}{\"\\n\"}")

@@ -101,16 +101,26 @@ func Main(args []string, streams Streams) int {
 }
 
 // Run runs podtrace with args; Main cancels ctx on Ctrl-C, SIGTERM or SIGHUP.
+// Installed as a kubectl plugin (kubectl-podtrace), its help and errors
+// name it as kubectl runs it: kubectl podtrace.
 func Run(ctx context.Context, args []string, streams Streams) error {
-	prof := &profiler{}
 	name := "podtrace"
 	if len(args) > 0 && filepath.Base(args[0]) == "kubectl-podtrace" {
-		// Installed as a kubectl plugin, run as `kubectl podtrace ...`.
-		name = "kubectl podtrace"
+		name = pluginName
 	}
+	err := run(ctx, name, args, streams)
+	if err != nil && name == pluginName {
+		return pluginError{err}
+	}
+	return err
+}
+
+func run(ctx context.Context, name string, args []string, streams Streams) error {
+	prof := &profiler{}
 	app := &cli.App{
 		Name:                 name,
 		Usage:                "record, replay and explain the life of Kubernetes pods",
+		Description:          "Flags are kubectl's: --db FILE is the trace, -o the output format, --out FILE a file to write;\na command's flags may come before it too: " + name + " -n shop explain web",
 		Version:              Version,
 		Reader:               streams.In,
 		Writer:               streams.Out,
@@ -118,13 +128,15 @@ func Run(ctx context.Context, args []string, streams Streams) error {
 		EnableBashCompletion: true,
 		HideHelpCommand:      true,
 		Commands:             commands(streams),
-		Flags:                profileFlags(prof),
-		Before:               prof.start,
-		After:                prof.stop,
+		// podtrace's help command takes the place of urfave's, which would
+		// have added --help.
+		Flags:  append(profileFlags(prof), cli.HelpFlag),
+		Before: prof.start,
+		After:  prof.stop,
 		// Errors are printed once, by Main.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError:   onUsageError("podtrace"),
 	}
+	app.OnUsageError = onUsageError(name, app.Flags)
 	// Without a command: the help. With an unknown one, an error (urfave's
 	// default runs the help on it: "No help topic for 'x'").
 	app.Action = func(c *cli.Context) error {
@@ -133,20 +145,19 @@ func Run(ctx context.Context, args []string, streams Streams) error {
 		}
 		return cli.ShowAppHelp(c)
 	}
+	args, err := hoist(app.Commands, name, args)
+	if err != nil {
+		return err
+	}
 	return app.RunContext(ctx, interspersed(app.Commands, args))
 }
 
 // onUsageError turns urfave's flag errors into UsageErrors that say where
-// the usage is, kubectl style: "unknown flag --x, see podtrace diff --help".
-func onUsageError(command string) cli.OnUsageErrorFunc {
+// the usage is, kubectl style: "unknown flag --x, see podtrace diff --help",
+// "invalid value "5" for --duration: not a duration; e.g. --duration 10m".
+func onUsageError(command string, flags []cli.Flag) cli.OnUsageErrorFunc {
 	return func(_ *cli.Context, err error, _ bool) error {
-		msg := err.Error()
-		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
-			msg = "unknown flag " + dashed(name)
-		} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
-			msg = "flag " + dashed(name) + " needs a value"
-		}
-		return &UsageError{Err: fmt.Errorf("%s, see %s --help", msg, command)}
+		return &UsageError{Err: fmt.Errorf("%s, see %s --help", usageMessage(err.Error(), flags), command)}
 	}
 }
 
@@ -164,7 +175,8 @@ func dashed(name string) string {
 func unknownCommand(name string, cmds []*cli.Command) error {
 	var guess []string
 	for _, c := range cmds {
-		if strings.HasPrefix(c.Name, name) || editDistance(name, c.Name) <= 2 {
+		// A typo or two in a long name, one in a short one.
+		if strings.HasPrefix(c.Name, name) || editDistance(name, c.Name) <= min(2, len(name)/3) {
 			guess = append(guess, c.Name)
 		}
 	}
@@ -200,7 +212,8 @@ func editDistance(a, b string) int {
 // `podtrace diff POD -n NS` works as kubectl users expect: urfave/cli stops
 // reading flags at the first argument.
 func interspersed(cmds []*cli.Command, args []string) []string {
-	if len(args) < 3 {
+	if len(args) < 3 || args[len(args)-1] == "--generate-bash-completion" {
+		// Shell completion reads the words as typed (a "--" would end it).
 		return args
 	}
 	var cmd *cli.Command
@@ -261,9 +274,14 @@ func commands(streams Streams) []*cli.Command {
 		importCommand(streams),
 		compareCommand(streams),
 		serveCommand(streams),
+		helpCommand(),
+		versionCommand(streams),
+		completionCommand(streams),
 	}
 	for _, c := range cmds {
-		c.OnUsageError = onUsageError("podtrace " + c.Name)
+		c.OnUsageError = onUsageError("podtrace "+c.Name, c.Flags)
+		// podtrace help COMMAND, not podtrace COMMAND help.
+		c.HideHelpCommand = true
 		for _, f := range c.Flags {
 			// "(default: false)" contradicts a flag whose usage says what
 			// it does when not given.

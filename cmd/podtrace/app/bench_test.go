@@ -195,7 +195,7 @@ func BenchmarkReportHTMLCommand(b *testing.B) {
 	st := traceStats(b, bt.path, "", "", 0)
 	b.Run(fmt.Sprintf("pods=%d", benchReportPods), func(b *testing.B) {
 		page := filepath.Join(b.TempDir(), "report.html")
-		args := []string{"podtrace", "report", "--html", "-o", page, "--db", bt.path}
+		args := []string{"podtrace", "report", "-o", "html", "--out", page, "--db", bt.path}
 		benchCommand(b, args, func(_ *countWriter, errOut string) error {
 			return contains(errOut, fmt.Sprintf("wrote html report of %d pods to %s", benchReportPods, page))
 		})

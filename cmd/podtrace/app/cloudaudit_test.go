@@ -114,7 +114,9 @@ func TestCloudAuditExplain(t *testing.T) {
 		}
 		for pod, wants := range tc.want {
 			ns, name, _ := strings.Cut(pod, "/")
-			out, _, err := runPodtrace(t, "explain", name, "-n", ns, "--db", db, "--color", "never")
+			// --show-info: the evidence of how cache-flush ended (an info
+			// finding) is what is checked.
+			out, _, err := runPodtrace(t, "explain", name, "-n", ns, "--db", db, "--color", "never", "--show-info")
 			if err != nil {
 				t.Fatal(err)
 			}

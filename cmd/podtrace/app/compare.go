@@ -28,6 +28,7 @@ type compareOptions struct {
 	namespace string
 	uids      cli.StringSlice
 	output    string
+	out       string
 	color     string
 	selector  string
 	redact    redactFlags
@@ -61,7 +62,8 @@ func (o *compareOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "namespace of a pod given as NAME (default: the namespace it was recorded in, if only one)"},
 		&cli.StringSliceFlag{Name: "uid", Destination: &o.uids, Usage: "pick an incarnation (a UID or its prefix): the first --uid is A's, the second B's"},
 		&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Destination: &o.selector, Usage: "compare a cohort: the pods whose labels match, grouped by how they ended (no pod arguments)"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text, markdown, json, or html (one offline page, no script)"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text, markdown, json, yaml, or html (one offline page, no script; with --out FILE)"},
+		outFlag(&o.out),
 		&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto (on a terminal), always or never"},
 	}, o.redact.flags()...)
 }
@@ -98,14 +100,16 @@ func (o *compareOptions) Complete(c *cli.Context) error {
 
 // Validate checks the flags, naming the one that is wrong.
 func (o *compareOptions) Validate() error {
-	switch o.output {
-	case "text", "markdown", "json":
-	case "html":
+	if err := checkFormat(o.output, "text", "markdown", "json", "yaml", "html"); err != nil {
+		return err
+	}
+	if o.output == "html" {
 		if o.selector != "" {
-			return usagef("--output html shows two pods: with --selector, use text, markdown or json")
+			return usagef("--output html shows two pods: with --selector, use text, markdown, json or yaml")
 		}
-	default:
-		return usagef("--output must be text, markdown, json or html, not %q", o.output)
+		if err := htmlToTerminal(o.streams, o.out, "podtrace compare A B"); err != nil {
+			return err
+		}
 	}
 	switch o.color {
 	case "auto", "always", "never":
@@ -151,16 +155,35 @@ func (o *compareOptions) Run() error {
 		return err
 	}
 	r := compare.Compare(sides[0], sides[1])
-	switch o.output {
-	case "json":
-		return writeJSON(o.streams, r)
-	case "markdown":
-		return buffered(o.streams, func(w io.Writer) error { return report.CompareMarkdown(w, r, report.TextOptions{}) })
-	case "html":
-		return buffered(o.streams, func(w io.Writer) error { return report.CompareHTML(w, r) })
+	return o.write(func(out io.Writer, color bool) error {
+		switch o.output {
+		case "json", "yaml":
+			return writeAs(out, o.output, r)
+		case "markdown":
+			return buffered(out, func(w io.Writer) error { return report.CompareMarkdown(w, r, report.TextOptions{}) })
+		case "html":
+			return buffered(out, func(w io.Writer) error { return report.CompareHTML(w, r) })
+		}
+		return buffered(out, func(w io.Writer) error {
+			return report.Compare(w, r, report.TextOptions{Color: color, Width: terminalWidth(out)})
+		})
+	})
+}
+
+// write hands render where the output goes (--out, else standard output)
+// and whether to colour it.
+func (o *compareOptions) write(render func(w io.Writer, color bool) error) (err error) {
+	w, closeOut, err := output(o.streams, o.out)
+	if err != nil {
+		return err
 	}
-	color := o.color == "always" || (o.color == "auto" && isTerminal(o.streams.Out))
-	return buffered(o.streams, func(w io.Writer) error { return report.Compare(w, r, report.TextOptions{Color: color}) })
+	defer func() {
+		if cerr := closeOut(); err == nil {
+			err = cerr
+		}
+	}()
+	color := o.color == "always" || (o.color == "auto" && isTerminal(w))
+	return render(w, color)
 }
 
 // sides loads the pods refs (one or two) from the trace at path, with the
@@ -290,14 +313,17 @@ func (o *compareOptions) runCohort() error {
 		return fmt.Errorf("no recorded pod %s has labels matching %q: check --selector and -n", where, o.selector)
 	}
 	c := compare.Cohorts(o.selector, sides)
-	switch o.output {
-	case "json":
-		return writeJSON(o.streams, c)
-	case "markdown":
-		return buffered(o.streams, func(w io.Writer) error { return report.CohortMarkdown(w, c, report.TextOptions{}) })
-	}
-	color := o.color == "always" || (o.color == "auto" && isTerminal(o.streams.Out))
-	return buffered(o.streams, func(w io.Writer) error { return report.Cohort(w, c, report.TextOptions{Color: color}) })
+	return o.write(func(out io.Writer, color bool) error {
+		switch o.output {
+		case "json", "yaml":
+			return writeAs(out, o.output, c)
+		case "markdown":
+			return buffered(out, func(w io.Writer) error { return report.CohortMarkdown(w, c, report.TextOptions{}) })
+		}
+		return buffered(out, func(w io.Writer) error {
+			return report.Cohort(w, c, report.TextOptions{Color: color, Width: terminalWidth(out)})
+		})
+	})
 }
 
 func compareCommand(streams Streams) *cli.Command {

@@ -57,7 +57,7 @@ func TestCompareUserErrors(t *testing.T) {
 		want string
 	}{
 		{"one pod", []string{"ci/runner-job-1", "--db", sampleTrace}, 2, "compare takes two pods"},
-		{"bad output", []string{"a", "b", "-o", "yaml", "--db", sampleTrace}, 2, "--output must be text, markdown, json or html"},
+		{"bad output", []string{"a", "b", "-o", "xml", "--db", sampleTrace}, 2, "--output must be text, markdown, json, yaml or html"},
 		{"three uids", []string{"a", "b", "--uid", "1", "--uid", "2", "--uid", "3", "--db", sampleTrace}, 2, "--uid is given once for A and once for B"},
 		{"unknown pod", []string{"ci/runner-job-1", "ci/nosuch", "--db", sampleTrace}, 1, `no pod named "nosuch" in namespace ci`},
 		{"selector with pods", []string{"a", "--selector", "x=y", "--db", sampleTrace}, 2, "compare --selector takes no pod arguments"},

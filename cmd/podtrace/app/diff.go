@@ -2,7 +2,6 @@ package app
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -22,10 +21,12 @@ type podOptions struct {
 	namespace    string
 	uid          string
 	output       string
+	out          string
 	color        string
 	allFields    bool
 	showDefaults bool
 	follow       bool
+	showInfo     bool
 	redact       redactFlags
 
 	pod string // the argument
@@ -40,9 +41,11 @@ func (o *podOptions) flags() []cli.Flag {
 		&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
 		&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "namespace of the pod (default: the namespace it was recorded in, if only one)"},
 		&cli.StringFlag{Name: "uid", Destination: &o.uid, Usage: "pick one incarnation of a pod name that was deleted and re-created (a UID or its prefix)"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text or json"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.output, Destination: &o.output, Usage: "output format: text, json or yaml"},
+		outFlag(&o.out),
 		&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto (on a terminal), always or never"},
 		&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Destination: &o.follow, Usage: "then keep reading the trace (one being recorded) every second and print what lands about the pod, until Ctrl-C"},
+		&cli.BoolFlag{Name: "show-info", Destination: &o.showInfo, Usage: "show the evidence of info findings (how the pod ended), one line each otherwise"},
 	}, o.redact.flags()...)
 }
 
@@ -57,10 +60,8 @@ func (o *podOptions) Complete(c *cli.Context) error {
 
 // Validate checks the flags, naming the one that is wrong.
 func (o *podOptions) Validate() error {
-	switch o.output {
-	case "text", "json":
-	default:
-		return usagef("--output must be text or json, not %q", o.output)
+	if err := checkFormat(o.output, "text", "json", "yaml"); err != nil {
+		return err
 	}
 	switch o.color {
 	case "auto", "always", "never":
@@ -156,9 +157,10 @@ func (o *podOptions) workloadLifecycle(db *store.DB, kind, name string, opts dif
 }
 
 // action completes and validates the options, replays the pod and hands
-// its lifecycle to render; with --follow, then follows the pod.
-func (o *podOptions) action(render func(*explain.Lifecycle) error) cli.ActionFunc {
-	return func(c *cli.Context) error {
+// its lifecycle to render, writing to --out or standard output; with
+// --follow, then follows the pod.
+func (o *podOptions) action(render func(io.Writer, *explain.Lifecycle) error) cli.ActionFunc {
+	return func(c *cli.Context) (err error) {
 		if err := o.Complete(c); err != nil {
 			return err
 		}
@@ -169,7 +171,17 @@ func (o *podOptions) action(render func(*explain.Lifecycle) error) cli.ActionFun
 		if err != nil {
 			return err
 		}
-		if err := render(lc); err != nil || !o.follow {
+		w, closeOut, err := output(o.streams, o.out)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := closeOut(); err == nil {
+				err = cerr
+			}
+		}()
+		o.streams.Out = w
+		if err := render(w, lc); err != nil || !o.follow {
 			return err
 		}
 		return o.followPod(c.Context, lc, c.Command.Name == "explain")
@@ -178,22 +190,23 @@ func (o *podOptions) action(render func(*explain.Lifecycle) error) cli.ActionFun
 
 func (o *podOptions) textOptions() report.TextOptions {
 	color := o.color == "always" || (o.color == "auto" && isTerminal(o.streams.Out))
-	return report.TextOptions{Color: color, AllFields: o.allFields}
+	return report.TextOptions{Color: color, AllFields: o.allFields, ShowInfo: o.showInfo, Width: terminalWidth(o.streams.Out)}
 }
 
-func writeJSON(s Streams, v any) error {
-	enc := json.NewEncoder(s.Out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// writeAs writes v as JSON or YAML.
+func writeAs(w io.Writer, format string, v any) error {
+	if format == "yaml" {
+		return writeYAML(w, v)
+	}
+	return writeJSONTo(w, v)
 }
 
-// buffered runs write with a buffer in front of the standard output: the
-// renderers write a line at a time, and a diff of a thousand revisions has
-// tens of thousands of lines, each a system call on a terminal or a pipe.
-// What was written before an error still reaches the output, as it did
-// unbuffered.
-func buffered(s Streams, write func(io.Writer) error) error {
-	bw := bufio.NewWriterSize(s.Out, 64<<10)
+// buffered runs write with a buffer in front of w: the renderers write a
+// line at a time, and a diff of a thousand revisions has tens of thousands
+// of lines, each a system call on a terminal or a pipe. What was written
+// before an error still reaches the output, as it did unbuffered.
+func buffered(out io.Writer, write func(io.Writer) error) error {
+	bw := bufio.NewWriterSize(out, 64<<10)
 	err := write(bw)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
@@ -211,11 +224,11 @@ func diffCommand(streams Streams) *cli.Command {
 			&cli.BoolFlag{Name: "all-fields", Destination: &o.allFields, Usage: "show every field set at creation, not only images, owners, finalizers and labels"},
 			// Only diff prints the admission section.
 			&cli.BoolFlag{Name: "show-defaults", Destination: &o.showDefaults, Usage: "in the admission section, also show what defaulting and the owning controller set"}),
-		Action: o.action(func(lc *explain.Lifecycle) error {
-			if o.output == "json" {
-				return writeJSON(streams, lc)
+		Action: o.action(func(out io.Writer, lc *explain.Lifecycle) error {
+			if o.output != "text" {
+				return writeAs(out, o.output, lc)
 			}
-			return buffered(streams, func(w io.Writer) error { return report.Diff(w, lc, o.textOptions()) })
+			return buffered(out, func(w io.Writer) error { return report.Diff(w, lc, o.textOptions()) })
 		}),
 	}
 }
@@ -227,9 +240,9 @@ func explainCommand(streams Streams) *cli.Command {
 		Usage:     "say why a pod is stuck or how it ended, with the evidence from the recording",
 		ArgsUsage: "POD | deploy/NAME | rs/NAME | job/NAME | sts/NAME | ds/NAME",
 		Flags:     o.flags(),
-		Action: o.action(func(lc *explain.Lifecycle) error {
-			if o.output == "json" {
-				return writeJSON(streams, struct {
+		Action: o.action(func(out io.Writer, lc *explain.Lifecycle) error {
+			if o.output != "text" {
+				return writeAs(out, o.output, struct {
 					Namespace string            `json:"namespace"`
 					Name      string            `json:"name"`
 					UID       string            `json:"uid"`
@@ -237,7 +250,7 @@ func explainCommand(streams Streams) *cli.Command {
 					Findings  []explain.Finding `json:"findings"`
 				}{lc.Namespace, lc.Name, lc.UID, lc.Outcome, lc.Findings})
 			}
-			return buffered(streams, func(w io.Writer) error { return report.Explain(w, lc, o.textOptions()) })
+			return buffered(out, func(w io.Writer) error { return report.Explain(w, lc, o.textOptions()) })
 		}),
 	}
 }

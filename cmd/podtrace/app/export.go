@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/explain"
@@ -25,30 +26,47 @@ type exportOptions struct {
 	pod       string
 	since     string
 	until     string
+	selector  string
+	oldOut    string // -o, deprecated for --out
 	redact    redactFlags
+	otlp      otlpFlags
 
 	from, to time.Time
+	sel      labels.Selector // --selector, parsed
 }
 
 func exportCommand(streams Streams) *cli.Command {
 	o := &exportOptions{streams: streams, db: "podtrace.db"}
 	return &cli.Command{
 		Name:  "export",
-		Usage: "write a smaller, redacted trace holding just the pods asked for, to attach to a ticket",
-		Flags: append([]cli.Flag{
+		Usage: "write a smaller, redacted trace holding just the pods asked for, to attach to a ticket; or send their traces over OTLP (--otlp)",
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "trace file to write (must not exist); - for standard output", TakesFile: true},
+			&cli.StringFlag{Name: "out", Destination: &o.out, Usage: "trace file to write (must not exist); - for standard output, redirected to a file", TakesFile: true},
+			// Deprecated: -o is the output format in every command.
+			&cli.StringFlag{Name: "o", Hidden: true, Destination: &o.oldOut, TakesFile: true},
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "only pods in this namespace"},
 			&cli.StringFlag{Name: "pod", Destination: &o.pod, Usage: "only pods of this name"},
 			&cli.StringFlag{Name: "since", Destination: &o.since, Usage: "only what happened from this time (RFC 3339) or this long before the end of the trace (e.g. 1h)"},
 			&cli.StringFlag{Name: "until", Destination: &o.until, Usage: "only what happened up to this time (RFC 3339)"},
-		}, o.redact.flags()...),
+			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Destination: &o.selector, Usage: "only pods whose labels, as last recorded, match this selector, e.g. app=web"},
+		}, o.redact.flags()...), o.otlp.flags("send the pods' traces")...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("export takes no arguments (got %q): use --pod NAME and -n NAMESPACE", c.Args().First())
 			}
+			if c.IsSet("o") {
+				if c.IsSet("out") && o.out != o.oldOut {
+					return usagef("-o %s and --out %s name two files: give --out alone (-o is deprecated here)", o.oldOut, o.out)
+				}
+				warnDeprecated(c, streams, "-o FILE", "--out FILE")
+				o.out = o.oldOut
+			}
 			if err := o.Validate(); err != nil {
 				return err
+			}
+			if o.otlp.on() {
+				return o.runOTLP(c.Context)
 			}
 			return o.Run()
 		},
@@ -57,15 +75,11 @@ func exportCommand(streams Streams) *cli.Command {
 
 // Validate checks the flags, naming the one that is wrong.
 func (o *exportOptions) Validate() error {
-	if o.out == "" {
-		return usagef("--out is required: the file to write the exported trace to")
+	sel, err := labels.Parse(o.selector)
+	if err != nil {
+		return usagef("--selector %q: %v", o.selector, err)
 	}
-	if o.out == "-" && isTerminal(o.streams.Out) {
-		return usagef("--out -: the exported trace is a binary file; redirect standard output to a file (podtrace export -o - > ticket.db)")
-	}
-	if _, err := os.Stat(o.out); err == nil && o.out != "-" {
-		return usagef("--out %s exists: export never overwrites a file; pick a new name", o.out)
-	}
+	o.sel = sel
 	if o.until != "" {
 		t, err := time.Parse(time.RFC3339, o.until)
 		if err != nil {
@@ -73,7 +87,36 @@ func (o *exportOptions) Validate() error {
 		}
 		o.to = t
 	}
+	if o.otlp.on() {
+		if o.out != "" {
+			return usagef("--out and --otlp contradict each other: --out writes a trace file, --otlp sends the pods' traces; drop one")
+		}
+		if err := o.otlp.complete(); err != nil {
+			return err
+		}
+		return o.redact.Complete()
+	}
+	if o.out == "" {
+		return usagef("--out is required: the file to write the exported trace to, e.g. --out ticket.db (or --otlp ENDPOINT, to send the pods' traces)")
+	}
+	if o.out == "-" && isTerminal(o.streams.Out) {
+		return usagef("--out -: the exported trace is a binary file; redirect standard output to a file (podtrace export --out - > ticket.db)")
+	}
+	if _, err := os.Stat(o.out); err == nil && o.out != "-" {
+		return usagef("--out %s exists: export never overwrites a file; pick a new name", o.out)
+	}
 	return o.redact.Complete()
+}
+
+// traceEnd is where the trace ends: its sessions' last end.
+func traceEnd(sessions []store.Session) time.Time {
+	var end time.Time
+	for _, s := range sessions {
+		if e := s.End(); e.After(end) {
+			end = e
+		}
+	}
+	return end
 }
 
 // since resolves --since against the end of the trace.
@@ -96,7 +139,7 @@ func (o *exportOptions) Run() error {
 	if o.out != "-" {
 		return o.run(o.out)
 	}
-	// Standard output (kubectl exec ... -- podtrace export -o - >
+	// Standard output (kubectl exec ... -- podtrace export --out - >
 	// ticket.db): bbolt needs a file, so the trace is written to one of its
 	// own and copied out.
 	dir, err := os.MkdirTemp("", "podtrace-export-")
@@ -137,13 +180,7 @@ func (o *exportOptions) run(shown string) (err error) {
 	if len(pods) == 0 {
 		return fmt.Errorf("no pod%s%s recorded in %s: run podtrace report --db %s to list them", optName(o.pod), inNamespace(o.namespace), o.db, o.db)
 	}
-	var end time.Time
-	for _, s := range tc.sessions {
-		if e := s.End(); e.After(end) {
-			end = e
-		}
-	}
-	if o.from, err = o.sinceTime(end); err != nil {
+	if o.from, err = o.sinceTime(traceEnd(tc.sessions)); err != nil {
 		return err
 	}
 
@@ -158,11 +195,16 @@ func (o *exportOptions) run(shown string) (err error) {
 	// replayed lifecycles: the values the report of the export shows
 	// redacted. Every copy of them in every record is redacted.
 	var lcs []*explain.Lifecycle
+	chosen := 0
 	for _, p := range pods {
 		in, err := loadInput(src, tc, p)
 		if err != nil {
 			return err
 		}
+		if !matchesLabels(in, o.sel) {
+			continue
+		}
+		chosen++
 		if !o.redact.off {
 			lc, err := o.redactedLifecycle(in)
 			if err != nil {
@@ -192,6 +234,9 @@ func (o *exportOptions) run(shown string) (err error) {
 		for uid, recs := range in.Nodes {
 			histories[uid] = recs
 		}
+	}
+	if chosen == 0 {
+		return fmt.Errorf("no recorded pod%s%s has labels matching %q: check --selector and -n", optName(o.pod), inNamespace(o.namespace), o.selector)
 	}
 	var recs []store.Record
 	for _, h := range histories {
@@ -285,7 +330,7 @@ func (o *exportOptions) run(shown string) (err error) {
 		redaction = "redaction " + (&report.Trace{Pods: lcs}).Redaction()
 	}
 	fmt.Fprintf(o.streams.ErrOut, "exported %s, %s to %s (%s); %s\n",
-		o.which(len(pods)), report.Plural(len(recs), "record"), shown, report.BytesText(st.Size()), redaction)
+		o.which(chosen), report.Plural(len(recs), "record"), shown, report.BytesText(st.Size()), redaction)
 	return nil
 }
 
@@ -294,6 +339,8 @@ func (o *exportOptions) run(shown string) (err error) {
 func (o *exportOptions) which(n int) string {
 	pods := report.Plural(n, "pod")
 	switch {
+	case o.selector != "":
+		return pods + optName(o.pod) + inNamespace(o.namespace) + " whose labels match " + o.selector
 	case o.pod == "" && o.namespace == "":
 		return "every pod of the trace (" + pods + "; --pod and -n pick some)"
 	case o.pod == "":

@@ -33,7 +33,7 @@ func runApp(t *testing.T, args ...string) (string, string) {
 // original trace.
 func TestExportKeepsFindings(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "export.db")
-	_, summary := runApp(t, "export", "--db", sampleTrace, "-o", out, "-n", "ci", "--pod", "runner-job-1")
+	_, summary := runApp(t, "export", "--db", sampleTrace, "--out", out, "-n", "ci", "--pod", "runner-job-1")
 	if !strings.Contains(summary, "exported 1 pod named ci/runner-job-1,") {
 		t.Errorf("export summary %q", summary)
 	}
@@ -64,7 +64,7 @@ func TestExportRedacts(t *testing.T) {
 	p.Spec.Containers[0].Args = []string{"--api-token", "tokentokentoken", "--verbose"}
 	src := writeTrace(t, p)
 	out := filepath.Join(t.TempDir(), "export.db")
-	_, summary := runApp(t, "export", "--db", src, "-o", out, "--redact", "REGION")
+	_, summary := runApp(t, "export", "--db", src, "--out", out, "--redact", "REGION")
 	if !strings.Contains(summary, "env values") {
 		t.Errorf("export summary does not say what was redacted: %q", summary)
 	}
@@ -118,7 +118,7 @@ func TestExportRefusesToOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	var errOut bytes.Buffer
-	code := Main([]string{"podtrace", "export", "--db", sampleTrace, "-o", out}, Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut})
+	code := Main([]string{"podtrace", "export", "--db", sampleTrace, "--out", out}, Streams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut})
 	if code != 2 || !strings.Contains(errOut.String(), "never overwrites") {
 		t.Errorf("exit %d, stderr %q; want 2 and a refusal", code, errOut.String())
 	}
@@ -155,7 +155,7 @@ func TestExportCountsRedactionAsReport(t *testing.T) {
 		{[]string{"-n", "ci"}, "exported every pod in namespace ci (2 pods; --pod picks one), "},
 		{[]string{"-n", "ci", "--pod", "web"}, "exported 1 pod named ci/web, "},
 	} {
-		_, summary := runApp(t, append([]string{"export", "--db", src, "-o", filepath.Join(t.TempDir(), "export.db")}, tc.args...)...)
+		_, summary := runApp(t, append([]string{"export", "--db", src, "--out", filepath.Join(t.TempDir(), "export.db")}, tc.args...)...)
 		if !strings.HasPrefix(summary, tc.which) {
 			t.Errorf("export %v summary %q, want it to start %q", tc.args, summary, tc.which)
 		}
@@ -172,7 +172,7 @@ func TestExportCountsRedactionAsReport(t *testing.T) {
 func TestExportToStandardOutput(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	out, summary := runApp(t, "export", "--db", sampleTrace, "-o", "-", "-n", "ci", "--pod", "runner-job-1")
+	out, summary := runApp(t, "export", "--db", sampleTrace, "--out", "-", "-n", "ci", "--pod", "runner-job-1")
 	if !strings.Contains(summary, "to standard output") {
 		t.Errorf("export summary %q, want it to say standard output", summary)
 	}
@@ -188,7 +188,7 @@ func TestExportToStandardOutput(t *testing.T) {
 	if !strings.Contains(b, "stuck-finalizer") || strings.Count(a, "\n") != strings.Count(b, "\n") {
 		t.Errorf("explain of the exported trace:\n%s\nwant as on the original:\n%s", b, a)
 	}
-	page, _ := runApp(t, "report", "--db", sampleTrace, "--html", "-o", "-")
+	page, _ := runApp(t, "report", "--db", sampleTrace, "-o", "html", "--out", "-")
 	if !strings.HasPrefix(page, "<!DOCTYPE html>") {
 		t.Errorf("report --html -o - wrote %.80q, want the page on standard output", page)
 	}
@@ -214,7 +214,7 @@ func TestExportKeepsGapsAndPrunes(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "export.db")
-	runApp(t, "export", "--db", path, "-o", out)
+	runApp(t, "export", "--db", path, "--out", out)
 	exp, err := store.Open(out, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestGolden(t *testing.T) {
 		{"explain.txt", []string{"explain", "runner-job-1", "--color", "never"}},
 		{"explain.json", []string{"explain", "runner-job-1", "-o", "json"}},
 		{"report.txt", []string{"report", "--color", "never"}},
-		{"report.md", []string{"report", "--format", "markdown"}},
+		{"report.md", []string{"report", "-o", "markdown"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.golden, func(t *testing.T) {
@@ -100,8 +100,9 @@ func TestUserErrors(t *testing.T) {
 		{"unknown pod", []string{"diff", "nosuch", "-n", "ci", "--db", sampleTrace}, 1, []string{`no pod named "nosuch" in namespace ci`, "runner-job-1"}},
 		{"pod in another namespace", []string{"diff", "runner-job-1", "-n", "default", "--db", sampleTrace}, 1, []string{"use -n ci"}},
 		{"no pod argument", []string{"diff", "--db", sampleTrace}, 2, []string{"exactly one pod name"}},
-		{"bad output", []string{"diff", "runner-job-1", "-o", "yaml", "--db", sampleTrace}, 2, []string{"--output must be text or json"}},
-		{"bad format", []string{"report", "--format", "pdf", "--db", sampleTrace}, 2, []string{"--format must be text, markdown or html"}},
+		{"bad output", []string{"diff", "runner-job-1", "-o", "xml", "--db", sampleTrace}, 2, []string{`--output must be text, json or yaml, not "xml"`}},
+		{"bad format", []string{"report", "-o", "pdf", "--db", sampleTrace}, 2, []string{`--output must be text, markdown or html, not "pdf"`}},
+		{"-o of a file", []string{"diff", "runner-job-1", "-o", "out.txt", "--db", sampleTrace}, 2, []string{"-o is the output format; to write to a file: --out out.txt"}},
 		{"unknown flag", []string{"diff", "x", "--nosuch"}, 2, []string{"nosuch"}},
 		{"bad redact pattern", []string{"report", "--redact", "(x", "--db", sampleTrace}, 2, []string{`--redact "(x"`}},
 		{"redact and no-redact", []string{"diff", "runner-job-1", "--redact", "X", "--no-redact", "--db", sampleTrace}, 2, []string{"contradict"}},

@@ -88,7 +88,7 @@ func (o *importOptions) Validate(c *cli.Context) error {
 		return usagef("--db must name a trace file")
 	}
 	if _, err := os.Stat(o.db); errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no trace %q: record one first with podtrace record -o %s, or name it with --db", o.db, o.db)
+		return fmt.Errorf("no trace %q: record one first with podtrace record --db %s, or name it with --db", o.db, o.db)
 	}
 	stdin := 0
 	for _, l := range o.logs {

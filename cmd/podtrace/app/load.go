@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/podtrace/podtrace/admission"
 	"github.com/podtrace/podtrace/diff"
 	"github.com/podtrace/podtrace/explain"
@@ -576,14 +578,26 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 	return in, nil
 }
 
-// isTerminal reports whether w is a terminal, for colour and status lines.
+// isTerminal reports whether w is a terminal, for colour and status lines,
+// and for what must not be written to one (HTML, a binary trace). It asks
+// the terminal itself: /dev/null is a character device, not a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// terminalWidth is the width of the terminal w writes to, for wrapping
+// text; 0 when w is not a terminal (a pipe or a file keeps whole lines).
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || width < 40 {
+		return 0
+	}
+	return width
 }
 
 // liveSession returns the ID of the session a live recorder is writing into

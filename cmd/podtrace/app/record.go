@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/podtrace/podtrace/otlp"
 	"github.com/podtrace/podtrace/report"
 	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/tracer"
@@ -42,14 +43,20 @@ type recordOptions struct {
 	MaxSize       string
 	WaitForLease  time.Duration
 	Compression   bool
+	OTLP          otlpFlags
+	OTLPQuiet     time.Duration
+	OTLPQueue     int
 
+	otlpRedact redactFlags // the traces sent are redacted as every output is
+
+	oldOut  string        // --out and -o, deprecated for --db
 	retain  time.Duration // Retain, parsed
 	maxSize int64         // MaxSize, parsed
 	args    []string      // the command line, for the session
 }
 
 func defaultRecordOptions() *recordOptions {
-	return &recordOptions{Out: "podtrace.db"}
+	return &recordOptions{Out: "podtrace.db", OTLPQuiet: 5 * time.Minute, OTLPQueue: 10000}
 }
 
 func recordCommand(streams Streams) *cli.Command {
@@ -64,13 +71,15 @@ func recordCommand(streams Streams) *cli.Command {
 			"and admission webhook configurations) to the trace file, until\n" +
 			"Ctrl-C or --duration. Secret data is never requested. Recording into an existing\n" +
 			"trace adds a session to it; diff and report can read it while it records.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "kubeconfig", Usage: "kubeconfig file (default: $KUBECONFIG or ~/.kube/config; in a pod: the pod's service account)", Destination: &o.Kubeconfig},
 			&cli.StringFlag{Name: "context", Usage: "kubeconfig context to use", Destination: &o.Context},
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "record only this namespace (default: all namespaces)", Destination: &o.Namespace},
 			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "record all namespaces (the default)", Destination: &o.AllNamespaces},
 			&cli.StringFlag{Name: "selector", Aliases: []string{"l"}, Usage: "record only the pods matching this label selector, e.g. app=web", Destination: &o.Selector},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "trace file to write", Value: o.Out, Destination: &o.Out},
+			&cli.StringFlag{Name: "db", Usage: "trace file to write (one that exists gets a new session)", Value: o.Out, Destination: &o.Out, TakesFile: true},
+			// Deprecated: the trace file is --db in every command.
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Hidden: true, Destination: &o.oldOut, TakesFile: true},
 			&cli.DurationFlag{Name: "duration", Usage: "stop after this long, e.g. 10m (0: until Ctrl-C)", Destination: &o.Duration},
 			&cli.StringFlag{Name: "listen", Usage: "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. 127.0.0.1:9090 or :9090 (port 0: a free one, printed); none by default", Destination: &o.Listen},
 			&cli.StringFlag{Name: "retain", Usage: "prune, while recording, the history of pods gone (deleted) longer than this, with their events and dependents, e.g. 7d or 36h; live pods are never pruned, and the trace says what was (default: keep everything)", Destination: &o.Retain},
@@ -78,9 +87,14 @@ func recordCommand(streams Streams) *cli.Command {
 			&cli.DurationFlag{Name: "wait-for-lease", Usage: "if another recorder holds the trace (one stopping, as a Deployment's old pod does), wait up to this long for it to let go, e.g. 2m30s, instead of failing at once; /healthz answers meanwhile", Destination: &o.WaitForLease},
 			&cli.BoolFlag{Name: "compression", Usage: "ask the API server to gzip what it sends: half the bytes, for a slow link to a remote cluster, at a CPU cost to both ends (since Kubernetes 1.37 each event of a watch's initial stream is compressed on its own); off by default", Destination: &o.Compression},
 			&cli.StringFlag{Name: "audit-log", Usage: "follow this kube-apiserver audit log (its --audit-log-path) while recording and keep its events about the recorded pods; read from its end on, through rotation (add older lines with podtrace import)", Destination: &o.AuditLog, TakesFile: true},
-		},
+		}, append(o.OTLP.flags("stream each pod's trace, as it ends (deleted, or quiet for --otlp-quiet), read back from the trace file,"),
+			&cli.DurationFlag{Name: "otlp-quiet", Value: o.OTLPQuiet, Usage: "with --otlp: send a pod's trace once it has had no new revision for this long (a stuck pod, a long-running one), and again if it changes", Destination: &o.OTLPQuiet},
+			&cli.IntFlag{Name: "otlp-queue", Value: o.OTLPQueue, Usage: "with --otlp: at most this many pods wait to be sent while the endpoint does not answer (quiet ones, half of it, and they wait their turn); past it the deleted pods are dropped and counted (podtrace export --otlp sends them later)", Destination: &o.OTLPQueue},
+			&cli.StringSliceFlag{Name: "otlp-redact", Destination: &o.otlpRedact.patterns, Usage: "with --otlp: also redact this env var, annotation or label key, or the matches of this regular expression, in the traces sent (repeatable; the trace file keeps what it records)"},
+			&cli.BoolFlag{Name: "otlp-no-redact", Destination: &o.otlpRedact.off, Usage: "with --otlp: send env values, credentials and last-applied configuration as recorded"},
+		)...),
 		Action: func(c *cli.Context) error {
-			if err := o.Complete(c); err != nil {
+			if err := o.Complete(c, streams); err != nil {
 				return err
 			}
 			if err := o.Validate(); err != nil {
@@ -92,9 +106,16 @@ func recordCommand(streams Streams) *cli.Command {
 }
 
 // Complete fills in what the flags do not say.
-func (o *recordOptions) Complete(c *cli.Context) error {
+func (o *recordOptions) Complete(c *cli.Context, streams Streams) error {
 	if c.Args().Present() {
 		return usagef("record takes no arguments, got %q", strings.Join(c.Args().Slice(), " "))
+	}
+	if c.IsSet("out") {
+		if c.IsSet("db") && o.Out != o.oldOut {
+			return usagef("--db %s and -o %s name two trace files: give --db alone (-o is deprecated here)", o.Out, o.oldOut)
+		}
+		warnDeprecated(c, streams, "-o/--out FILE", "--db FILE")
+		o.Out = o.oldOut
 	}
 	lineage := c.Lineage()
 	o.args = append([]string{"podtrace"}, lineage[len(lineage)-1].Args().Slice()...)
@@ -113,7 +134,7 @@ func (o *recordOptions) Validate() error {
 		return usagef("--selector %q: %v", o.Selector, err)
 	}
 	if o.Out == "" {
-		return usagef("--out must name a trace file")
+		return usagef("--db must name a trace file")
 	}
 	if o.AuditLog != "" {
 		fi, err := os.Stat(o.AuditLog)
@@ -132,7 +153,7 @@ func (o *recordOptions) Validate() error {
 		}
 	}
 	if fi, err := os.Stat(o.Out); err == nil && fi.IsDir() {
-		return usagef("--out %q is a directory; name a trace file, e.g. %s", o.Out, strings.TrimSuffix(o.Out, "/")+"/podtrace.db")
+		return usagef("--db %q is a directory; name a trace file, e.g. %s", o.Out, strings.TrimSuffix(o.Out, "/")+"/podtrace.db")
 	}
 	if o.Retain != "" {
 		d, err := parseRetain(o.Retain)
@@ -150,6 +171,23 @@ func (o *recordOptions) Validate() error {
 	}
 	if o.WaitForLease < 0 {
 		return usagef("--wait-for-lease must be positive (or 0 to fail at once), got %s", o.WaitForLease)
+	}
+	if o.OTLP.on() {
+		if err := o.OTLP.complete(); err != nil {
+			return err
+		}
+		if o.OTLPQuiet <= 0 {
+			return usagef("--otlp-quiet must be positive, got %s", o.OTLPQuiet)
+		}
+		if o.OTLPQueue <= 0 {
+			return usagef("--otlp-queue must be positive, got %d", o.OTLPQueue)
+		}
+		if o.otlpRedact.off && len(o.otlpRedact.patterns.Value()) > 0 {
+			return usagef("--otlp-redact and --otlp-no-redact contradict each other: drop one")
+		}
+		if err := o.otlpRedact.Complete(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -248,6 +286,13 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	if err != nil {
 		return err
 	}
+	cluster := o.OTLP.cluster
+	if cluster == "" {
+		cluster = contextName
+	}
+	if o.OTLP.on() && cluster == "" {
+		return &UsageError{Err: errNoCluster}
+	}
 	cfg.UserAgent = "podtrace/" + Version
 
 	disc, err := tracer.NewDiscovery(cfg)
@@ -305,6 +350,27 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		defer cancel()
 	}
 	sink := newTraceSink(w, o.Out, session.ID, warn)
+	var recSink tracer.Sink = sink
+	var stream *otlpStream
+	if o.OTLP.on() {
+		client, err := otlp.NewClient(o.OTLP.client)
+		if err != nil {
+			w.EndSession(session.ID, time.Now())
+			w.Close()
+			return err
+		}
+		stream = newOTLPStream(o.Out, client, otlp.Options{Cluster: cluster, Version: Version}, o.OTLPQuiet, o.OTLPQueue, &o.otlpRedact, warn)
+		recSink = stream.wrap(sink)
+		go stream.run()
+		defer stream.finishAndReport(io.Discard) // on an early return; once only
+		if srv != nil {
+			srv.setOTLP(stream)
+		}
+		status.println(fmt.Sprintf("podtrace: sending each pod's trace to %s (%s) as cluster %q, once it is deleted or quiet for %s", client.Endpoint(), client.Protocol(), cluster, o.OTLPQuiet))
+		if o.otlpRedact.off {
+			status.println("podtrace: WARNING: --otlp-no-redact: the traces sent carry env values, credentials and last-applied configuration as recorded")
+		}
+	}
 	var audit *auditFollower
 	if o.AuditLog != "" {
 		sink.pods = newPodIndex()
@@ -338,7 +404,7 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 		go func() { auditDone <- audit.run(auditCtx, auditlog.DefaultPoll) }()
 	}
 
-	runErr := tr.Run(runCtx, sink)
+	runErr := tr.Run(runCtx, recSink)
 
 	// The tracer has written its last records: every recorded pod is
 	// known, the audit events held for theirs can be settled.
@@ -391,6 +457,10 @@ func (o *recordOptions) Run(ctx context.Context, streams Streams) error {
 	}
 	if audit != nil {
 		audit.summary(streams.ErrOut)
+	}
+	if stream != nil {
+		// The trace is complete: what is queued can be read and sent.
+		stream.finishAndReport(streams.ErrOut)
 	}
 	return nil
 }
@@ -487,22 +557,36 @@ func (o *recordOptions) background(ctx context.Context, tr *tracer.Tracer, sink 
 		if !status.enabled {
 			continue
 		}
-		st := tr.Stats()
-		last := sink.backlogStatus()
-		switch {
-		case last != "":
-		case st.LastWrite.IsZero():
-			last = "no write yet"
-		default:
-			last = "last write " + time.Since(st.LastWrite).Truncate(time.Second).String() + " ago"
+		var inUse int64
+		if w, ok := sink.w.(interface{ InUse() int64 }); ok {
+			inUse = w.InUse()
 		}
-		size := "?"
-		if fi, err := os.Stat(o.Out); err == nil {
-			size = report.BytesText(fi.Size())
-		}
-		status.set(fmt.Sprintf("recording: %s, %s, %s, %s, %s (Ctrl-C to stop)",
-			plural(st.Objects, "object"), plural(st.Revisions, "revision"), plural(st.Events, "event"), size, last))
+		status.set(recordStatus(tr.Stats(), inUse, sink.backlogStatus(), time.Now()))
 	}
+}
+
+// The status line asks the trace's Writer for its data's size.
+var _ interface{ InUse() int64 } = (*store.Writer)(nil)
+
+// recordStatus is record's status line: what was recorded, the size of
+// the trace's data (its pages in use: the file is larger while recording,
+// bbolt grows it 16 MiB ahead of them; record compacts it when it stops),
+// and the last write, or the backlog when writes fail.
+func recordStatus(st tracer.Stats, inUse int64, backlog string, now time.Time) string {
+	last := backlog
+	switch {
+	case last != "":
+	case st.LastWrite.IsZero():
+		last = "no write yet"
+	default:
+		last = "last write " + now.Sub(st.LastWrite).Truncate(time.Second).String() + " ago"
+	}
+	size := "no data written yet"
+	if inUse > 0 {
+		size = report.BytesText(inUse) + " of data"
+	}
+	return fmt.Sprintf("recording: %s, %s, %s, %s, %s (Ctrl-C to stop)",
+		plural(st.Objects, "object"), plural(st.Revisions, "revision"), plural(st.Events, "event"), size, last)
 }
 
 // The tracer hands its gaps (API server outages) to a GapSink.

@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/podtrace/podtrace/store"
+	"github.com/podtrace/podtrace/tracer"
 )
 
 // unreachableKubeconfig writes a kubeconfig whose API server never answers:
@@ -124,7 +126,7 @@ func TestRecordRefusesBeforeTheCluster(t *testing.T) {
 			path := copySample(t, dir)
 			damageTrace(t, path)
 			return path
-		}, store.ErrCorrupt, []string{"is damaged, podtrace will not write into it", "record into a new file with -o"}},
+		}, store.ErrCorrupt, []string{"is damaged, podtrace will not write into it", "record into a new file (--db NEW)"}},
 		{"empty file", func(t *testing.T, dir string) string {
 			path := filepath.Join(dir, "trace.db")
 			if err := os.WriteFile(path, nil, 0o600); err != nil {
@@ -150,7 +152,7 @@ func TestRecordRefusesBeforeTheCluster(t *testing.T) {
 			path := tc.setup(t, dir)
 			before := listing(t, dir)
 			var out, errOut bytes.Buffer
-			err := Run(context.Background(), []string{"podtrace", "record", "-o", path, "--kubeconfig", kubeconfig},
+			err := Run(context.Background(), []string{"podtrace", "record", "--db", path, "--kubeconfig", kubeconfig},
 				Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 			if err == nil {
 				t.Fatal("record succeeded")
@@ -177,5 +179,25 @@ func TestRecordRefusesBeforeTheCluster(t *testing.T) {
 				t.Errorf("record left its lock file: %v", err)
 			}
 		})
+	}
+}
+
+// TestRecordStatus: the status line gives the size of the trace's data,
+// from the writer (store.Writer.InUse), not the file's size.
+func TestRecordStatus(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	st := tracer.Stats{Objects: 91, Revisions: 400, Events: 60, LastWrite: now.Add(-2 * time.Second)}
+	for _, tc := range []struct {
+		inUse   int64
+		backlog string
+		want    string
+	}{
+		{164 << 10, "", "recording: 91 objects, 400 revisions, 60 events, 164.0 KiB of data, last write 2s ago (Ctrl-C to stop)"},
+		{0, "", "recording: 91 objects, 400 revisions, 60 events, no data written yet, last write 2s ago (Ctrl-C to stop)"},
+		{164 << 10, "12 records waiting", "164.0 KiB of data, 12 records waiting"},
+	} {
+		if got := recordStatus(st, tc.inUse, tc.backlog, now); !strings.Contains(got, tc.want) {
+			t.Errorf("recordStatus(%d, %q) = %q, want %q", tc.inUse, tc.backlog, got, tc.want)
+		}
 	}
 }

@@ -181,7 +181,7 @@ func TestRecordAuditLogUsage(t *testing.T) {
 		{filepath.Join(dir, "no-such.log"), "--audit-log " + filepath.Join(dir, "no-such.log") + ": stat"},
 		{dir, "is a directory"},
 	} {
-		_, _, err := runPodtrace(t, "record", "--audit-log", tc.log, "-o", filepath.Join(dir, "trace.db"))
+		_, _, err := runPodtrace(t, "record", "--audit-log", tc.log, "--db", filepath.Join(dir, "trace.db"))
 		var usage *UsageError
 		if !errors.As(err, &usage) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--audit-log-path") {
 			t.Errorf("record --audit-log %s: error %v, want a usage error with %q that names --audit-log-path", tc.log, err, tc.want)

@@ -44,6 +44,8 @@ type recordServer struct {
 	// (--wait-for-lease); "" when it does not.
 	writer  pruneCounter
 	waiting string
+	// otlp is record --otlp's stream, for its counters; nil without it.
+	otlp *otlpStream
 
 	srv *http.Server
 	ln  net.Listener
@@ -83,6 +85,13 @@ func (s *recordServer) setWriter(w pruneCounter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.writer = w
+}
+
+// setOTLP tells the server record --otlp's stream, for its counters.
+func (s *recordServer) setOTLP(st *otlpStream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.otlp = st
 }
 
 // setWaiting tells the server what the recorder waits for before it
@@ -138,6 +147,7 @@ func (s *recordServer) handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		&recordCollector{s: s},
+		&otlpCollector{s: s},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

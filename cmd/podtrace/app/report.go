@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,11 +27,13 @@ type reportOptions struct {
 	db        string
 	namespace string
 	pod       string
-	format    string
+	format    string // -o
+	oldFormat string // --format, deprecated for -o
 	html      bool
 	out       string
 	color     string
 	compare   cli.StringSlice
+	showInfo  bool
 	redact    redactFlags
 
 	pair []podRef // --compare
@@ -45,23 +48,21 @@ func reportCommand(streams Streams) *cli.Command {
 			&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to read", TakesFile: true},
 			&cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Destination: &o.namespace, Usage: "only pods in this namespace"},
 			&cli.StringFlag{Name: "pod", Destination: &o.pod, Usage: "only pods of this name"},
-			&cli.StringFlag{Name: "format", Value: o.format, Destination: &o.format, Usage: "text, markdown or html"},
-			&cli.BoolFlag{Name: "html", Destination: &o.html, Usage: "same as --format html"},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Destination: &o.out, Usage: "write to this file instead of standard output (- is standard output)", TakesFile: true},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: o.format, Destination: &o.format, Usage: "output format: text, markdown or html (one self-contained page; with --out FILE)"},
+			&cli.BoolFlag{Name: "html", Destination: &o.html, Usage: "same as -o html"},
+			outFlag(&o.out),
 			&cli.StringFlag{Name: "color", Value: o.color, Destination: &o.color, Usage: "colour the text: auto, always or never"},
 			&cli.StringSliceFlag{Name: "compare", Destination: &o.compare, Usage: "also compare these two pods, [NAMESPACE/]NAME each: --compare A --compare B, or --compare A,B"},
+			&cli.BoolFlag{Name: "show-info", Destination: &o.showInfo, Usage: "list the info findings (how each pod ended), counted by kind otherwise (folded in HTML)"},
+			// Deprecated: the format is -o, as in every command.
+			&cli.StringFlag{Name: "format", Hidden: true, Destination: &o.oldFormat},
 		}, o.redact.flags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("report takes no arguments (got %q): use --pod NAME to pick a pod", c.Args().First())
 			}
-			if o.html {
-				o.format = "html"
-			}
-			switch o.format {
-			case "text", "markdown", "html":
-			default:
-				return usagef("--format must be text, markdown or html, not %q", o.format)
+			if err := o.Complete(c); err != nil {
+				return err
 			}
 			if pods := o.compare.Value(); len(pods) > 0 {
 				if len(pods) != 2 {
@@ -83,10 +84,45 @@ func reportCommand(streams Streams) *cli.Command {
 	}
 }
 
+// Complete reads the format from -o, --html and the deprecated spellings:
+// --format FMT, and -o FILE (before -o was the format, it was the file).
+func (o *reportOptions) Complete(c *cli.Context) error {
+	if c.IsSet("output") && !slices.Contains(reportFormats, o.format) && (strings.ContainsAny(o.format, "./") || o.format == "-") {
+		// report -o report.html, from before -o was the format.
+		if c.IsSet("out") {
+			return usagef("-o %s and --out %s: -o is the output format now (%s); give the file with --out alone", o.format, o.out, orList(reportFormats))
+		}
+		warnDeprecated(c, o.streams, "-o FILE", "--out FILE (-o is the output format)")
+		o.out, o.format = o.format, "text"
+	}
+	if c.IsSet("format") {
+		warnDeprecated(c, o.streams, "--format "+o.oldFormat, "-o "+o.oldFormat)
+		if c.IsSet("output") && o.format != "text" && o.format != o.oldFormat {
+			return usagef("--format %s and -o %s disagree: give -o alone", o.oldFormat, o.format)
+		}
+		o.format = o.oldFormat
+	}
+	if o.html {
+		if c.IsSet("output") && o.format != "html" && o.format != "text" {
+			return usagef("--html and -o %s disagree: --html is -o html", o.format)
+		}
+		o.format = "html"
+	}
+	if err := checkFormat(o.format, reportFormats...); err != nil {
+		return err
+	}
+	if o.format == "html" {
+		return htmlToTerminal(o.streams, o.out, "podtrace report")
+	}
+	return nil
+}
+
+var reportFormats = []string{"text", "markdown", "html"}
+
 // Run loads and replays every pod asked for and writes the report.
 func (o *reportOptions) Run() error {
 	if o.out == "-" {
-		o.out = "" // standard output, as without -o
+		o.out = "" // standard output, as without --out
 	}
 	gc := 200
 	if o.format == "html" {
@@ -130,12 +166,16 @@ func (o *reportOptions) Run() error {
 	bw := bufio.NewWriter(w)
 	switch o.format {
 	case "html":
-		err = report.HTML(bw, tr, report.HTMLOptions{})
+		err = report.HTML(bw, tr, report.HTMLOptions{ShowInfo: o.showInfo})
 	case "markdown":
-		err = report.Markdown(bw, tr, report.TextOptions{})
+		err = report.Markdown(bw, tr, report.TextOptions{ShowInfo: o.showInfo})
 	default:
 		color := o.color == "always" || (o.color == "auto" && o.out == "" && isTerminal(o.streams.Out))
-		err = report.Text(bw, tr, report.TextOptions{Color: color})
+		width := 0
+		if o.out == "" {
+			width = terminalWidth(o.streams.Out)
+		}
+		err = report.Text(bw, tr, report.TextOptions{Color: color, ShowInfo: o.showInfo, Width: width})
 	}
 	if err == nil {
 		err = bw.Flush()

@@ -35,7 +35,7 @@ func TestReportWorkers(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--color", "never"},
-		{"--format", "markdown", "--redact", "QUEUE"},
+		{"-o", "markdown", "--redact", "QUEUE"},
 		{"--html"},
 		{"--color", "never", "--no-redact"},
 	} {

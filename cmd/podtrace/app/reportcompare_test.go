@@ -94,7 +94,7 @@ func TestReportCompare(t *testing.T) {
 			"Verdict: A ended Succeeded, B Failed; the first decisive difference is ",
 			"in full: podtrace compare ci/build-b ci/build-a --db " + trace,
 		}, []string{"ReplicaSet ci/web", "First decisive difference: finding failed"}}, // the verdict names it
-		{"markdown", []string{"--format", "markdown"}, []string{"### Compare", "**Job ci/build: 3 pods, 2 ways of ending**", "- **Verdict:** "}, []string{"ReplicaSet ci/web"}},
+		{"markdown", []string{"-o", "markdown"}, []string{"### Compare", "**Job ci/build: 3 pods, 2 ways of ending**", "- **Verdict:** "}, []string{"ReplicaSet ci/web"}},
 		{"html", []string{"--html"}, []string{`<section id="compare" class="card">`, "<h3>Job ci/build: 3 pods, 2 ways of ending</h3>", `<p class="cmp-verdict">`, "Timelines, aligned by phase"}, []string{"ReplicaSet ci/web"}},
 		{"pair, repeated", []string{"--color", "never", "--compare", "ci/web-1", "--compare", "web-2", "-n", "ci"}, []string{
 			"Job ci/build: 3 pods",
@@ -128,7 +128,7 @@ func TestReportCompareNothing(t *testing.T) {
 	healthy := writeTrace(t, pod("ci", "a", "000000000001"), pod("ci", "b", "000000000002"))
 	for _, trace := range []string{sampleTrace, healthy} {
 		for _, format := range []string{"text", "markdown", "html"} {
-			out, errOut, code := runReport(t, "--format", format, "--color", "never", "--db", trace)
+			out, errOut, code := runReport(t, "-o", format, "--color", "never", "--db", trace)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}

@@ -93,7 +93,7 @@ func TestRecordRetentionFlags(t *testing.T) {
 		{[]string{"--wait-for-lease", "-1s"}, `--wait-for-lease must be positive (or 0 to fail at once), got -1s`},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := Main(append([]string{"podtrace", "record", "-o", out}, tc.args...), Streams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr})
+		code := Main(append([]string{"podtrace", "record", "--db", out}, tc.args...), Streams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr})
 		if code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("record %v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
 		}
@@ -111,7 +111,7 @@ func TestReportShowsPruned(t *testing.T) {
 		return code, stdout.String(), stderr.String()
 	}
 	for _, format := range []string{"text", "markdown", "html"} {
-		code, out, errOut := run("report", "--db", path, "--format", format, "--color", "never")
+		code, out, errOut := run("report", "--db", path, "-o", format, "--color", "never")
 		if code != 0 {
 			t.Fatalf("report --format %s: exit %d: %s", format, code, errOut)
 		}

@@ -158,20 +158,34 @@ func chooseWorkloadPod(pods []replayed, selector string, notes io.Writer) replay
 		}
 	}
 	if len(pods) > 1 {
-		var list []string
+		// Two short lines, whatever the number of pods: how they ended,
+		// then the one shown and a few others by name.
+		count := map[string]int{}
+		var outcomes []string
 		for _, p := range pods {
-			line := fmt.Sprintf("%s (%s", p.obj.Name, p.lc.Outcome)
-			var ids []string
-			for _, f := range p.lc.Findings {
-				ids = append(ids, f.ID)
+			if count[p.lc.Outcome] == 0 {
+				outcomes = append(outcomes, p.lc.Outcome)
 			}
-			if len(ids) > 0 {
-				line += ", " + strings.Join(ids, ",")
-			}
-			list = append(list, line+")")
+			count[p.lc.Outcome]++
 		}
-		fmt.Fprintf(notes, "podtrace: %s owns %s, newest first: %s; showing %s, %s (name a pod to see another)\n",
-			selector, plural(len(pods), "recorded pod"), strings.Join(firstOf(list, 20), ", "), pods[chosen].obj.Name, why)
+		sort.SliceStable(outcomes, func(i, j int) bool { return count[outcomes[i]] > count[outcomes[j]] })
+		var ended []string
+		for _, o := range outcomes {
+			ended = append(ended, fmt.Sprintf("%d %s", count[o], o))
+		}
+		fmt.Fprintf(notes, "podtrace: %s owns %s: %s\n", selector, plural(len(pods), "recorded pod"), strings.Join(ended, ", "))
+		shown := pods[chosen]
+		line := fmt.Sprintf("%s (%s", shown.obj.Name, shown.lc.Outcome)
+		if len(shown.lc.Findings) > 0 {
+			line += ", " + shown.lc.Findings[0].ID
+		}
+		var others []string
+		for i, p := range pods {
+			if i != chosen {
+				others = append(others, p.obj.Name)
+			}
+		}
+		fmt.Fprintf(notes, "podtrace: showing %s), %s; name another to see it: %s\n", line, why, strings.Join(firstOf(others, 3), ", "))
 	}
 	return pods[chosen]
 }

@@ -3,10 +3,12 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,7 +73,7 @@ func TestWorkloadSelectors(t *testing.T) {
 		stderr string
 	}{
 		{args: []string{"diff", "deploy/web"}, uid: "pod-new-2",
-			stderr: "podtrace: deploy/web owns 3 recorded pods, newest first: web-new-2 (Pending), web-new-1 (Pending), web-old-1 (Pending); showing web-new-2, the newest (name a pod to see another)\n"},
+			stderr: "podtrace: deploy/web owns 3 recorded pods: 3 Pending\npodtrace: showing web-new-2 (Pending), the newest; name another to see it: web-new-1, web-old-1\n"},
 		{args: []string{"explain", "deployment/web", "-n", "shop"}, uid: "pod-new-2"},
 		{args: []string{"diff", "rs/web-old"}, uid: "pod-old-1"},
 		{args: []string{"diff", "sts/db"}, uid: "pod-db-0"},
@@ -130,5 +132,30 @@ func TestChooseWorkloadPod(t *testing.T) {
 		if got := chooseWorkloadPod(tc.pods, "deploy/x", &notes).obj.Name; got != tc.want {
 			t.Errorf("chose %s, want %s (%s)", got, tc.want, notes.String())
 		}
+	}
+}
+
+// TestWorkloadNoteIsShort: diff deploy/web on a workload of many pods says
+// how they ended and names a few, on two short lines (it opened with one
+// line of 600 characters listing every pod).
+func TestWorkloadNoteIsShort(t *testing.T) {
+	var pods []replayed
+	for i := range 40 {
+		outcome := "Deleted"
+		if i%7 == 0 {
+			outcome = "Running"
+		}
+		lc := &explain.Lifecycle{Lifecycle: &diff.Lifecycle{Name: fmt.Sprintf("web-7d9f8c6b5d-%05d", i), Outcome: outcome}}
+		if i == 12 {
+			lc.Findings = []explain.Finding{{ID: "crash-loop", Severity: explain.Warning}}
+		}
+		pods = append(pods, replayed{obj: store.Object{Name: lc.Name}, lc: lc})
+	}
+	var notes bytes.Buffer
+	chooseWorkloadPod(pods, "deploy/web", &notes)
+	want := "podtrace: deploy/web owns 40 recorded pods: 34 Deleted, 6 Running\n" +
+		"podtrace: showing web-7d9f8c6b5d-00012 (Deleted, crash-loop), the most severe finding; name another to see it: web-7d9f8c6b5d-00000, web-7d9f8c6b5d-00001, web-7d9f8c6b5d-00002, and 36 more\n"
+	if diff := cmp.Diff(want, notes.String()); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
 	}
 }
