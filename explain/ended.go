@@ -498,13 +498,23 @@ func deleted(lc *diff.Lifecycle, in diff.Input) Finding {
 	if owner != nil {
 		accounts = append(accounts, controllerAccounts[owner.Kind])
 	}
-	nsRev, nsDeleting := namespaceDeletion(in, lc.Namespace, at)
-	ownerGone, gone := Evidence{}, false
+	// What was observed by the time the deletion was asked for explains
+	// it first; what the watches' slack alone lets in (observed just
+	// after: the owner's watch and the pod's deliver apart) only when
+	// nothing observed before does.
+	nsRev, nsDeleting, nsStrict := namespaceDeletion(in, lc.Namespace, at)
+	ownerGone, gone, goneStrict := Evidence{}, false, false
+	var m mechanism
+	var ev *diff.Event
+	var inf inference
+	var inferred bool
 	if owner != nil {
-		ownerGone, gone = ownerGoneBefore(in, owner, at)
+		ownerGone, gone, goneStrict = ownerGoneBefore(in, owner, at)
+		if m, ev = controllerDelete(lc, in, owner); ev == nil {
+			inf, inferred = controllerInferred(lc, in, owner, at)
+		}
 	}
-	switch {
-	case nsDeleting:
+	namespace := func() {
 		f = endedFinding(deletions[MechanismNamespaceDeletion])
 		f.Headline = fmt.Sprintf("deleted with its namespace %s: the namespace controller deletes everything in a namespace being deleted", lc.Namespace)
 		text := fmt.Sprintf("namespace %s deleted", lc.Namespace)
@@ -519,37 +529,41 @@ func deleted(lc *diff.Lifecycle, in diff.Input) Finding {
 		byFields = &diff.Actor{Who: "the namespace controller (kube-controller-manager)", Basis: diff.BasisFieldSemantics,
 			Detail: fmt.Sprintf("inferred: namespace %s was being deleted when this pod's deletion was asked for, and the namespace controller deletes every object in it (a deletecollection of its pods; the garbage collector deletes the dependents of the owners it deletes); the audit log names the request", lc.Namespace)}
 		accounts = append(accounts, accountNamespaceController, accountGarbageCollector)
-	case gone:
+	}
+	collected := func() {
 		f = endedFinding(deletions[MechanismGarbageCollection])
 		f.Evidence = append(f.Evidence, ownerGone)
 		byFields = &diff.Actor{Who: "the garbage collector (kube-controller-manager)", Basis: diff.BasisFieldSemantics,
 			Detail: fmt.Sprintf("inferred: its owner %s %s went before this pod's deletion was asked for, and the garbage collector deletes the dependents of a deleted owner; the audit log names the request", owner.Kind, owner.Name)}
 		accounts = []string{accountGarbageCollector}
-	case owner != nil:
-		m, ev := controllerDelete(lc, in, owner)
-		if ev != nil {
-			f = endedFinding(m)
-			if m.name == MechanismControllerDelete {
-				f.Headline = fmt.Sprintf("deleted by the controller of its %s %s", owner.Kind, owner.Name)
-			}
-			f.Evidence = append(f.Evidence, Evidence{Seq: ev.Seq, Time: ev.Time, Text: fmt.Sprintf("event %s on %s %s: %s", ev.Reason, owner.Kind, owner.Name, ev.Message)})
-			who := ev.Source
-			if who == "" {
-				who = "the " + owner.Kind + " controller"
-			}
-			byFields = &diff.Actor{Who: who, Basis: diff.BasisEvent, Detail: fmt.Sprintf("its %s event on %s %s", ev.Reason, owner.Kind, owner.Name)}
-			f.Evidence = append(f.Evidence, rolloutEvidence(lc, in, owner, at, m.name)...)
-			break
+	}
+	switch {
+	case nsDeleting && nsStrict:
+		namespace()
+	case gone && goneStrict:
+		collected()
+	case ev != nil:
+		f = endedFinding(m)
+		if m.name == MechanismControllerDelete {
+			f.Headline = fmt.Sprintf("deleted by the controller of its %s %s", owner.Kind, owner.Name)
 		}
-		if inf, ok := controllerInferred(lc, in, owner, at); ok {
-			f = endedFinding(inf.m)
-			f.Headline = inf.headline
-			f.Evidence = append(f.Evidence, inf.evidence...)
-			byFields = &diff.Actor{Who: inf.m.by, Basis: diff.BasisFieldSemantics, Detail: "inferred: " + inf.why +
-				"; no event of the controller names this pod (client-go's event correlator aggregates a controller's events about one object, and drops them past a rate); the audit log names the request"}
-			break
+		f.Evidence = append(f.Evidence, Evidence{Seq: ev.Seq, Time: ev.Time, Text: fmt.Sprintf("event %s on %s %s: %s", ev.Reason, owner.Kind, owner.Name, ev.Message)})
+		who := ev.Source
+		if who == "" {
+			who = "the " + owner.Kind + " controller"
 		}
-		f = endedFinding(deletions[MechanismDelete])
+		byFields = &diff.Actor{Who: who, Basis: diff.BasisEvent, Detail: fmt.Sprintf("its %s event on %s %s", ev.Reason, owner.Kind, owner.Name)}
+		f.Evidence = append(f.Evidence, rolloutEvidence(lc, in, owner, at, m.name)...)
+	case inferred:
+		f = endedFinding(inf.m)
+		f.Headline = inf.headline
+		f.Evidence = append(f.Evidence, inf.evidence...)
+		byFields = &diff.Actor{Who: inf.m.by, Basis: diff.BasisFieldSemantics, Detail: "inferred: " + inf.why +
+			"; no event of the controller names this pod (client-go's event correlator aggregates a controller's events about one object, and drops them past a rate); the audit log names the request"}
+	case nsDeleting:
+		namespace()
+	case gone:
+		collected()
 	case !requested:
 		f = endedFinding(deletions[MechanismNotObserved])
 	default:

@@ -90,19 +90,20 @@ func revsOf[T any](revs []diff.Revision[T], meta func(*T) *metav1.ObjectMeta) []
 }
 
 // ownerGoneBefore reports whether the owner was deleted, or its deletion
-// requested, before at (with ownerSlack), and returns that revision's
-// evidence.
-func ownerGoneBefore(in diff.Input, owner *metav1.OwnerReference, at time.Time) (Evidence, bool) {
+// requested, by at, or within ownerSlack after it (strict false), and
+// returns that revision's evidence.
+func ownerGoneBefore(in diff.Input, owner *metav1.OwnerReference, at time.Time) (e Evidence, ok, strict bool) {
 	h := ownerHistory(in, owner)
 	i := h.gone
 	if i < 0 || h.revs[i].observed.After(at.Add(ownerSlack)) {
-		return Evidence{}, false
+		return Evidence{}, false, false
 	}
 	r := h.revs[i]
+	strict = !r.observed.After(at)
 	if r.deleted {
-		return Evidence{Seq: r.seq, Time: r.observed, Text: fmt.Sprintf("owner %s %s deleted", owner.Kind, owner.Name)}, true
+		return Evidence{Seq: r.seq, Time: r.observed, Text: fmt.Sprintf("owner %s %s deleted", owner.Kind, owner.Name)}, true, strict
 	}
-	return Evidence{Seq: r.seq, Time: r.observed, Text: fmt.Sprintf("owner %s %s deletion requested (finalizers %v)", owner.Kind, owner.Name, r.meta.Finalizers)}, true
+	return Evidence{Seq: r.seq, Time: r.observed, Text: fmt.Sprintf("owner %s %s deletion requested (finalizers %v)", owner.Kind, owner.Name, r.meta.Finalizers)}, true, strict
 }
 
 // revAt returns the revision of revs last observed by at that decoded,
@@ -409,9 +410,9 @@ func containsWord(s, word string) bool {
 
 // namespaceDeletion returns the revision of the pod's namespace that
 // first carried its deletionTimestamp (or its deletion), when it was
-// observed by at (with ownerSlack): the namespace controller then deletes
-// everything in it.
-func namespaceDeletion(in diff.Input, ns string, at time.Time) (*diff.Revision[corev1.Namespace], bool) {
+// observed by at, or within ownerSlack after it (strict false): the
+// namespace controller then deletes everything in it.
+func namespaceDeletion(in diff.Input, ns string, at time.Time) (rev *diff.Revision[corev1.Namespace], ok, strict bool) {
 	revs := diff.DecodeHistory[corev1.Namespace](in.Histories, in.RelatedNamed("Namespace", ns))
 	for i := range revs {
 		r := &revs[i]
@@ -419,10 +420,10 @@ func namespaceDeletion(in diff.Input, ns string, at time.Time) (*diff.Revision[c
 			break
 		}
 		if r.Deleted() || r.Object != nil && r.Object.DeletionTimestamp != nil {
-			return r, true
+			return r, true, !r.Observed.After(at)
 		}
 	}
-	return nil, false
+	return nil, false, false
 }
 
 // storeDeleted reports whether a record type is a deletion.

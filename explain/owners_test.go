@@ -179,6 +179,23 @@ func TestEndedWhoAsked(t *testing.T) {
 		mechanism: MechanismScaleDown, basis: diff.BasisFieldSemantics, who: "the ReplicaSet controller",
 		evidence: []string{"ReplicaSet web-1 spec.replicas 3 -> 1", "Deployment web spec.replicas 3 -> 1, by kubectl (kubectl-scale) (managedFields)"},
 	}, {
+		name: "the owner deleted just after the rollout deleted the pod: the rollout, observed before, explains it",
+		in: func(t *testing.T) diff.Input {
+			owners := rolloutOwners(t)
+			rs := owners[string(endRSUID)]
+			owners[string(endRSUID)] = append(rs, finRecord(t, 22, 20500*time.Millisecond, store.Deleted, "ReplicaSet", endRSAt("3", 1, "1", 2, 1, 2)))
+			return endInput(deletedAt(t, running), owners)
+		},
+		mechanism: MechanismRollout, basis: diff.BasisFieldSemantics, who: "the ReplicaSet controller",
+	}, {
+		name: "the owner's deletion observed just after the pod's, nothing else to explain it: the garbage collector",
+		in: func(t *testing.T) diff.Input {
+			return endInput(deletedAt(t, running), map[string][]store.Record{
+				string(endRSUID): {finRecord(t, 5, -time.Second, store.Added, "ReplicaSet", endRSAt("1", 3, "1", 1, 1, 3)),
+					finRecord(t, 22, 20500*time.Millisecond, store.Deleted, "ReplicaSet", endRSAt("1", 3, "1", 1, 1, 3))}})
+		},
+		mechanism: MechanismGarbageCollection, basis: diff.BasisFieldSemantics, who: "the garbage collector",
+	}, {
 		name: "the ReplicaSet had settled at its new count before: not its controller",
 		in: func(t *testing.T) diff.Input {
 			owners := rolloutOwners(t)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,8 +42,16 @@ func TestEndedRolloutAtScale(t *testing.T) {
 	old := podNames(t, client, ns, "app="+name)
 	updateDeployment(t, client, ns, name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28" })
 	waitDeployment(t, client, ns, name)
+	// Every old pod gone, not only the count back at replicas: mid-way a
+	// rollout can hold as many pods, old ones among them.
 	waitFor(t, "the old pods gone", 3*time.Minute, func() (bool, error) {
-		return len(podNames(t, client, ns, "app="+name)) == replicas, nil
+		now := podNames(t, client, ns, "app="+name)
+		for _, p := range old {
+			if slices.Contains(now, p) {
+				return false, nil
+			}
+		}
+		return len(now) == replicas, nil
 	})
 	rolled := podNames(t, client, ns, "app="+name)
 	bg := metav1.DeletePropagationBackground
@@ -70,6 +79,7 @@ func TestEndedRolloutAtScale(t *testing.T) {
 		t.Fatalf("%d SuccessfulDelete events for %d pods: no event was dropped, the test does not show what it should", deletes, replicas)
 	}
 	check := func(t *testing.T, pods []string, mechanism string, audited bool) {
+		shown := false
 		for _, p := range pods {
 			ex := explainPod(t, rec.db, ns, p)
 			var f *explain.Finding
@@ -86,6 +96,10 @@ func TestEndedRolloutAtScale(t *testing.T) {
 				t.Errorf("%s: no ended finding", p)
 			case f.Mechanism != mechanism:
 				t.Errorf("%s: mechanism %q, want %q (%s)", p, f.Mechanism, mechanism, f.Headline)
+				if !shown { // the first pod that reads wrong, whole
+					shown = true
+					t.Logf("podtrace explain %s --show-info:\n%s", p, podtrace(t, "explain", p, "-n", ns, "--db", rec.db, "--show-info", "--color", "never"))
+				}
 			case f.Actor == nil || f.Actor.Basis == diff.BasisUnknown || strings.Contains(f.Actor.Who, "unknown"):
 				t.Errorf("%s: actor %+v, want one known", p, f.Actor)
 			case audited && f.Actor.Basis != diff.BasisAuditLog:
