@@ -45,18 +45,23 @@ func split(n, k int) []int {
 	return parts
 }
 
+// createNamespace creates the workload's namespace and waits for its
+// default ServiceAccount: the ServiceAccount admission plugin rejects pods
+// until it exists.
+func createNamespace(ctx context.Context, cs kubernetes.Interface) error {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	return poll(ctx, "ServiceAccount default", func() (bool, string, error) {
+		_, err := cs.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, "", nil
+	})
+}
+
 // workload runs the Deployments and Jobs through their lives and returns a
 // description of what it did.
 func workload(ctx context.Context, cs kubernetes.Interface, pods int) (string, error) {
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("create namespace: %w", err)
-	}
-	// The ServiceAccount admission plugin rejects pods until the namespace's
-	// default ServiceAccount exists.
-	if err := poll(ctx, "ServiceAccount default", func() (bool, string, error) {
-		_, err := cs.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, "", nil
-	}); err != nil {
+	if err := createNamespace(ctx, cs); err != nil {
 		return "", err
 	}
 	depPods := pods * 60 / 100
@@ -253,13 +258,7 @@ func poll(ctx context.Context, what string, check func() (bool, string, error)) 
 // events are aggregated by client-go's event correlator, and a pod's end
 // is told by its owners' recorded history.
 func rolloutWorkload(ctx context.Context, cs kubernetes.Interface, pods int) (string, error) {
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("create namespace: %w", err)
-	}
-	if err := poll(ctx, "ServiceAccount default", func() (bool, string, error) {
-		_, err := cs.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, "", nil
-	}); err != nil {
+	if err := createNamespace(ctx, cs); err != nil {
 		return "", err
 	}
 	replicas := int32(pods / 2)

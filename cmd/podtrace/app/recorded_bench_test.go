@@ -3,8 +3,6 @@ package app
 import (
 	"cmp"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +11,6 @@ import (
 	"time"
 
 	"github.com/podtrace/podtrace/internal/tracetest"
-	"github.com/podtrace/podtrace/redact"
-	"github.com/podtrace/podtrace/serve"
 	"github.com/podtrace/podtrace/store"
 )
 
@@ -82,30 +78,14 @@ func BenchmarkRecorded(b *testing.B) {
 			})
 		})
 		b.Run(name+"/serve-get-pods", func(b *testing.B) {
-			db, err := store.Open(path, store.Options{ReadOnly: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			red, err := redact.New(nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv, err := serve.New(db, serve.Options{Redactor: red})
-			if err != nil {
-				b.Fatal(err)
-			}
+			srv := benchServer(b, path)
 			at := tracetest.Busiest(pods)
 			cpu := cpuTime()
+			var rows int
 			for b.Loop() {
-				req := httptest.NewRequest(http.MethodGet, serve.Path(at)+"api/v1/pods", nil)
-				req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
-				w := &countingWriter{count: []byte(`"cells":`)}
-				srv.ServeHTTP(w, req)
-				if w.code != 0 && w.code != http.StatusOK {
-					b.Fatalf("%d %s", w.code, w.head.Bytes())
-				}
+				rows = getPods(b, srv, at)
 			}
+			b.ReportMetric(float64(rows), "rows")
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 		})
 	}
