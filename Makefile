@@ -7,7 +7,7 @@ BIN := $(OUT)/bin
 PODTRACE := $(OUT)/podtrace
 TEST_TIMEOUT ?= 45m
 
-.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-soak bench-import cluster-binaries node-binaries kubectl jaeger helm test unit-test browser-deps demo bench cluster-up cluster-down clean
+.PHONY: FORCE all build install image deploy-test example-trace bench-record bench-read bench-soak bench-import cluster-binaries node-binaries kubectl jaeger helm test unit-test browser-deps demo bench cluster-up cluster-down clean
 
 all: build
 
@@ -114,11 +114,20 @@ example-trace: build cluster-binaries
 bench: build cluster-binaries
 	$(GO) test -run "^$$" -bench . -benchmem -count 3 ./store/ ./tracer/ ./diff/
 	$(GO) test -run "^$$" -bench . -benchtime 1x -count 3 ./report/
-	$(GO) test -run "^$$" -bench Command -benchtime 3x -count 3 -timeout 60m ./cmd/podtrace/app/
+	$(GO) test -run "^$$" -bench 'Command|Recorded' -benchtime 3x -count 3 -timeout 60m ./cmd/podtrace/app/
 
-## bench-record: podtrace record beside a bare informer on a kwok workload (PODS=2000).
+## bench-record: podtrace record beside a bare informer on a kwok workload (PODS=2000;
+## WORKLOAD=rollout: one Deployment of PODS/2 replicas, rolled once, deleted; AUDIT=1: the
+## API server's audit log kept and imported into OUT/bench/trace-audit.db).
 bench-record: build cluster-binaries
-	$(GO) run ./test/bench -pods $(or $(PODS),2000) -podtrace $(PODTRACE) -out $(OUT)/bench
+	$(GO) run ./test/bench -pods $(or $(PODS),2000) $(if $(WORKLOAD),-workload $(WORKLOAD)) $(if $(AUDIT),-audit) -podtrace $(PODTRACE) -out $(OUT)/bench
+
+## bench-read: report, report --html, explain, compare and serve's get pods -A on the
+## traces bench-record kept (TRACE=$(OUT)/bench/trace.db, comma-separated), RUNS=3 times,
+## beside COMPARE (an earlier podtrace binary); then BenchmarkRecorded on them.
+bench-read: build kubectl
+	$(GO) run ./test/bench/read -trace $(or $(TRACE),$(OUT)/bench/trace.db) -podtrace $(PODTRACE) $(if $(COMPARE),-compare $(COMPARE)) -runs $(or $(RUNS),3)
+	PODTRACE_BENCH_TRACE=$(or $(TRACE),$(OUT)/bench/trace.db) $(GO) test -run "^$$" -bench Recorded -benchtime 3x -timeout 60m ./cmd/podtrace/app/
 
 ## bench-soak: podtrace record --retain (RETAIN=2m) on a churn of short-lived pods
 ## for SOAK=7m: file size and RSS over time, the plateau, no revision of a kept pod lost.

@@ -238,13 +238,10 @@ func (p *profile) deleter() {
 	if d == nil || d.whoKnown || a == nil {
 		return
 	}
-	for _, r := range a.Requests {
-		// The first DELETE is the one that asked; the kubelet's (grace
-		// period 0) comes after.
-		if r.Verb == "delete" && r.Subresource == "" && r.Code < 400 {
-			d.who, d.whoKnown = r.Identity()+" ("+string(diff.BasisAuditLog)+")", true
-			return
-		}
+	// The request that set the deletionTimestamp asked; the kubelet's
+	// DELETE (grace period 0) after it only confirmed.
+	if r, _ := p.lc.Deletion(); r != nil {
+		d.who, d.whoKnown = r.Identity()+" ("+string(diff.BasisAuditLog)+")", true
 	}
 }
 

@@ -274,6 +274,10 @@ func parseFields(f *metav1.FieldsV1) fieldSet {
 type fieldSets struct {
 	byRaw map[string]fieldSet
 	byPtr map[*metav1.FieldsV1]fieldSet
+	// shared, when set, holds the trees parsed by the other replays of
+	// the command: the pods of one template have the same managers' field
+	// lists.
+	shared *Histories
 }
 
 func (sets *fieldSets) parse(f *metav1.FieldsV1) fieldSet {
@@ -285,7 +289,7 @@ func (sets *fieldSets) parse(f *metav1.FieldsV1) fieldSet {
 	}
 	s, ok := sets.byRaw[string(f.Raw)]
 	if !ok {
-		s = parseFields(f)
+		s = sets.shared.fieldSet(f)
 		if sets.byRaw == nil {
 			sets.byRaw = map[string]fieldSet{}
 		}

@@ -164,6 +164,9 @@ func restrict(p *corev1.Pod) *corev1.Pod {
 	return out
 }
 
+// ownerTemplate is an owner revision's pod template, or nil.
+type ownerTemplate *corev1.PodTemplateSpec
+
 // askedFor returns the pod as its creator asked for it, when the recording
 // holds that: the owner's pod template (as it stood at creation), or the
 // last-applied-configuration annotation.
@@ -180,15 +183,22 @@ func askedFor(pod *corev1.Pod, in Input, at time.Time) (*corev1.Pod, string) {
 		if !ok {
 			continue
 		}
-		var owner struct {
-			Spec struct {
-				Template *corev1.PodTemplateSpec `json:"template"`
-			} `json:"spec"`
-		}
-		if json.Unmarshal(rec.Object, &owner) != nil || owner.Spec.Template == nil {
+		// Decoded once per command: the pods of a ReplicaSet were made
+		// from a few of its revisions.
+		t := Memo(in.Histories, []store.Record{rec}, func() ownerTemplate {
+			var owner struct {
+				Spec struct {
+					Template *corev1.PodTemplateSpec `json:"template"`
+				} `json:"spec"`
+			}
+			if json.Unmarshal(rec.Object, &owner) != nil {
+				return nil
+			}
+			return owner.Spec.Template
+		})
+		if t == nil {
 			continue
 		}
-		t := owner.Spec.Template
 		return restrict(&corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}), fmt.Sprintf("template of %s %s", o.Kind, o.Name)
 	}
 	if la := pod.Annotations[corev1.LastAppliedConfigAnnotation]; la != "" {

@@ -1,8 +1,10 @@
 package diff
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -40,7 +42,10 @@ type Audit struct {
 
 // AuditRequest is one successful request about the pod.
 type AuditRequest struct {
+	// Time is when the response completed (stageTimestamp); Received
+	// when the API server received the request.
 	Time        time.Time `json:"time"`
+	Received    time.Time `json:"received,omitzero"`
 	AuditID     string    `json:"auditID"`
 	Verb        string    `json:"verb"`
 	Subresource string    `json:"subresource,omitempty"`
@@ -54,6 +59,16 @@ type AuditRequest struct {
 	// with that resourceVersion, 0 if none.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 	Seq             uint64 `json:"seq,omitempty"`
+	// Listed is, for a deletecollection, the pod's resourceVersion when
+	// the request listed it, before deleting it: its response lists the
+	// pods as they were (genericregistry.Store.DeleteCollection).
+	Listed string `json:"listedResourceVersion,omitempty"`
+	// GracePeriodSeconds is a DELETE's (or deletecollection's), as its
+	// DeleteOptions asked, when the audit event holds the request.
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+	// Selector is a deletecollection's label and field selectors, from
+	// its request URI: which pods of the namespace it deleted.
+	Selector string `json:"selector,omitempty"`
 	// Lacks are the event fields the export it came from did not carry;
 	// ExportStatus the export's own status when the code is among them.
 	Lacks        []string `json:"lacks,omitempty"`
@@ -86,6 +101,11 @@ type DeniedRequests struct {
 	// requests' validation_failure annotation or their message.
 	Policy  string `json:"policy,omitempty"`
 	Binding string `json:"binding,omitempty"`
+	// Budget is the PodDisruptionBudget that refused evictions (By
+	// "PodDisruptionBudget"), and BudgetStatus what the API server said of
+	// it: "needs 2 healthy pods and has 2 currently" (the last refusal's).
+	Budget       string `json:"budget,omitempty"`
+	BudgetStatus string `json:"budgetStatus,omitempty"`
 	// Lacks and ExportStatus are the first request's, as in AuditRequest.
 	Lacks        []string `json:"lacks,omitempty"`
 	ExportStatus string   `json:"exportStatus,omitempty"`
@@ -145,11 +165,19 @@ type auditEvent struct {
 		Username string `json:"username"`
 	} `json:"impersonatedUser"`
 	UserAgent      string `json:"userAgent"`
+	RequestURI     string `json:"requestURI"`
 	ResponseStatus struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
+		Details *struct {
+			Causes []struct {
+				Type    string `json:"reason"`
+				Message string `json:"message"`
+			} `json:"causes"`
+		} `json:"details"`
 	} `json:"responseStatus"`
 	StageTimestamp time.Time         `json:"stageTimestamp"`
+	Received       time.Time         `json:"requestReceivedTimestamp"`
 	Annotations    map[string]string `json:"annotations"`
 	RequestObject  json.RawMessage   `json:"requestObject"`
 	ResponseObject json.RawMessage   `json:"responseObject"`
@@ -236,8 +264,66 @@ func refusedBy(ev *auditEvent) (string, bool) {
 		return "admission", true
 	case code == 403:
 		return "authorization or admission", true
+	case budgetRefusal(ev):
+		return refusedByBudget, true
 	}
 	return "", false
+}
+
+// evictionRefusedMessage is the message of the eviction subresource's 429
+// when a PodDisruptionBudget does not allow the eviction
+// (pkg/registry/core/pod/storage/eviction.go).
+const evictionRefusedMessage = "Cannot evict pod as it would violate the pod's disruption budget."
+
+// budgetRefusal reports whether a failed request was an eviction that a
+// PodDisruptionBudget refused: a 429 with a DisruptionBudget cause; or,
+// from an export that carries neither the HTTP code nor the causes (GKE's
+// entries: RESOURCE_EXHAUSTED), an eviction failed with that message.
+func budgetRefusal(ev *auditEvent) bool {
+	if budgetCause(ev) != "" {
+		return true
+	}
+	code := ev.ResponseStatus.Code
+	return ev.ObjectRef.Subresource == "eviction" && ev.ResponseStatus.Message == evictionRefusedMessage && (code == 429 || code == 0 && ev.failed())
+}
+
+// refusedByBudget is the DeniedRequests.By of evictions a
+// PodDisruptionBudget refused.
+const refusedByBudget = "PodDisruptionBudget"
+
+// disruptionBudgetCause is the cause the eviction subresource gives when a
+// PodDisruptionBudget refuses an eviction (policyv1.DisruptionBudgetCause),
+// with 429 TooManyRequests: "The disruption budget NAME needs N healthy
+// pods and has M currently", or "... is still being processed by the
+// server" (pkg/registry/core/pod/storage/eviction.go). API priority and
+// fairness answers 429 too, without it.
+const disruptionBudgetCause = "DisruptionBudget"
+
+// budgetCause returns the message of a refused request's
+// DisruptionBudget cause, or "".
+func budgetCause(ev *auditEvent) string {
+	if ev.ResponseStatus.Details == nil || ev.ResponseStatus.Code != 429 {
+		return ""
+	}
+	for _, c := range ev.ResponseStatus.Details.Causes {
+		if c.Type == disruptionBudgetCause {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// budgetInCause reads the budget's name and what the API server said of
+// it from a DisruptionBudget cause's message.
+var budgetInCause = regexp.MustCompile(`^The disruption budget (\S+) (.*?)\.?$`)
+
+// budgetOf returns the PodDisruptionBudget a DisruptionBudget cause names,
+// and what it said of it ("needs 1 healthy pods and has 1 currently").
+func budgetOf(cause string) (name, status string) {
+	if m := budgetInCause.FindStringSubmatch(cause); m != nil {
+		return m[1], m[2]
+	}
+	return "", cause
 }
 
 // policyInMessage finds the ValidatingAdmissionPolicy, and its binding, a
@@ -289,12 +375,12 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 	var create *auditEvent
 	failures := map[string]*PolicyFailures{}
 	for _, rec := range in.Audit {
-		var ev auditEvent
-		if json.Unmarshal(rec.Object, &ev) != nil {
+		ev, listed, ok := readAuditEvent(in.Histories, rec)
+		if !ok {
 			continue
 		}
-		a.addSource(&ev)
-		vfs := validationFailures(ev)
+		a.addSource(ev)
+		vfs := validationFailures(*ev)
 		for _, vf := range vfs {
 			denied := ev.failed()
 			key := strings.Join([]string{vf.Policy, vf.Binding, vf.Message, ev.User.Username, ev.Verb, ev.ObjectRef.Subresource, strconv.FormatBool(denied)}, "\x00")
@@ -316,11 +402,12 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			}
 		}
 		if ev.failed() {
-			by, ok := refusedBy(&ev)
+			by, ok := refusedBy(ev)
 			if !ok {
 				continue // failed without being refused: see refusedBy
 			}
-			key := strings.Join([]string{ev.User.Username, ev.impersonated(), ev.Verb, ev.ObjectRef.Subresource, strconv.Itoa(ev.ResponseStatus.Code), ev.ResponseStatus.Message}, "\x00")
+			budget, _ := budgetOf(budgetCause(ev))
+			key := strings.Join([]string{ev.User.Username, ev.impersonated(), ev.Verb, ev.ObjectRef.Subresource, strconv.Itoa(ev.ResponseStatus.Code), ev.ResponseStatus.Message, budget}, "\x00")
 			d := denied[key]
 			if d == nil {
 				d = &DeniedRequests{User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
@@ -335,11 +422,24 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			}
 			d.Count++
 			d.Last = ev.StageTimestamp
+			if cause := budgetCause(ev); cause != "" {
+				// The numbers change from one refusal to the next: the
+				// last one's are kept.
+				d.Budget, d.BudgetStatus = budgetOf(cause)
+			}
 			continue
 		}
-		r := AuditRequest{Time: ev.StageTimestamp, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
+		r := AuditRequest{Time: ev.StageTimestamp, Received: ev.Received, AuditID: ev.AuditID, Verb: ev.Verb, Subresource: ev.ObjectRef.Subresource,
 			User: ev.User.Username, ImpersonatedUser: ev.impersonated(), UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, ResourceVersion: rec.ResourceVersion,
 			Lacks: ev.lacks(), ExportStatus: ev.exportStatus()}
+		if ev.Verb == verbDeleteCollection {
+			// Its response is no revision it made: it lists the pods as
+			// they were before it deleted them.
+			r.ResourceVersion, r.Listed, r.Selector = "", listed[lc.UID], selectorOf(ev.RequestURI)
+		}
+		if ev.Verb == "delete" || ev.Verb == verbDeleteCollection {
+			r.GracePeriodSeconds = gracePeriodOf(ev.RequestObject)
+		}
 		if r.ResourceVersion != "" {
 			r.Seq = byRV[r.ResourceVersion]
 		} else if r.Subresource == "binding" {
@@ -350,10 +450,9 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 			}
 		}
 		a.Requests = append(a.Requests, r)
-		a.Patches = append(a.Patches, patches(ev)...)
+		a.Patches = append(a.Patches, patches(*ev)...)
 		if ev.Verb == "create" && ev.ObjectRef.Subresource == "" && create == nil {
-			e := ev
-			create = &e
+			create = ev
 		}
 	}
 	// The denied groups, in the order they first appeared.
@@ -380,6 +479,160 @@ func applyAudit(lc *Lifecycle, in Input, opts AdmissionOptions) {
 	if create != nil {
 		auditAdmission(lc, *create, a.Patches, opts)
 	}
+}
+
+// verbDeleteCollection is the audit verb of a DELETE of a collection: the
+// namespace controller's of a namespace's pods, kubectl delete pods --all.
+const verbDeleteCollection = "deletecollection"
+
+// readAuditEvent decodes an imported audit event. One that names several
+// pods (a deletecollection: the same record for each of them) is decoded
+// once per h, its response reduced to the resourceVersion of each pod it
+// listed (by UID); what it returns is then shared and must not be
+// modified.
+func readAuditEvent(h *Histories, rec store.Record) (ev *auditEvent, listed map[string]string, ok bool) {
+	decode := func() auditCollection {
+		var c auditCollection
+		var ev auditEvent
+		if decodeAuditEvent(rec.Object, &ev) != nil {
+			return c
+		}
+		if ev.Verb == verbDeleteCollection {
+			c.listed = listedPods(ev.ResponseObject)
+			ev.ResponseObject = nil
+		}
+		c.ev = &ev
+		return c
+	}
+	var c auditCollection
+	if len(rec.Refs) > 1 {
+		c = Memo(h, []store.Record{rec}, decode)
+	} else {
+		c = decode()
+	}
+	return c.ev, c.listed, c.ev != nil
+}
+
+// decodeAuditEvent decodes an audit event's line as json.Unmarshal would,
+// but for its requestObject and responseObject, which it keeps as their
+// bytes without reading them: at the RequestResponse level they are the
+// pod twice, most of the line, and only a CREATE's and a DELETE's are
+// read. The other members are split off with a byte scan and decoded;
+// what the scan does not follow (escaped keys) is decoded whole. The
+// importer kept only lines encoding/json decoded.
+func decodeAuditEvent(raw []byte, ev *auditEvent) error {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return json.Unmarshal(raw, ev)
+	}
+	small := make([]byte, 0, 2048)
+	small = append(small, '{')
+	var req, resp []byte
+	for i = skipSpace(raw, i+1); i < len(raw) && raw[i] != '}'; {
+		if raw[i] != '"' {
+			return json.Unmarshal(raw, ev)
+		}
+		end, ok := stringEnd(raw, i+1)
+		if !ok || bytes.IndexByte(raw[i:end], '\\') >= 0 {
+			return json.Unmarshal(raw, ev)
+		}
+		key := raw[i+1 : end-1]
+		j := skipSpace(raw, end)
+		if j == len(raw) || raw[j] != ':' {
+			return json.Unmarshal(raw, ev)
+		}
+		j = skipSpace(raw, j+1)
+		vend, ok := skipValue(raw, j)
+		if !ok {
+			return json.Unmarshal(raw, ev)
+		}
+		switch string(key) {
+		case "requestObject":
+			req = raw[j:vend]
+		case "responseObject":
+			resp = raw[j:vend]
+		default:
+			if len(small) > 1 {
+				small = append(small, ',')
+			}
+			small = append(small, raw[i:vend]...)
+		}
+		i = skipSpace(raw, vend)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	if i >= len(raw) || skipSpace(raw, i+1) != len(raw) {
+		return json.Unmarshal(raw, ev) // not one whole object: its error
+	}
+	if err := json.Unmarshal(append(small, '}'), ev); err != nil {
+		return err
+	}
+	ev.RequestObject, ev.ResponseObject = req, resp
+	return nil
+}
+
+// auditCollection is an audit event decoded, with the pods its response
+// listed.
+type auditCollection struct {
+	ev     *auditEvent
+	listed map[string]string // pod UID -> resourceVersion
+}
+
+// listedPods returns the UID and resourceVersion of each item of a list
+// in a response (a PodList, or the PartialObjectMetadataList a metadata
+// client asks for), or nil.
+func listedPods(raw json.RawMessage) map[string]string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				UID             string `json:"uid"`
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if json.Unmarshal(raw, &list) != nil {
+		return nil
+	}
+	out := make(map[string]string, len(list.Items))
+	for _, it := range list.Items {
+		out[it.Metadata.UID] = it.Metadata.ResourceVersion
+	}
+	return out
+}
+
+// selectorOf returns the label and field selectors of a request URI, as
+// "labelSelector=app=web, fieldSelector=spec.nodeName=n1", or "".
+func selectorOf(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range []string{"labelSelector", "fieldSelector"} {
+		if v := u.Query().Get(k); v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// gracePeriodOf returns the gracePeriodSeconds of a DELETE's
+// DeleteOptions (its audit event's requestObject), or nil.
+func gracePeriodOf(raw json.RawMessage) *int64 {
+	if len(raw) == 0 {
+		return nil
+	}
+	var o struct {
+		GracePeriodSeconds *int64 `json:"gracePeriodSeconds"`
+	}
+	if json.Unmarshal(raw, &o) != nil {
+		return nil
+	}
+	return o.GracePeriodSeconds
 }
 
 // deleteOperation marks the actor of a revision that a DELETE request made,
@@ -664,6 +917,20 @@ func (d DeniedRequests) Summary() string {
 		d.First.UTC().Format("15:04:05"), d.Last.UTC().Format("15:04:05"))
 }
 
+// deletionSlack is how far apart the API server's clock (an audit event's
+// stageTimestamp) and the recorder's (when it observed the revision the
+// request made) may be for the one to be taken for the other's cause.
+const deletionSlack = 2 * time.Second
+
+// received is when the API server received the request, or, for an audit
+// event without that time, when it answered.
+func (r AuditRequest) received() time.Time {
+	if r.Received.IsZero() {
+		return r.Time
+	}
+	return r.Received
+}
+
 // ReadAudit reads a pod's imported audit events (Input.Audit) as requests:
 // the successful ones, and the refused or failed ones (any response code
 // of 400 or more), consecutive alike failures grouped.
@@ -692,4 +959,64 @@ func ReadAudit(recs []store.Record) (requests []AuditRequest, failed []DeniedReq
 		requests = append(requests, r)
 	}
 	return requests, failed
+}
+
+// IsDeletion reports whether the request asks for the pod's deletion: a
+// DELETE of it, a deletecollection that listed it, or an eviction (the
+// API server deletes the pod inside the eviction request).
+func (r AuditRequest) IsDeletion() bool {
+	switch {
+	case r.Code >= 400:
+		return false
+	case r.Subresource == "":
+		return r.Verb == "delete" || r.Verb == verbDeleteCollection
+	}
+	return r.Verb == "create" && r.Subresource == "eviction"
+}
+
+// Deletion returns, from the audit log, the request that asked for the
+// pod's deletion, and the other successful deletion requests (in time
+// order: those after it, mostly). The one that asked is the one that set
+// metadata.deletionTimestamp: the request whose response carried the
+// revision that first had it (its resourceVersion), or the
+// deletecollection that listed the pod at the revision before it; else
+// the first deletion request received by the time that revision was
+// observed. The ones after it did not ask; they confirmed the deletion
+// (the node's kubelet DELETEs with grace period 0 once the containers
+// stopped, and the pod goes) or forced it. A pod deleted at once (no
+// grace period, or never on a node) has no revision with a
+// deletionTimestamp: its first deletion request asked. asked is nil when
+// the log holds none (no log imported, or one that does not cover it).
+func (lc *Lifecycle) Deletion() (asked *AuditRequest, others []AuditRequest) {
+	if lc.Audit == nil {
+		return nil, nil
+	}
+	var dels []AuditRequest
+	for _, r := range lc.Audit.Requests {
+		if r.IsDeletion() {
+			dels = append(dels, r)
+		}
+	}
+	if len(dels) == 0 {
+		return nil, nil
+	}
+	i := 0
+	if req, ok := lc.Phase(PhaseDeletionRequested); ok {
+		before := ""
+		for j, s := range lc.Steps {
+			if s.Seq == req.Seq && j > 0 {
+				before = lc.Steps[j-1].ResourceVersion
+			}
+		}
+		i = slices.IndexFunc(dels, func(r AuditRequest) bool {
+			return r.Seq == req.Seq || r.Listed != "" && r.Listed == before
+		})
+		if i < 0 {
+			i = slices.IndexFunc(dels, func(r AuditRequest) bool { return !r.received().After(req.Time.Add(deletionSlack)) })
+		}
+		if i < 0 {
+			return nil, dels // all made after it was asked for: none asked
+		}
+	}
+	return &dels[i], append(slices.Clip(dels[:i:i]), dels[i+1:]...)
 }

@@ -2,9 +2,12 @@ package diff
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -179,6 +182,38 @@ func TestAuditNotFoundIsNoDenial(t *testing.T) {
 func TestDenyingPolicyNotInAWebhooksMessage(t *testing.T) {
 	if p, b := denyingPolicy(`admission webhook "w" denied the request: pods "p" is forbidden: ValidatingAdmissionPolicy 'x' with binding 'y' denied request`, nil); p != "" || b != "" {
 		t.Errorf("denyingPolicy of a webhook's message = %q, %q; want none", p, b)
+	}
+}
+
+// TestDecodeAuditEvent: the split decode gives what json.Unmarshal gives,
+// on the lines of a real audit log and on lines it leaves to encoding/json.
+func TestDecodeAuditEvent(t *testing.T) {
+	b, err := os.ReadFile("../cmd/podtrace/app/testdata/audit/audit.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	lines = append(lines,
+		`{"verb":"delete","requestObject":{"gracePeriodSeconds":0},"responseObject":{"kind":"Pod"},"user":{"username":"a"}}`,
+		`{"ver\u0062":"patch","requestObject":null}`,
+		`  {"verb":"create","responseObject":{"kind":"Pod","metadata":{"name":"x\"y"}}}  `,
+		`{"verb":"create"`,
+		`{"verb":"create"} {}`,
+	)
+	for i, l := range lines {
+		var want, got auditEvent
+		werr := json.Unmarshal([]byte(l), &want)
+		gerr := decodeAuditEvent([]byte(l), &got)
+		if (werr == nil) != (gerr == nil) {
+			t.Errorf("line %d: error %v, want %v", i+1, gerr, werr)
+			continue
+		}
+		if werr != nil {
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("line %d (-json.Unmarshal +decodeAuditEvent):\n%s", i+1, diff)
+		}
 	}
 }
 

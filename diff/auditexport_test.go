@@ -41,8 +41,10 @@ func TestAuditFromExport(t *testing.T) {
 	in := Input{Audit: []store.Record{
 		// Succeeded: GKE keeps a gRPC OK, no HTTP code.
 		rec("a", t0, "delete", "", nil, gke(false, "OK (0)", "requestReceivedTimestamp", "responseStatus.code"), "301"),
-		// Failed, its HTTP code not carried: a failure all the same,
-		// but not a refusal the message does not name.
+		// Failed, its HTTP code not carried: a failure all the same, and
+		// an eviction refused by a PodDisruptionBudget, by the eviction
+		// subresource's own message (the budget unnamed: the export
+		// carries no causes).
 		rec("b", t0.Add(time.Second), "create", "eviction", map[string]any{"status": "Failure", "message": budget}, gke(true, "RESOURCE_EXHAUSTED (8)", "requestReceivedTimestamp", "responseStatus.code"), ""),
 		// Failed, its message naming the webhook that refused it.
 		rec("c", t0.Add(2*time.Second), "patch", "", map[string]any{"status": "Failure", "message": webhook}, gke(true, "INTERNAL (13)", "requestReceivedTimestamp", "responseStatus.code"), ""),
@@ -63,11 +65,15 @@ func TestAuditFromExport(t *testing.T) {
 		denied = append(denied, d.Summary())
 	}
 	want := []string{
+		`1 create eviction attempt by admin@example.com denied (HTTP code not in the export, its status RESOURCE_EXHAUSTED (8)): ` + budget + `, first 03:50:28, last 03:50:28`,
 		`1 patch attempt by admin@example.com denied (HTTP code not in the export, its status INTERNAL (13)): ` + webhook + `, first 03:50:29, last 03:50:29`,
 		`1 patch attempt by admin@example.com denied (500): ` + webhook + `, first 03:50:30, last 03:50:30`,
 	}
 	if diff := cmp.Diff(want, denied); diff != "" {
 		t.Errorf("denied (-want +got):\n%s", diff)
+	}
+	if len(a.Denied) > 0 && a.Denied[0].By != refusedByBudget {
+		t.Errorf("the eviction refused by %q, want %q", a.Denied[0].By, refusedByBudget)
 	}
 	wantSources := []AuditSource{{Format: "GKE Cloud Logging entry", Events: 3, Lacks: map[string]int{"requestReceivedTimestamp": 3, "responseStatus.code": 3}}}
 	if diff := cmp.Diff(wantSources, a.Sources); diff != "" {

@@ -57,6 +57,27 @@ func (d *decoder) decode(rec store.Record) (*corev1.Pod, error) {
 	return pod, nil
 }
 
+// decodeInto decodes raw into dst, an addressable zero value of type dt,
+// against the previous value this decoder decoded (of the same type), as
+// decode does a pod's revisions; what fails piece by piece is decoded by
+// encoding/json.
+func (d *decoder) decodeInto(dst reflect.Value, dt *decodeType, raw []byte) error {
+	obj, err := d.decodeValue(dst, dt, raw, nil, d.prev, d.prevObj, decodeLevels)
+	if err != nil {
+		dst.SetZero()
+		obj = nil
+		if err := json.Unmarshal(raw, dst.Addr().Interface()); err != nil {
+			d.prev, d.prevObj = reflect.Value{}, nil
+			return err
+		}
+	}
+	if d.split.blocks >= compactBlocks {
+		obj = d.split.compact(obj)
+	}
+	d.prev, d.prevObj = dst, obj
+	return nil
+}
+
 // member is one member of a JSON object, or one element of a list. It
 // holds its bytes as pointers and 32-bit lengths (40 bytes, two pointers,
 // where slices took 80 and three): members are made by the tens for each

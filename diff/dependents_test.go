@@ -38,7 +38,7 @@ func TestReplayDependents(t *testing.T) {
 		"ev-1": {rec("Event", "e", "ev-1", 3, store.Added)},
 	}
 	related["ev-1"][0].Refs = []string{"uid-p"}
-	got := replayDependents("uid-p", related)
+	got := replayDependents("uid-p", related, nil)
 	want := []Dependent{{Kind: "ConfigMap", Name: "cm", UID: "cm-1", Since: t0.Add(2 * time.Second), Deleted: t0.Add(30 * time.Second), Blocking: true}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("replayDependents (-want +got):\n%s", d)

@@ -63,5 +63,20 @@
 //     behind, under any field manager: only the audit log names its client.
 //   - audit-log: with the audit log imported, the request whose response
 //     carried the revision decides: its user (the impersonated identity
-//     first, and who impersonated it) and user agent.
+//     first, and who impersonated it) and user agent. Of the deletion
+//     requests, the one that set the deletionTimestamp asked for the
+//     deletion (Lifecycle.Deletion); a DELETE after it (a node's, with
+//     grace period 0) confirmed it. A deletecollection's response lists
+//     the pods as they were before it deleted them: it made no revision
+//     it lists.
+//
+// # Histories shared by the replays
+//
+// The pods of a command share objects whose history is long: a
+// ReplicaSet's 2,000 pods, its events, their namespace. Histories decodes
+// each such history once per command, through the decoder the pods'
+// revisions go through (DecodeHistory), keeps views of it that rules ask
+// for (Memo), the owners' replayed events and the managedFields field
+// sets the pods of one template share. A command makes one and hands it
+// to every pod's Input; without one each replay decodes for itself.
 package diff

@@ -38,6 +38,10 @@ type Input struct {
 	// Policies holds the revisions of the admission policies and their
 	// bindings (PolicyKinds) recorded in the trace, keyed by UID.
 	Policies map[string][]store.Record
+	// Budgets holds the revisions of the PodDisruptionBudgets recorded in
+	// the pod's namespace, keyed by UID: which of them guarded it when it
+	// was evicted, or refused its eviction.
+	Budgets map[string][]store.Record
 	// Claims holds the revisions of the PersistentVolumeClaims the pod's
 	// volumes name (persistentVolumeClaim and ephemeral volumes), keyed by
 	// UID, and ClaimEvents the revisions of the core/v1 Events about each
@@ -58,6 +62,10 @@ type Input struct {
 	// End, if not zero, overrides the end of the recording the sessions
 	// tell (tests). A reader's clock is never the end of a recording.
 	End time.Time
+	// Histories, when set, holds the decoded histories that the replays of
+	// a command's pods share (DecodeHistory): their owners, their owners'
+	// events, their namespace. Nil decodes them for this pod alone.
+	Histories *Histories
 }
 
 // RelatedNamed returns the recorded revisions of the related object of

@@ -157,7 +157,7 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	var prev *corev1.Pod
 	var dec decoder
 	var w walker
-	var sets fieldSets
+	sets := fieldSets{shared: in.Histories}
 	for _, rec := range in.Pod {
 		pod, err := dec.decode(rec)
 		if err != nil {
@@ -183,7 +183,7 @@ func Replay(in Input, opts Options) (*Lifecycle, error) {
 	lc.RecordingEnd = recordingEnd(in)
 	lc.gaps(in)
 	lc.Events = ReplayEvents(in.Events)
-	lc.Dependents = replayDependents(lc.UID, in.Related)
+	lc.Dependents = replayDependents(lc.UID, in.Related, in.Histories)
 	lc.phases()
 	lc.Admission = replayAdmission(lc, in, opts.Admission)
 	applyAudit(lc, in, opts.Admission)
@@ -910,11 +910,31 @@ func (f *eventFields) source() string {
 	return f.Source.Component
 }
 
+// namedRefs is the set of UIDs that some record of a history refers to.
+type namedRefs map[string]bool
+
+func refsOf(recs []store.Record) namedRefs {
+	out := namedRefs{}
+	for _, r := range recs {
+		for _, ref := range r.Refs {
+			out[ref] = true
+		}
+	}
+	return out
+}
+
 // replayDependents finds the related objects whose ownerReferences named the
 // pod, when each was first seen so, and when it was deleted.
-func replayDependents(podUID string, related map[string][]store.Record) []Dependent {
+func replayDependents(podUID string, related map[string][]store.Record, h *Histories) []Dependent {
 	var out []Dependent
 	for uid, recs := range related {
+		// Most of the related objects are the pod's owners, whose long
+		// histories the pods of a command share: whether any of their
+		// records names the pod is asked of the set of UIDs they name,
+		// made once per command, not of each record for each pod.
+		if len(recs) > 0 && !Memo(h, recs, func() namedRefs { return refsOf(recs) })[podUID] {
+			continue
+		}
 		var d *Dependent
 		for _, rec := range recs {
 			// A record's Refs hold the UIDs of its owners: only a revision

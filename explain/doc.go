@@ -29,7 +29,13 @@
 //   - warning.go: Warning events whose meaning the vocabulary gives;
 //   - failed.go: a pod in phase Failed (not on its way out);
 //   - ended.go: how every pod that left, or was asked to, ended: the
-//     mechanism, the actor and how it is known;
+//     mechanism, the actor (whoever asked for the deletion, never the
+//     DELETE that confirmed it) and how it is known; owners.go reads the
+//     namespace's and the owners' recorded history for it, decoded once
+//     per command (diff.Histories), which tells a controller's deletion
+//     when no event of its names the pod;
+//   - eviction.go: evictions a PodDisruptionBudget refused (the audit
+//     log), and the budgets that guarded an evicted pod.
 //   - unexplained.go: the last rule, for what no other explains.
 //
 // # Never silence

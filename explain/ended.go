@@ -59,6 +59,7 @@ const (
 	MechanismJobFailed         = "job-failed"
 	MechanismOrphaned          = "orphaned"
 	MechanismNotObserved       = "not-observed"
+	MechanismNamespaceDeletion = "namespace-deletion"
 )
 
 // The reasons of the DisruptionTarget condition that k8s.io/api has no
@@ -107,6 +108,7 @@ var deletions = map[string]mechanism{
 	MechanismRollout:           {MechanismRollout, Info, "deleted by a rollout: its ReplicaSet is an older revision of its Deployment, scaled down", "the ReplicaSet controller (kube-controller-manager)"},
 	MechanismControllerDelete:  {MechanismControllerDelete, Info, "deleted by its controller", ""},
 	MechanismGarbageCollection: {MechanismGarbageCollection, Info, "deleted after its owner was: the garbage collector deletes an owner's dependents", "the garbage collector (kube-controller-manager)"},
+	MechanismNamespaceDeletion: {MechanismNamespaceDeletion, Info, "deleted with its namespace: the namespace controller deletes everything in a namespace being deleted", "the namespace controller (kube-controller-manager)"},
 	MechanismNotObserved:       {MechanismNotObserved, Info, "gone while the recorder was not watching: the deletion was not observed", ""},
 	MechanismOrphaned:          {MechanismOrphaned, Info, "released by its controller: its controller ownerReference was removed", ""},
 }
@@ -189,7 +191,7 @@ func disrupted(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
 	if pod.Status.Reason != "" {
 		f.Evidence = append(f.Evidence, Evidence{Seq: step.Seq, Time: step.Time, Text: fmt.Sprintf("status.reason %s: %s", pod.Status.Reason, pod.Status.Message)})
 	}
-	audit := auditOf(in)
+	asked, others := lc.Deletion()
 	// The condition's writer, from managedFields: the component that
 	// decided (the scheduler, a controller, the kubelet).
 	writer := conditionWriter(lc, i)
@@ -198,17 +200,19 @@ func disrupted(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
 		// The API server adds the condition inside the eviction request: no
 		// manager's entry records it, only the audit log names the client.
 		f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "named only in the audit log, by its create of pods/eviction: podtrace import --audit-log FILE --db TRACE"}
-		if r := audit.first("create", "eviction"); r != nil {
+		if r := firstRequest(lc, "create", "eviction"); r != nil {
 			a := r.Actor()
 			f.Actor = &a
 			f.Evidence = append(f.Evidence, Evidence{Time: r.Time, Text: fmt.Sprintf("audit log: eviction created by %s (%d)", r.Identity(), r.Code)})
 		}
-		for _, d := range audit.denied {
-			if d.Subresource == "eviction" {
-				f.Evidence = append(f.Evidence, Evidence{Time: d.First, Text: "audit log: " + d.Summary()})
+		if lc.Audit != nil {
+			for _, d := range lc.Audit.Denied {
+				if d.Subresource == "eviction" {
+					f.Evidence = append(f.Evidence, Evidence{Time: d.First, Text: "audit log: " + d.Summary()})
+				}
 			}
 		}
-		f.Evidence = append(f.Evidence, Evidence{Text: "PodDisruptionBudgets are not recorded: which budget allowed the eviction (or refused the attempts before it) is not known"})
+		f.Evidence = append(f.Evidence, budgetEvidence(lc, in, step.Time)...)
 	case MechanismPreemption:
 		f.Actor = writer
 		f.Evidence = append(f.Evidence, preemptor(lc, in, pod)...)
@@ -225,12 +229,11 @@ func disrupted(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
 	if f.Actor == nil {
 		f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "no managedFields entry accounts for the DisruptionTarget condition; the audit log names the client"}
 	}
-	if m.name != MechanismEvictionAPI {
+	if asked != nil && asked.Subresource != "eviction" {
 		// The DELETE that followed the condition.
-		if r := audit.first("delete", ""); r != nil {
-			f.Evidence = append(f.Evidence, Evidence{Time: r.Time, Text: fmt.Sprintf("audit log: DELETE by %s, %s (%d)", r.Identity(), r.Agent(), r.Code)})
-		}
+		f.Evidence = append(f.Evidence, Evidence{Time: asked.Time, Text: "audit log: " + deletionRequestText(asked, true)})
 	}
+	f.Evidence = append(f.Evidence, otherDeletions(asked, others)...)
 	if lc.Node != "" {
 		f.Evidence = append(f.Evidence, Evidence{Text: "on node " + lc.Node})
 	}
@@ -375,13 +378,27 @@ func jobFailed(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
 	if owner == nil || owner.Kind != "Job" {
 		return Finding{}, false
 	}
+	// The Job's first revision with Failed=True, found once per command:
+	// its pods ask the same.
 	recs := in.Related[string(owner.UID)]
-	var prev []metav1.ManagedFieldsEntry
-	for _, rec := range recs {
-		var job batchv1.Job
-		if json.Unmarshal(rec.Object, &job) != nil {
-			continue
+	jf := diff.Memo(in.Histories, recs, func() jobFailure {
+		var prev []metav1.ManagedFieldsEntry
+		revs := diff.DecodeHistory[batchv1.Job](in.Histories, recs)
+		for i := range revs {
+			if revs[i].Object == nil {
+				continue
+			}
+			if slices.ContainsFunc(revs[i].Object.Status.Conditions, func(c batchv1.JobCondition) bool {
+				return c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue
+			}) {
+				return jobFailure{rev: &revs[i], prev: prev}
+			}
+			prev = revs[i].Object.ManagedFields
 		}
+		return jobFailure{}
+	})
+	if jf.rev != nil {
+		rec, job, prev := *jf.rev, jf.rev.Object, jf.prev
 		for _, c := range job.Status.Conditions {
 			if c.Type != batchv1.JobFailed || c.Status != corev1.ConditionTrue {
 				continue
@@ -425,9 +442,15 @@ func jobFailed(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
 			f.Next = []string{"the Job failed: read why its pods failed (podtrace explain on each, kubectl logs), then fix and re-create the Job"}
 			return f, true
 		}
-		prev = job.ManagedFields
 	}
 	return Finding{}, false
+}
+
+// jobFailure is a Job's first revision with Failed=True, and the
+// managedFields of the revision before it.
+type jobFailure struct {
+	rev  *diff.Revision[batchv1.Job]
+	prev []metav1.ManagedFieldsEntry
 }
 
 // controllerRef returns the pod's controller ownerReference as last
@@ -442,18 +465,19 @@ func controllerRef(pods []*corev1.Pod) *metav1.OwnerReference {
 }
 
 // deleted explains a pod whose deletion was requested or that is gone
-// with no DisruptionTarget condition: its owner was deleted first, its
-// controller deleted it (scale-down, rollout), or a client did.
+// with no DisruptionTarget condition: its namespace was being deleted,
+// its owner was deleted first, its controller deleted it (scale-down,
+// rollout, a Job's or StatefulSet's controller), or a client did. Its
+// actor is whoever asked for the deletion (set its deletionTimestamp),
+// never the DELETE that confirmed it: the audit log decides when
+// imported, else the controller's own event, else the owners' recorded
+// history, which is inference from the fields' semantics and says so.
 func deleted(lc *diff.Lifecycle, in diff.Input) Finding {
 	req, requested := lc.Phase(diff.PhaseDeletionRequested)
 	at := req.Time
 	if !requested {
 		at = lc.Steps[len(lc.Steps)-1].Time
 	}
-	audit := auditOf(in)
-	del := audit.first("delete", "")
-	var f Finding
-	var evActor *diff.Actor
 	owner := controllerRef(lc.Pods())
 	if requested {
 		// The controller when the deletion was asked for; one released
@@ -465,16 +489,60 @@ func deleted(lc *diff.Lifecycle, in diff.Input) Finding {
 			}
 		}
 	}
-	switch {
-	case owner != nil && ownerGoneBefore(in, owner, at):
-		f = endedFinding(deletions[MechanismGarbageCollection])
-		f.Evidence = append(f.Evidence, ownerGoneEvidence(in, owner)...)
-	case owner != nil:
-		m, ev := controllerDelete(lc, in, owner)
-		if ev == nil {
-			f = endedFinding(deletions[MechanismDelete])
-			break
+	var f Finding
+	// byFields is the actor the recorded fields or a controller's event
+	// name; accounts, the identities under which the audit log may show
+	// that actor's request (controllerAccounts).
+	var byFields *diff.Actor
+	var accounts []string
+	if owner != nil {
+		accounts = append(accounts, controllerAccounts[owner.Kind])
+	}
+	// What was observed by the time the deletion was asked for explains
+	// it first; what the watches' slack alone lets in (observed just
+	// after: the owner's watch and the pod's deliver apart) only when
+	// nothing observed before does.
+	nsRev, nsDeleting, nsStrict := namespaceDeletion(in, lc.Namespace, at)
+	ownerGone, gone, goneStrict := Evidence{}, false, false
+	var m mechanism
+	var ev *diff.Event
+	var inf inference
+	var inferred bool
+	if owner != nil {
+		ownerGone, gone, goneStrict = ownerGoneBefore(in, owner, at)
+		if m, ev = controllerDelete(lc, in, owner); ev == nil {
+			inf, inferred = controllerInferred(lc, in, owner, at)
 		}
+	}
+	namespace := func() {
+		f = endedFinding(deletions[MechanismNamespaceDeletion])
+		f.Headline = fmt.Sprintf("deleted with its namespace %s: the namespace controller deletes everything in a namespace being deleted", lc.Namespace)
+		text := fmt.Sprintf("namespace %s deleted", lc.Namespace)
+		if !nsRev.Deleted() {
+			text = fmt.Sprintf("namespace %s deletion requested (deletionTimestamp %s, phase %s)", lc.Namespace,
+				nsRev.Object.DeletionTimestamp.UTC().Format(time.RFC3339), orUnknown(string(nsRev.Object.Status.Phase)))
+		}
+		f.Evidence = append(f.Evidence, Evidence{Seq: nsRev.Seq, Time: nsRev.Observed, Text: text})
+		if gone {
+			f.Evidence = append(f.Evidence, ownerGone)
+		}
+		byFields = &diff.Actor{Who: "the namespace controller (kube-controller-manager)", Basis: diff.BasisFieldSemantics,
+			Detail: fmt.Sprintf("inferred: namespace %s was being deleted when this pod's deletion was asked for, and the namespace controller deletes every object in it (a deletecollection of its pods; the garbage collector deletes the dependents of the owners it deletes); the audit log names the request", lc.Namespace)}
+		accounts = append(accounts, accountNamespaceController, accountGarbageCollector)
+	}
+	collected := func() {
+		f = endedFinding(deletions[MechanismGarbageCollection])
+		f.Evidence = append(f.Evidence, ownerGone)
+		byFields = &diff.Actor{Who: "the garbage collector (kube-controller-manager)", Basis: diff.BasisFieldSemantics,
+			Detail: fmt.Sprintf("inferred: its owner %s %s went before this pod's deletion was asked for, and the garbage collector deletes the dependents of a deleted owner; the audit log names the request", owner.Kind, owner.Name)}
+		accounts = []string{accountGarbageCollector}
+	}
+	switch {
+	case nsDeleting && nsStrict:
+		namespace()
+	case gone && goneStrict:
+		collected()
+	case ev != nil:
 		f = endedFinding(m)
 		if m.name == MechanismControllerDelete {
 			f.Headline = fmt.Sprintf("deleted by the controller of its %s %s", owner.Kind, owner.Name)
@@ -484,29 +552,99 @@ func deleted(lc *diff.Lifecycle, in diff.Input) Finding {
 		if who == "" {
 			who = "the " + owner.Kind + " controller"
 		}
-		evActor = &diff.Actor{Who: who, Basis: diff.BasisEvent, Detail: fmt.Sprintf("its %s event on %s %s", ev.Reason, owner.Kind, owner.Name)}
+		byFields = &diff.Actor{Who: who, Basis: diff.BasisEvent, Detail: fmt.Sprintf("its %s event on %s %s", ev.Reason, owner.Kind, owner.Name)}
 		f.Evidence = append(f.Evidence, rolloutEvidence(lc, in, owner, at, m.name)...)
+	case inferred:
+		f = endedFinding(inf.m)
+		f.Headline = inf.headline
+		f.Evidence = append(f.Evidence, inf.evidence...)
+		byFields = &diff.Actor{Who: inf.m.by, Basis: diff.BasisFieldSemantics, Detail: "inferred: " + inf.why +
+			"; no event of the controller names this pod (client-go's event correlator aggregates a controller's events about one object, and drops them past a rate); the audit log names the request"}
+	case nsDeleting:
+		namespace()
+	case gone:
+		collected()
 	case !requested:
 		f = endedFinding(deletions[MechanismNotObserved])
 	default:
 		f = endedFinding(deletions[MechanismDelete])
 	}
+	asked, others := lc.Deletion()
 	switch {
-	case del != nil:
-		a := del.Actor()
+	case asked != nil:
+		a := asked.Actor()
+		if byFields != nil && !controllerAccount(asked, accounts) {
+			// The fields (or the controller's event) pointed at a
+			// controller; the request that asked came from someone else.
+			// The audit log decides.
+			what := "the recorded fields pointed at"
+			if byFields.Basis == diff.BasisEvent {
+				what = "the controller's event named"
+			}
+			f.Evidence = append(f.Evidence, Evidence{Time: asked.Time, Text: fmt.Sprintf("%s %s, but the audit log shows the deletion asked for by %s: not that controller's request", what, byFields.Who, asked.Identity())})
+			m := deletions[MechanismDelete]
+			f.Mechanism, f.Severity, f.Headline = m.name, m.severity, m.what
+		}
 		f.Actor = &a
-		f.Evidence = append(f.Evidence, Evidence{Time: del.Time, Text: fmt.Sprintf("audit log: DELETE by %s, %s (%d)", del.Identity(), del.Agent(), del.Code)})
-	case evActor != nil:
-		f.Actor = evActor
-	case f.Mechanism == MechanismGarbageCollection:
-		f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "the owner went first, and the garbage collector deletes the dependents of a deleted owner; only the audit log names the client"}
+		f.Evidence = append(f.Evidence, Evidence{Time: asked.Time, Text: "audit log: " + deletionRequestText(asked, true)})
+	case byFields != nil:
+		f.Actor = byFields
 	case !requested:
 		f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "the deletion was not observed; the audit log names the client"}
 	default:
 		f.Actor = &diff.Actor{Who: "unknown", Basis: diff.BasisUnknown, Detail: "named only in the audit log (a DELETE leaves no managedFields entry): podtrace import --audit-log FILE --db TRACE"}
 	}
+	f.Evidence = append(f.Evidence, otherDeletions(asked, others)...)
 	f.Evidence = append(f.Evidence, deletionEvidence(lc)...)
 	return f
+}
+
+// deletionRequestText describes a request that asked for a pod's
+// deletion: "DELETE by admin, kubectl/v1.37 (200), grace period 30s".
+func deletionRequestText(r *diff.AuditRequest, withCode bool) string {
+	var b strings.Builder
+	switch {
+	case r.Verb == "deletecollection":
+		b.WriteString("deletecollection of the namespace's pods")
+		if r.Selector != "" {
+			b.WriteString(" (" + r.Selector + ")")
+		}
+	case r.Subresource == "eviction":
+		b.WriteString("eviction")
+	default:
+		b.WriteString("DELETE")
+	}
+	b.WriteString(" by " + r.Identity())
+	if a := r.Agent(); a != "" {
+		b.WriteString(", " + a)
+	}
+	if withCode {
+		fmt.Fprintf(&b, " (%d)", r.Code)
+	}
+	if r.GracePeriodSeconds != nil {
+		fmt.Fprintf(&b, ", grace period %ds", *r.GracePeriodSeconds)
+	}
+	return b.String()
+}
+
+// otherDeletions is the evidence of the successful deletion requests that
+// did not ask for the deletion: those after it confirmed it (the node's
+// kubelet deletes a pod with grace period 0 once its containers stopped)
+// or forced it.
+func otherDeletions(asked *diff.AuditRequest, others []diff.AuditRequest) []Evidence {
+	var out []Evidence
+	for i := range others {
+		r := &others[i]
+		what := "did not ask for the deletion"
+		if asked != nil && r.Time.After(asked.Time) {
+			what = "after the deletion was asked for: its confirmation, not its cause"
+			if r.GracePeriodSeconds != nil && *r.GracePeriodSeconds == 0 {
+				what += " (a node's kubelet deletes a pod with grace period 0 once its containers stopped)"
+			}
+		}
+		out = append(out, Evidence{Time: r.Time, Text: fmt.Sprintf("audit log: %s (%d) %s", deletionRequestText(r, false), r.Code, what)})
+	}
+	return out
 }
 
 // deletionEvidence is the deletion request and the deletion, as recorded.
@@ -525,40 +663,44 @@ func deletionEvidence(lc *diff.Lifecycle) []Evidence {
 	return out
 }
 
-// ownerGoneBefore reports whether the owner was deleted, or its deletion
-// requested, before at (a second of slack: the recorder sees the owner's
-// and the pod's revisions from different watches).
-func ownerGoneBefore(in diff.Input, owner *metav1.OwnerReference, at time.Time) bool {
-	for _, rec := range in.Related[string(owner.UID)] {
-		if rec.Observed.After(at.Add(time.Second)) {
-			break
-		}
-		if rec.Type == store.Deleted || rec.Type == store.DeletedUnknown {
-			return true
-		}
-		var m metav1.PartialObjectMetadata
-		if json.Unmarshal(rec.Object, &m) == nil && m.DeletionTimestamp != nil {
-			return true
-		}
-	}
-	return false
+// The service accounts under which kube-controller-manager's controllers
+// make their requests with --use-service-account-credentials (each
+// controller's client is built as ClientOrDie(NAME), cmd/kube-controller-
+// manager/app); without it they all act as system:kube-controller-manager.
+const (
+	accountNamespaceController = "namespace-controller"
+	accountGarbageCollector    = "generic-garbage-collector"
+	kubeControllerManager      = "system:kube-controller-manager"
+	kubeSystemAccount          = "system:serviceaccount:kube-system:"
+)
+
+// controllerAccounts are the accounts of the controllers of pods, by the
+// kind of their controller.
+var controllerAccounts = map[string]string{
+	"ReplicaSet":  "replicaset-controller",
+	"StatefulSet": "statefulset-controller",
+	"DaemonSet":   "daemon-set-controller",
+	"Job":         "job-controller",
 }
 
-func ownerGoneEvidence(in diff.Input, owner *metav1.OwnerReference) []Evidence {
-	for _, rec := range in.Related[string(owner.UID)] {
-		var m metav1.PartialObjectMetadata
-		if rec.Type == store.Deleted || rec.Type == store.DeletedUnknown {
-			return []Evidence{{Seq: rec.Seq, Time: rec.Observed, Text: fmt.Sprintf("owner %s %s deleted", owner.Kind, owner.Name)}}
-		}
-		if json.Unmarshal(rec.Object, &m) == nil && m.DeletionTimestamp != nil {
-			return []Evidence{{Seq: rec.Seq, Time: rec.Observed, Text: fmt.Sprintf("owner %s %s deletion requested (finalizers %v)", owner.Kind, owner.Name, m.Finalizers)}}
-		}
+// controllerAccount reports whether r was made by kube-controller-manager
+// as itself or as one of the controllers' accounts.
+func controllerAccount(r *diff.AuditRequest, accounts []string) bool {
+	user := r.User
+	if r.ImpersonatedUser != "" {
+		user = r.ImpersonatedUser
 	}
-	return nil
+	if user == kubeControllerManager {
+		return true
+	}
+	name, ok := strings.CutPrefix(user, kubeSystemAccount)
+	return ok && name != "" && slices.Contains(accounts, name)
 }
 
 // controllerDelete finds the owner's event saying it deleted the pod, and
-// for a ReplicaSet whether a scale-down or a rollout made it.
+// for a ReplicaSet whether a scale-down or a rollout made it. An event the
+// correlator aggregated ("(combined from similar events): Deleted pod:
+// NAME") names the last pod it counts.
 func controllerDelete(lc *diff.Lifecycle, in diff.Input, owner *metav1.OwnerReference) (mechanism, *diff.Event) {
 	tmpl, ok := controllerDeletes[owner.Kind]
 	if !ok {
@@ -570,8 +712,8 @@ func controllerDelete(lc *diff.Lifecycle, in diff.Input, owner *metav1.OwnerRefe
 	}
 	want := fmt.Sprintf(tmpl.message, args...)
 	var ev *diff.Event
-	for _, e := range diff.ReplayEvents(in.OwnerEvents[string(owner.UID)]) {
-		if e.Reason == tmpl.reason && e.Message == want {
+	for _, e := range diff.ReplayOwnerEvents(in.Histories, string(owner.UID), in.OwnerEvents[string(owner.UID)]) {
+		if e.Reason == tmpl.reason && strings.TrimPrefix(e.Message, combinedPrefix) == want {
 			e := e
 			ev = &e
 			break
@@ -592,165 +734,9 @@ func controllerDelete(lc *diff.Lifecycle, in diff.Input, owner *metav1.OwnerRefe
 	return m, ev
 }
 
-// revisionAnnotation is the deployment controller's revision number of a
-// Deployment and of each of its ReplicaSets.
-const revisionAnnotation = "deployment.kubernetes.io/revision"
-
-// rsAt returns the ReplicaSet's revision last recorded by at (with a
-// second of slack), and the one before it.
-func rsAt(in diff.Input, uid string, at time.Time) (cur, prev *appsv1.ReplicaSet, rec store.Record) {
-	for _, r := range in.Related[uid] {
-		if r.Observed.After(at.Add(time.Second)) {
-			break
-		}
-		var rs appsv1.ReplicaSet
-		if json.Unmarshal(r.Object, &rs) != nil {
-			continue
-		}
-		prev, cur, rec = cur, &rs, r
-	}
-	return cur, prev, rec
-}
-
-// deploymentAt returns the owner Deployment of rs as last recorded by at.
-func deploymentAt(in diff.Input, rs *appsv1.ReplicaSet, at time.Time) (*appsv1.Deployment, store.Record) {
-	ref := metav1.GetControllerOfNoCopy(rs)
-	if ref == nil || ref.Kind != "Deployment" {
-		return nil, store.Record{}
-	}
-	var d *appsv1.Deployment
-	var rec store.Record
-	for _, r := range in.Related[string(ref.UID)] {
-		if r.Observed.After(at.Add(time.Second)) {
-			break
-		}
-		var dep appsv1.Deployment
-		if json.Unmarshal(r.Object, &dep) == nil {
-			d, rec = &dep, r
-		}
-	}
-	return d, rec
-}
-
-// olderRevision reports whether the ReplicaSet was an older revision of
-// its Deployment at time at: the deployment controller numbers both, and
-// a rollout scales the older ReplicaSets down.
-func olderRevision(in diff.Input, owner *metav1.OwnerReference, at time.Time) bool {
-	rs, _, _ := rsAt(in, string(owner.UID), at)
-	if rs == nil {
-		return false
-	}
-	d, _ := deploymentAt(in, rs, at)
-	if d == nil {
-		return false
-	}
-	mine, err1 := strconv.Atoi(rs.Annotations[revisionAnnotation])
-	theirs, err2 := strconv.Atoi(d.Annotations[revisionAnnotation])
-	return err1 == nil && err2 == nil && mine < theirs
-}
-
-// replicasReduced reports whether the ReplicaSet's spec.replicas went
-// down at a revision recorded in the pod's life, from its first revision
-// to at (with a second of slack: the watches of the ReplicaSet and of the
-// pod deliver apart).
-func replicasReduced(in diff.Input, owner *metav1.OwnerReference, from, at time.Time) bool {
-	var prev *int32
-	for _, r := range in.Related[string(owner.UID)] {
-		if r.Observed.After(at.Add(time.Second)) {
-			break
-		}
-		var rs appsv1.ReplicaSet
-		if json.Unmarshal(r.Object, &rs) != nil || rs.Spec.Replicas == nil {
-			continue
-		}
-		if prev != nil && *rs.Spec.Replicas < *prev && !r.Observed.Before(from) {
-			return true
-		}
-		prev = rs.Spec.Replicas
-	}
-	return false
-}
-
-// rolloutEvidence says, for a pod of a ReplicaSet, what the owner chain
-// shows: the ReplicaSet's replicas and who changed them, its revision
-// against its Deployment's, the Deployment's scaling events.
-func rolloutEvidence(lc *diff.Lifecycle, in diff.Input, owner *metav1.OwnerReference, at time.Time, mech string) []Evidence {
-	if owner.Kind != "ReplicaSet" {
-		return nil
-	}
-	var out []Evidence
-	recs := in.Related[string(owner.UID)]
-	if len(recs) == 0 {
-		return []Evidence{{Text: "ReplicaSet " + owner.Name + " was not recorded"}}
-	}
-	// The revision where spec.replicas last went down, and its writer.
-	var prev *appsv1.ReplicaSet
-	var down *Evidence
-	for _, r := range recs {
-		if r.Observed.After(at.Add(time.Second)) {
-			break
-		}
-		var rs appsv1.ReplicaSet
-		if json.Unmarshal(r.Object, &rs) != nil {
-			continue
-		}
-		if prev != nil && prev.Spec.Replicas != nil && rs.Spec.Replicas != nil && *rs.Spec.Replicas < *prev.Spec.Replicas {
-			who := "writer unknown"
-			if a := diff.FieldWriter(prev.ManagedFields, rs.ManagedFields, "f:spec", "f:replicas"); a != nil {
-				who = "by " + a.Label()
-			}
-			down = &Evidence{Seq: r.Seq, Time: r.Observed, Text: fmt.Sprintf("ReplicaSet %s spec.replicas %d -> %d, %s", rs.Name, *prev.Spec.Replicas, *rs.Spec.Replicas, who)}
-		}
-		prev = &rs
-	}
-	if down != nil {
-		out = append(out, *down)
-	}
-	rs, _, _ := rsAt(in, string(owner.UID), at)
-	if rs == nil {
-		return out
-	}
-	d, drec := deploymentAt(in, rs, at)
-	if d == nil {
-		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil && ref.Kind == "Deployment" {
-			out = append(out, Evidence{Text: "Deployment " + ref.Name + " was not recorded"})
-		}
-		return out
-	}
-	out = append(out, Evidence{Seq: drec.Seq, Time: drec.Observed, Text: fmt.Sprintf("ReplicaSet %s at revision %s of Deployment %s, which is at revision %s with %d replicas",
-		rs.Name, orUnknown(rs.Annotations[revisionAnnotation]), d.Name, orUnknown(d.Annotations[revisionAnnotation]), ptrOr(d.Spec.Replicas, 1))})
-	if mech == MechanismScaleDown {
-		// Who scaled the Deployment down.
-		dr := in.Related[string(d.UID)]
-		var pd *appsv1.Deployment
-		for _, r := range dr {
-			if r.Observed.After(at.Add(time.Second)) {
-				break
-			}
-			var dep appsv1.Deployment
-			if json.Unmarshal(r.Object, &dep) != nil {
-				continue
-			}
-			if pd != nil && ptrOr(dep.Spec.Replicas, 1) < ptrOr(pd.Spec.Replicas, 1) {
-				who := "writer unknown"
-				if a := diff.FieldWriter(pd.ManagedFields, dep.ManagedFields, "f:spec", "f:replicas"); a != nil {
-					who = "by " + a.Label()
-				}
-				out = append(out, Evidence{Seq: r.Seq, Time: r.Observed, Text: fmt.Sprintf("Deployment %s spec.replicas %d -> %d, %s", dep.Name, ptrOr(pd.Spec.Replicas, 1), ptrOr(dep.Spec.Replicas, 1), who)})
-			}
-			pd = &dep
-		}
-	}
-	for _, e := range diff.ReplayEvents(in.OwnerEvents[string(d.UID)]) {
-		// The deployment controller's "Scaled down replica set NAME ..."
-		// (pkg/controller/deployment/sync.go) about this ReplicaSet.
-		if e.Reason == "ScalingReplicaSet" && !e.Time.Before(lc.Steps[0].Time) && !e.Time.After(at.Add(time.Second)) &&
-			slices.Contains(strings.Fields(e.Message), rs.Name) {
-			out = append(out, Evidence{Seq: e.Seq, Time: e.Time, Text: fmt.Sprintf("event %s on Deployment %s: %s", e.Reason, d.Name, e.Message)})
-		}
-	}
-	return out
-}
+// combinedPrefix starts the message of an Event that client-go's event
+// correlator made of several similar ones (tools/record/events_cache.go).
+const combinedPrefix = "(combined from similar events): "
 
 func orUnknown(s string) string {
 	if s == "" {
@@ -788,7 +774,7 @@ func orphaned(lc *diff.Lifecycle, in diff.Input) (Finding, bool) {
 		if len(step.Actors) != 1 {
 			a = diff.UnknownActor(step)
 		}
-		if r := auditOf(in).forRevision(step.ResourceVersion); r != nil {
+		if r := requestOf(lc, step.Seq); r != nil {
 			a = r.Actor()
 		}
 		f.Actor = &a
@@ -840,59 +826,58 @@ func labelWriter(lc *diff.Lifecycle, j int) *diff.Actor {
 
 // ownerSelector returns the selector of the owner as recorded by at.
 func ownerSelector(in diff.Input, owner *metav1.OwnerReference, at time.Time) labels.Selector {
-	var sel labels.Selector
-	for _, r := range in.Related[string(owner.UID)] {
-		if sel != nil && r.Observed.After(at.Add(time.Second)) {
-			break
+	recs := in.Related[string(owner.UID)]
+	var ls *metav1.LabelSelector
+	switch owner.Kind {
+	case "ReplicaSet":
+		if r, _ := revAt(replicaSetOf(in, string(owner.UID)).revs, at); r != nil {
+			ls = r.Object.Spec.Selector
 		}
-		var o struct {
-			Spec struct {
-				Selector *metav1.LabelSelector `json:"selector"`
-			} `json:"spec"`
+	case "StatefulSet":
+		if r, _ := revAt(diff.DecodeHistory[appsv1.StatefulSet](in.Histories, recs), at); r != nil {
+			ls = r.Object.Spec.Selector
 		}
-		if json.Unmarshal(r.Object, &o) != nil || o.Spec.Selector == nil {
-			continue
+	case "DaemonSet":
+		if r, _ := revAt(diff.DecodeHistory[appsv1.DaemonSet](in.Histories, recs), at); r != nil {
+			ls = r.Object.Spec.Selector
 		}
-		if s, err := metav1.LabelSelectorAsSelector(o.Spec.Selector); err == nil {
-			sel = s
+	case "Job":
+		if r, _ := revAt(diff.DecodeHistory[batchv1.Job](in.Histories, recs), at); r != nil {
+			ls = r.Object.Spec.Selector
 		}
+	}
+	if ls == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil
 	}
 	return sel
 }
 
-// audited is the pod's audit log, read for the ended finding: the
-// successful requests and the refused ones.
-type audited struct {
-	requests []diff.AuditRequest
-	denied   []diff.DeniedRequests
-}
-
-// auditOf reads the pod's imported audit events.
-func auditOf(in diff.Input) audited {
-	var a audited
-	a.requests, a.denied = diff.ReadAudit(in.Audit)
-	return a
-}
-
-// first returns the first successful request with that verb and
-// subresource, or nil.
-func (a audited) first(verb, subresource string) *diff.AuditRequest {
-	for i := range a.requests {
-		if r := &a.requests[i]; r.Verb == verb && r.Subresource == subresource {
+// firstRequest returns the first successful request of the pod's audit
+// log with that verb and subresource, or nil.
+func firstRequest(lc *diff.Lifecycle, verb, subresource string) *diff.AuditRequest {
+	if lc.Audit == nil {
+		return nil
+	}
+	for i := range lc.Audit.Requests {
+		if r := &lc.Audit.Requests[i]; r.Verb == verb && r.Subresource == subresource && r.Code < 400 {
 			return r
 		}
 	}
 	return nil
 }
 
-// forRevision returns the first successful request whose response carried
-// the revision, or nil.
-func (a audited) forRevision(rv string) *diff.AuditRequest {
-	if rv == "" {
+// requestOf returns the first successful request of the pod's audit log
+// that produced the revision seq, or nil.
+func requestOf(lc *diff.Lifecycle, seq uint64) *diff.AuditRequest {
+	if lc.Audit == nil || seq == 0 {
 		return nil
 	}
-	for i := range a.requests {
-		if r := &a.requests[i]; r.ResourceVersion == rv {
+	for i := range lc.Audit.Requests {
+		if r := &lc.Audit.Requests[i]; r.Seq == seq && r.Code < 400 {
 			return r
 		}
 	}

@@ -101,6 +101,12 @@ func endEvent(t *testing.T, seq uint64, at time.Duration, uid, kind, name, reaso
 
 // endAudit is an imported audit event about the pod.
 func endAudit(t *testing.T, at time.Duration, verb, subresource, user, agent string, code int) store.Record {
+	return endAuditWith(t, at, verb, subresource, user, agent, code, nil)
+}
+
+// endAuditWith is endAudit with the fields of extra set over the event's
+// (requestObject, responseObject, responseStatus, requestURI...).
+func endAuditWith(t *testing.T, at time.Duration, verb, subresource, user, agent string, code int, extra map[string]any) store.Record {
 	t.Helper()
 	ev := map[string]any{
 		"kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": fmt.Sprintf("a-%s-%s-%d-%d", verb, subresource, code, at), "stage": "ResponseComplete",
@@ -108,11 +114,34 @@ func endAudit(t *testing.T, at time.Duration, verb, subresource, user, agent str
 		"user": map[string]any{"username": user}, "userAgent": agent,
 		"responseStatus": map[string]any{"code": code, "message": "m"}, "stageTimestamp": finStart.Add(at).Format(time.RFC3339Nano),
 	}
+	for k, v := range extra {
+		ev[k] = v
+	}
 	b, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store.Record{Observed: finStart.Add(at), Type: store.Added, APIVersion: "audit.k8s.io/v1", Kind: "Event", Name: ev["auditID"].(string), Object: b}
+	rec := store.Record{Observed: finStart.Add(at), Type: store.Added, APIVersion: "audit.k8s.io/v1", Kind: "Event", Name: ev["auditID"].(string), UID: ev["auditID"].(string), Object: b}
+	if resp, ok := extra["responseObject"].(map[string]any); ok {
+		if md, ok := resp["metadata"].(map[string]any); ok {
+			rec.ResourceVersion, _ = md["resourceVersion"].(string)
+		}
+	}
+	return rec
+}
+
+// budgetRefusal is the responseStatus of an eviction a
+// PodDisruptionBudget refused, as the eviction subresource answers it.
+func budgetRefusal(budget string, needs, has int) map[string]any {
+	return map[string]any{"responseStatus": map[string]any{"code": 429, "reason": "TooManyRequests",
+		"message": "Cannot evict pod as it would violate the pod's disruption budget.",
+		"details": map[string]any{"causes": []any{map[string]any{"reason": "DisruptionBudget",
+			"message": fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", budget, needs, has)}}}}}
+}
+
+// deleteOptions is the requestObject of a DELETE with a grace period.
+func deleteOptions(grace int64) map[string]any {
+	return map[string]any{"requestObject": map[string]any{"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "gracePeriodSeconds": grace}}
 }
 
 // endInput builds a replay input of the pod's revisions and the related
@@ -284,7 +313,7 @@ func TestEnded(t *testing.T) {
 				string(endRSUID): {finRecord(t, 5, -time.Second, store.Added, "ReplicaSet", endRS("1", 3, "1", "kube-controller-manager")),
 					finRecord(t, 18, 19*time.Second, store.Deleted, "ReplicaSet", endRS("1", 3, "1", "kube-controller-manager"))}})
 		},
-		mechanism: MechanismGarbageCollection, basis: diff.BasisUnknown, who: "unknown",
+		mechanism: MechanismGarbageCollection, basis: diff.BasisFieldSemantics, who: "the garbage collector",
 		evidence: []string{"owner ReplicaSet web-1 deleted"},
 	}, {
 		name:      "preemption: the scheduler's condition, the preemptor's priority",
@@ -302,20 +331,20 @@ func TestEnded(t *testing.T) {
 			return endInput(disruptedBare(t, reasonEvictionByEvictionAPI, "kube-apiserver"), nil)
 		},
 		mechanism: MechanismEvictionAPI, basis: diff.BasisUnknown, who: "unknown",
-		evidence: []string{"PodDisruptionBudgets are not recorded"},
+		evidence: []string{"no PodDisruptionBudget was recorded in namespace ci"},
 	}, {
 		name: "Eviction API, with the audit log: the client and the refusals",
 		in: func(t *testing.T) diff.Input {
 			in := endInput(disruptedBare(t, reasonEvictionByEvictionAPI, "kube-apiserver"), nil)
 			in.Audit = []store.Record{
-				endAudit(t, 10*time.Second, "create", "eviction", "drainer", "kubectl/v1.37.2", 429),
-				endAudit(t, 12*time.Second, "create", "eviction", "drainer", "kubectl/v1.37.2", 429),
+				endAuditWith(t, 10*time.Second, "create", "eviction", "drainer", "kubectl/v1.37.2", 429, budgetRefusal("keep", 1, 1)),
+				endAuditWith(t, 12*time.Second, "create", "eviction", "drainer", "kubectl/v1.37.2", 429, budgetRefusal("keep", 1, 1)),
 				endAudit(t, 18*time.Second, "create", "eviction", "drainer", "kubectl/v1.37.2", 201),
 			}
 			return in
 		},
 		mechanism: MechanismEvictionAPI, basis: diff.BasisAuditLog, who: "drainer",
-		evidence: []string{"2 create eviction attempts by drainer denied (429)", "eviction created by drainer (201)"},
+		evidence: []string{"2 create eviction attempts by drainer denied (429): Cannot evict pod as it would violate the pod's disruption budget.", "eviction created by drainer (201)"},
 	}, {
 		name: "taint eviction: the node's taint and the pod's tolerationSeconds",
 		in: func(t *testing.T) diff.Input {

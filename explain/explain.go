@@ -86,6 +86,8 @@ var Rules = []Rule{
 		Reads: "a running pod's Ready condition against what its startup and readiness probes allow (initialDelaySeconds, periodSeconds x failureThreshold), the probes themselves, readiness gates, the kubelet's Unhealthy events"},
 	{IDs: []string{"failed", "evicted", "deadline-exceeded", "preempted"}, run: podFailed,
 		Reads: "phase Failed, status.reason, the DisruptionTarget condition"},
+	{IDs: []string{"eviction-refused"}, run: evictionRefused,
+		Reads: "the audit log's refused evictions (429 and the PodDisruptionBudget its cause names), the recorded budgets' spec and status"},
 	{IDs: []string{"ended"}, run: ended,
 		Reads: "how a pod that left (or was asked to) ended: DisruptionTarget reasons, Job failure conditions, the controller's events and owner chain, ownerReference removal, the audit log's DELETE"},
 	// Last: what the others leave unexplained.

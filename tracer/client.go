@@ -13,6 +13,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,6 +65,7 @@ var apiScheme = func() *runtime.Scheme {
 		corev1.AddToScheme,
 		appsv1.AddToScheme,
 		batchv1.AddToScheme,
+		policyv1.AddToScheme,
 		admissionv1.AddToScheme,
 		admissionv1beta1.AddToScheme,
 		admissionv1alpha1.AddToScheme,
@@ -84,6 +86,7 @@ var clientGroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
 	appsv1.SchemeGroupVersion,
 	batchv1.SchemeGroupVersion,
+	policyv1.SchemeGroupVersion,
 	admissionv1.SchemeGroupVersion,
 	admissionv1beta1.SchemeGroupVersion,
 	admissionv1alpha1.SchemeGroupVersion,

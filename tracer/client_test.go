@@ -64,6 +64,8 @@ func (c fakeClient) ListWatch(gvr schema.GroupVersionResource, ns string, tweak 
 		list, watchFn = listWatch(c.BatchV1().Jobs(ns))
 	case "batch/v1/cronjobs":
 		list, watchFn = listWatch(c.BatchV1().CronJobs(ns))
+	case "policy/v1/poddisruptionbudgets":
+		list, watchFn = listWatch(c.PolicyV1().PodDisruptionBudgets(ns))
 	case "admissionregistration.k8s.io/v1/mutatingwebhookconfigurations":
 		list, watchFn = listWatch(c.AdmissionregistrationV1().MutatingWebhookConfigurations())
 	case "admissionregistration.k8s.io/v1/validatingwebhookconfigurations":

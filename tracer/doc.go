@@ -12,6 +12,8 @@
 //   - namespaces (only the recorded namespace when one is given) and nodes;
 //   - the pod owners: ReplicaSets, Deployments, StatefulSets, DaemonSets,
 //     Jobs and CronJobs;
+//   - PodDisruptionBudgets (policy/v1): what allowed or refused an
+//     eviction;
 //   - mutating and validating webhook configurations (cluster-scoped);
 //   - ValidatingAdmissionPolicies and their bindings (v1), and
 //     MutatingAdmissionPolicies and their bindings in the first version the

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -193,6 +194,9 @@ func kinds() []*kind {
 		newKind("apps", "v1", "daemonsets", "DaemonSet", &appsv1.DaemonSet{}, classAll, 0, "DaemonSets"),
 		newKind("batch", "v1", "jobs", "Job", &batchv1.Job{}, classAll, 0, "Jobs"),
 		newKind("batch", "v1", "cronjobs", "CronJob", &batchv1.CronJob{}, classAll, 0, "CronJobs"),
+		// What allowed or refused an eviction: each budget's spec and
+		// status (disruptionsAllowed, currentHealthy) at every moment.
+		newKind("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", &policyv1.PodDisruptionBudget{}, classAll, 0, "PodDisruptionBudgets"),
 		mutating,
 		validating,
 		events,

@@ -33,6 +33,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -110,6 +111,11 @@ func appendObject(b []byte, obj runtime.Object) ([]byte, bool) {
 			return b, false
 		}
 		return appendBatchv1CronJob(b, o), true
+	case *policyv1.PodDisruptionBudget:
+		if o == nil {
+			return b, false
+		}
+		return appendPolicyv1PodDisruptionBudget(b, o), true
 	case *admissionregistrationv1.MutatingWebhookConfiguration:
 		if o == nil {
 			return b, false
@@ -7519,6 +7525,109 @@ func appendMetav1PartialObjectMetadata(b []byte, v *metav1.PartialObjectMetadata
 	}
 	b = append(b, ",\"metadata\":"...)
 	b = appendMetav1ObjectMeta(b, &v.ObjectMeta)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// appendPolicyv1PodDisruptionBudget writes v as encoding/json does.
+func appendPolicyv1PodDisruptionBudget(b []byte, v *policyv1.PodDisruptionBudget) []byte {
+	start := len(b)
+	if len(v.TypeMeta.Kind) != 0 {
+		b = append(b, ",\"kind\":"...)
+		b = json.AppendEscape(b, string(v.TypeMeta.Kind), flags)
+	}
+	if len(v.TypeMeta.APIVersion) != 0 {
+		b = append(b, ",\"apiVersion\":"...)
+		b = json.AppendEscape(b, string(v.TypeMeta.APIVersion), flags)
+	}
+	b = append(b, ",\"metadata\":"...)
+	b = appendMetav1ObjectMeta(b, &v.ObjectMeta)
+	b = append(b, ",\"spec\":"...)
+	b = appendPolicyv1PodDisruptionBudgetSpec(b, &v.Spec)
+	b = append(b, ",\"status\":"...)
+	b = appendPolicyv1PodDisruptionBudgetStatus(b, &v.Status)
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// appendPolicyv1PodDisruptionBudgetSpec writes v as encoding/json does.
+func appendPolicyv1PodDisruptionBudgetSpec(b []byte, v *policyv1.PodDisruptionBudgetSpec) []byte {
+	start := len(b)
+	if v.MinAvailable != nil {
+		b = append(b, ",\"minAvailable\":"...)
+		b = appendIntOrString(b, &(*v.MinAvailable))
+	}
+	if v.Selector != nil {
+		b = append(b, ",\"selector\":"...)
+		b = appendMetav1LabelSelector(b, v.Selector)
+	}
+	if v.MaxUnavailable != nil {
+		b = append(b, ",\"maxUnavailable\":"...)
+		b = appendIntOrString(b, &(*v.MaxUnavailable))
+	}
+	if v.UnhealthyPodEvictionPolicy != nil {
+		b = append(b, ",\"unhealthyPodEvictionPolicy\":"...)
+		b = json.AppendEscape(b, string((*v.UnhealthyPodEvictionPolicy)), flags)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
+	return append(b, '}')
+}
+
+// appendPolicyv1PodDisruptionBudgetStatus writes v as encoding/json does.
+func appendPolicyv1PodDisruptionBudgetStatus(b []byte, v *policyv1.PodDisruptionBudgetStatus) []byte {
+	start := len(b)
+	if v.ObservedGeneration != 0 {
+		b = append(b, ",\"observedGeneration\":"...)
+		b = strconv.AppendInt(b, int64(v.ObservedGeneration), 10)
+	}
+	if len(v.DisruptedPods) != 0 {
+		b = append(b, ",\"disruptedPods\":"...)
+		var kb4 [8]string
+		keys1 := kb4[:0]
+		for k5 := range v.DisruptedPods {
+			keys1 = append(keys1, string(k5))
+		}
+		slices.Sort(keys1)
+		b = append(b, '{')
+		for kv2, k5 := range keys1 {
+			if kv2 > 0 {
+				b = append(b, ',')
+			}
+			b = json.AppendEscape(b, k5, flags)
+			b = append(b, ':')
+			mv3 := v.DisruptedPods[string(k5)]
+			b = appendTime(b, &mv3)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ",\"disruptionsAllowed\":"...)
+	b = strconv.AppendInt(b, int64(v.DisruptionsAllowed), 10)
+	b = append(b, ",\"currentHealthy\":"...)
+	b = strconv.AppendInt(b, int64(v.CurrentHealthy), 10)
+	b = append(b, ",\"desiredHealthy\":"...)
+	b = strconv.AppendInt(b, int64(v.DesiredHealthy), 10)
+	b = append(b, ",\"expectedPods\":"...)
+	b = strconv.AppendInt(b, int64(v.ExpectedPods), 10)
+	if len(v.Conditions) != 0 {
+		b = append(b, ",\"conditions\":"...)
+		b = append(b, '[')
+		for i6 := range v.Conditions {
+			if i6 > 0 {
+				b = append(b, ',')
+			}
+			b = appendMetav1Condition(b, &v.Conditions[i6])
+		}
+		b = append(b, ']')
+	}
 	if len(b) == start {
 		return append(b, "{}"...)
 	}

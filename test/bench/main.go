@@ -24,12 +24,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +65,13 @@ type options struct {
 	procs int
 	// baseGzip: the baseline asks for gzip, as client-go does by default.
 	baseGzip bool
+	// workload is "mixed" (Deployments, Jobs, patches, a rollout) or
+	// "rollout" (one Deployment of pods/2 replicas, rolled once, deleted).
+	workload string
+	// audit: the API server writes an audit log (cluster.PodAuditPolicy),
+	// kept as OUT/audit.log, and imported into a copy of the trace,
+	// OUT/trace-audit.db.
+	audit bool
 
 	// The soak (soak.go).
 	soak       time.Duration
@@ -85,6 +94,8 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "a pprof profile of podtrace record to write to OUT/podtrace.PROFILE.pprof (cpu, heap, allocs...)")
 	flag.IntVar(&o.procs, "gomaxprocs", 1, "GOMAXPROCS of the baseline and of both recorders, the same for all: like for like (1: what podtrace record sets itself, and what the manifests' CPU limit gives; 0: each its own, the runtime's default of the machine's cores for the baseline)")
 	flag.BoolVar(&o.baseGzip, "baseline-compression", true, "the baseline asks for gzip, as client-go does by default (false: no compression, as podtrace record by default: like for like on the transport)")
+	flag.StringVar(&o.workload, "workload", "mixed", "mixed: Deployments, Jobs, patches, a rollout, delete; rollout: one Deployment of pods/2 two-container replicas, rolled once, then deleted")
+	flag.BoolVar(&o.audit, "audit", false, "the API server writes an audit log (the pod audit policy), kept as OUT/audit*.log and imported into OUT/trace-audit.db, a copy of the trace")
 	flag.StringVar(&o.compare, "compare", "", "another podtrace binary (an earlier version) to run beside the first, for a before/after in one run")
 	flag.DurationVar(&o.soak, "soak", 0, "run the soak instead: churn of short-lived pods for this long under record --retain (see soak.go)")
 	flag.StringVar(&o.retain, "retain", "2m", "the soak's record --retain")
@@ -107,6 +118,10 @@ func main() {
 	}
 	if o.pods < 100 || o.pods > 20000 {
 		fmt.Fprintln(os.Stderr, "bench: -pods must be between 100 and 20000")
+		os.Exit(2)
+	}
+	if o.workload != "mixed" && o.workload != "rollout" {
+		fmt.Fprintln(os.Stderr, "bench: -workload must be mixed or rollout")
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {
@@ -341,7 +356,12 @@ func run(o options) (err error) {
 	}
 
 	logf("starting the control plane (%d kwok nodes)", o.nodes)
+	var auditPolicy string
+	if o.audit {
+		auditPolicy = cluster.PodAuditPolicy
+	}
 	c, err := cluster.Start(ctx, cluster.Options{
+		AuditPolicy:     auditPolicy,
 		Nodes:           o.nodes,
 		NoSignalHandler: true,
 		Timeout:         3 * time.Minute,
@@ -423,7 +443,11 @@ func run(o options) (err error) {
 		return err
 	}
 	wl := time.Now()
-	stats, err := workload(ctx, client, o.pods)
+	run := workload
+	if o.workload == "rollout" {
+		run = rolloutWorkload
+	}
+	stats, err := run(ctx, client, o.pods)
 	if err != nil {
 		return fmt.Errorf("workload: %w", err)
 	}
@@ -448,6 +472,12 @@ func run(o options) (err error) {
 	wg.Wait()
 	if err := errors.Join(stopErrs...); err != nil {
 		return err
+	}
+	var auditNote string
+	if o.audit {
+		if auditNote, err = importAudit(ctx, c.AuditLog, podtraceBin, o.out, trace); err != nil {
+			return err
+		}
 	}
 
 	var counts struct {
@@ -540,6 +570,9 @@ func run(o options) (err error) {
 	// gap of pods in the trace is lost silently, a defect in itself.
 	w("gaps the trace declares: %s\n", ts.gapText())
 	w("events: podtrace %d records vs baseline %d notifications\n", ts.eventRecords, evNotes)
+	if auditNote != "" {
+		w("%s\n", auditNote)
+	}
 	w("wall time: %s\n", time.Since(began).Round(time.Second))
 	fmt.Print(sb.String())
 	return os.WriteFile(filepath.Join(o.out, "results.txt"), []byte(sb.String()), 0o644)
@@ -701,4 +734,61 @@ func memoryCurve(path string, began time.Time, procs []*proc) (string, error) {
 		sb.WriteString("\n")
 	}
 	return sb.String(), nil
+}
+
+// importAudit keeps the API server's audit log as OUT/audit.log and imports
+// it into OUT/trace-audit.db, a copy of the trace: the same recording, with
+// and without the audit log, for the read benchmarks and the tests.
+func importAudit(ctx context.Context, log, podtraceBin, out, trace string) (string, error) {
+	// The API server rotates its log at 100 MB (audit-TIME.log beside
+	// it): every file is kept, the rotated ones first.
+	rotated, err := filepath.Glob(filepath.Join(filepath.Dir(log), "audit-*.log"))
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(rotated)
+	args := []string{"import"}
+	var size int64
+	for i, f := range append(rotated, log) {
+		kept := filepath.Join(out, "audit.log")
+		if f != log {
+			kept = filepath.Join(out, fmt.Sprintf("audit.%d.log", i+1))
+		}
+		if err := copyFile(f, kept); err != nil {
+			return "", fmt.Errorf("keep the audit log: %w", err)
+		}
+		st, err := os.Stat(kept)
+		if err != nil {
+			return "", err
+		}
+		size += st.Size()
+		args = append(args, "--audit-log", kept)
+	}
+	audited := filepath.Join(out, "trace-audit.db")
+	if err := copyFile(trace, audited); err != nil {
+		return "", fmt.Errorf("copy the trace: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, podtraceBin, append(args, "--db", audited)...)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("podtrace import: %w\n%s", err, b)
+	}
+	return fmt.Sprintf("audit log: %d files (%d bytes) kept in %s, imported into %s: %s", len(rotated)+1, size, out, audited, strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])), nil
+}
+
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
 }

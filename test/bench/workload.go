@@ -45,18 +45,23 @@ func split(n, k int) []int {
 	return parts
 }
 
+// createNamespace creates the workload's namespace and waits for its
+// default ServiceAccount: the ServiceAccount admission plugin rejects pods
+// until it exists.
+func createNamespace(ctx context.Context, cs kubernetes.Interface) error {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	return poll(ctx, "ServiceAccount default", func() (bool, string, error) {
+		_, err := cs.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, "", nil
+	})
+}
+
 // workload runs the Deployments and Jobs through their lives and returns a
 // description of what it did.
 func workload(ctx context.Context, cs kubernetes.Interface, pods int) (string, error) {
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("create namespace: %w", err)
-	}
-	// The ServiceAccount admission plugin rejects pods until the namespace's
-	// default ServiceAccount exists.
-	if err := poll(ctx, "ServiceAccount default", func() (bool, string, error) {
-		_, err := cs.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, "", nil
-	}); err != nil {
+	if err := createNamespace(ctx, cs); err != nil {
 		return "", err
 	}
 	depPods := pods * 60 / 100
@@ -245,4 +250,65 @@ func poll(ctx context.Context, what string, check func() (bool, string, error)) 
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// rolloutWorkload is one Deployment of pods/2 two-container replicas,
+// rolled once (each old pod replaced by a new one: pods in all), then
+// deleted: at this scale the ReplicaSet controller's SuccessfulDelete
+// events are aggregated by client-go's event correlator, and a pod's end
+// is told by its owners' recorded history.
+func rolloutWorkload(ctx context.Context, cs kubernetes.Interface, pods int) (string, error) {
+	if err := createNamespace(ctx, cs); err != nil {
+		return "", err
+	}
+	replicas := int32(pods / 2)
+	const name = "web"
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name, roleLabel: "deployment"}},
+				Spec:       podSpec(corev1.RestartPolicyAlways),
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments(namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("create Deployment %s: %w", name, err)
+	}
+	rolledOut := func() (bool, string, error) {
+		d, err := cs.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		s := d.Status
+		done := s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == replicas && s.ReadyReplicas == replicas &&
+			s.Replicas == replicas && s.AvailableReplicas == replicas
+		return done, fmt.Sprintf("ready %d, updated %d, replicas %d of %d", s.ReadyReplicas, s.UpdatedReplicas, s.Replicas, replicas), nil
+	}
+	if err := poll(ctx, "Deployment "+name+" ready", rolledOut); err != nil {
+		return "", err
+	}
+	roll := `{"spec":{"template":{"metadata":{"annotations":{"bench.podtrace.dev/rollout":"1"}}}}}`
+	if _, err := cs.AppsV1().Deployments(namespace).Patch(ctx, name, types.MergePatchType, []byte(roll), metav1.PatchOptions{}); err != nil {
+		return "", fmt.Errorf("roll Deployment %s: %w", name, err)
+	}
+	if err := poll(ctx, "rollout of "+name, rolledOut); err != nil {
+		return "", err
+	}
+	bg := metav1.DeletePropagationBackground
+	if err := cs.AppsV1().Deployments(namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+		return "", fmt.Errorf("delete Deployment %s: %w", name, err)
+	}
+	if err := poll(ctx, "all pods gone", func() (bool, string, error) {
+		ps, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return len(ps.Items) == 0, fmt.Sprintf("%d pods left", len(ps.Items)), nil
+	}); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("one Deployment of %d two-container replicas, rolled once (%d pods in all), then deleted", replicas, 2*replicas), nil
 }

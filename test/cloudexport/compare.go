@@ -246,7 +246,13 @@ func (c *comparison) requests(where string, l, e []diff.AuditRequest) {
 			want.ImpersonatedUser = ""
 		}
 		if lacks["responseObject"] {
-			want.ResourceVersion, want.Seq = "", 0
+			want.ResourceVersion, want.Seq, want.Listed = "", 0, ""
+		}
+		if lacks["requestObject"] {
+			want.GracePeriodSeconds = nil
+		}
+		if lacks["requestReceivedTimestamp"] {
+			want.Received = time.Time{}
 		}
 		want.Lacks, want.ExportStatus = got.Lacks, got.ExportStatus
 		if d := cmp.Diff(want, got); d != "" {

@@ -78,6 +78,7 @@ var recorded = map[string][]string{
 	"":               {"pods", "events", "namespaces", "nodes", "secrets", "configmaps", "services", "persistentvolumeclaims"},
 	"apps":           {"replicasets", "deployments", "statefulsets", "daemonsets"},
 	"batch":          {"jobs", "cronjobs"},
+	"policy":         {"poddisruptionbudgets"},
 	"storage.k8s.io": {"storageclasses"},
 	"admissionregistration.k8s.io": {"mutatingwebhookconfigurations", "validatingwebhookconfigurations",
 		"validatingadmissionpolicies", "validatingadmissionpolicybindings", "mutatingadmissionpolicies", "mutatingadmissionpolicybindings"},

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -79,11 +80,20 @@ func TestEnded(t *testing.T) {
 		orphanCase(client),
 	}
 	healthy := healthyCase(client)
+	// The cases of several pods, or of none that ended: each checks its
+	// pods itself, without and with the audit log.
+	multi := []*podsCase{namespaceCase(client), refusedEvictionCase(client)}
 	t.Run("run", func(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
 				tc.pod = tc.run(t)
+			})
+		}
+		for _, tc := range multi {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				tc.run(t)
 			})
 		}
 		t.Run("healthy", func(t *testing.T) {
@@ -102,6 +112,9 @@ func TestEnded(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) { tc.check(t, endedFinding(t, rec.db, tc.ns, tc.pod)) })
 		}
+		for _, tc := range multi {
+			t.Run(tc.name, func(t *testing.T) { tc.check(t, rec.db, false) })
+		}
 		t.Run("healthy", func(t *testing.T) { healthy.check(t, rec.db) })
 	})
 	podtrace(t, "import", "--audit-log", c.AuditLog, "--db", rec.db)
@@ -111,8 +124,20 @@ func TestEnded(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) { tc.audited(t, endedFinding(t, rec.db, tc.ns, tc.pod)) })
 			}
 		}
+		for _, tc := range multi {
+			t.Run(tc.name, func(t *testing.T) { tc.check(t, rec.db, true) })
+		}
 		t.Run("healthy", func(t *testing.T) { healthy.check(t, rec.db) })
 	})
+}
+
+// podsCase is a case of several pods, or of a pod that did not end: run
+// plays it, check asserts every pod's findings, with the audit log
+// imported or not.
+type podsCase struct {
+	name  string
+	run   func(t *testing.T)
+	check func(t *testing.T, db string, audited bool)
 }
 
 // endedFinding returns the pod's one ended finding, logging explain's text.
@@ -389,11 +414,13 @@ func evictionCase(client kubernetes.Interface) *endedCase {
 		},
 		check: func(t *testing.T, f explain.Finding) {
 			wantEnded(t, f, explain.MechanismEvictionAPI, explain.Info, diff.BasisUnknown, "unknown")
-			wantEvidence(t, f, "EvictionByEvictionAPI", "PodDisruptionBudgets are not recorded")
+			// The budget was deleted before the eviction that went
+			// through: none selected the pod then.
+			wantEvidence(t, f, "EvictionByEvictionAPI", "no PodDisruptionBudget recorded in namespace "+ns+" selected this pod then")
 		},
 		audited: func(t *testing.T, f explain.Finding) {
 			auditedAs(t, f, explain.MechanismEvictionAPI, "", "e2e-client")
-			wantEvidence(t, f, "create eviction attempt", "(429)")
+			wantEvidence(t, f, "create eviction attempt", "(429): Cannot evict pod as it would violate the pod's disruption budget.")
 		},
 	}
 }
@@ -625,6 +652,143 @@ func healthyCase(client kubernetes.Interface) *healthyCaseT {
 			if ended[explain.MechanismRollout] == 0 || ended[explain.MechanismScaleDown] == 0 {
 				t.Errorf("ended mechanisms %v, want rollouts and scale-downs", ended)
 			}
+		},
+	}
+}
+
+// namespaceCase: a namespace with a Deployment's pods and a bare pod in
+// it is deleted; the namespace controller deletes them all. A healthy
+// control: every pod reads as deleted with its namespace, no warning; the
+// actor is the namespace controller (inferred from the namespace's
+// deletionTimestamp), or with the audit log the request that asked (its
+// deletecollection, or the garbage collector's DELETE for a pod whose
+// ReplicaSet went first), never the node's DELETE that confirmed it.
+func namespaceCase(client kubernetes.Interface) *podsCase {
+	const ns = "ended-namespace"
+	var pods []string
+	return &podsCase{
+		name: "namespace deleted",
+		run: func(t *testing.T) {
+			ctx := t.Context()
+			createNamespace(t, client, ns, nil)
+			if _, err := client.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "web", 2), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			createPod(t, client, simplePod(ns, "lone"))
+			waitRolledOut(t, client, ns, "web")
+			waitPod(t, client, ns, "lone", "Ready", podReady)
+			pods = podNames(t, client, ns, "")
+			if len(pods) != 3 {
+				t.Fatalf("pods %v, want 3", pods)
+			}
+			if err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "namespace "+ns+" gone", 3*time.Minute, func() (bool, error) {
+				_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), nil
+			})
+		},
+		check: func(t *testing.T, db string, audited bool) {
+			for _, p := range pods {
+				explainText(t, db, ns, p)
+				ex := explainPod(t, db, ns, p)
+				for _, f := range ex.Findings {
+					if f.Severity > explain.Info {
+						t.Errorf("%s: %s finding %s: %s", p, f.Severity, f.ID, f.Headline)
+					}
+				}
+				f := findFinding(t, ex, "ended")
+				if f.Mechanism != explain.MechanismNamespaceDeletion || f.Severity != explain.Info {
+					t.Errorf("%s: mechanism %q (%s), want %q: %s", p, f.Mechanism, f.Severity, explain.MechanismNamespaceDeletion, f.Headline)
+				}
+				wantEvidence(t, f, "namespace "+ns+" deletion requested")
+				if f.Actor == nil {
+					t.Fatalf("%s: no actor", p)
+				}
+				if !audited {
+					if f.Actor.Basis != diff.BasisFieldSemantics || !strings.Contains(f.Actor.Who, "namespace controller") {
+						t.Errorf("%s: actor %q (%s), want the namespace controller, inferred", p, f.Actor.Who, f.Actor.Basis)
+					}
+					continue
+				}
+				controllers := []string{"system:serviceaccount:kube-system:namespace-controller", "system:serviceaccount:kube-system:generic-garbage-collector"}
+				if f.Actor.Basis != diff.BasisAuditLog || !slices.Contains(controllers, f.Actor.User) {
+					t.Errorf("%s: actor %q (%s, user %q), want the namespace controller's or the garbage collector's request from the audit log", p, f.Actor.Who, f.Actor.Basis, f.Actor.User)
+				}
+				// The node's DELETE is there, as the confirmation.
+				wantEvidence(t, f, "after the deletion was asked for: its confirmation, not its cause")
+			}
+		},
+	}
+}
+
+// refusedEvictionCase: a PodDisruptionBudget allows no disruption; every
+// eviction of its pod is refused (429) and the pod stays, as under a
+// kubectl drain that hangs. Only the audit log holds the attempts.
+func refusedEvictionCase(client kubernetes.Interface) *podsCase {
+	const ns, name, budget = "ended-refused", "guarded", "hold"
+	const attempts = 3
+	return &podsCase{
+		name: "eviction refused by a budget",
+		run: func(t *testing.T) {
+			ctx := t.Context()
+			createNamespace(t, client, ns, nil)
+			createPod(t, client, simplePod(ns, name))
+			waitPod(t, client, ns, name, "Ready", podReady)
+			// minAvailable as a number: the disruption controller counts a
+			// bare pod (a percentage, or maxUnavailable, needs its
+			// controller's scale).
+			one := intstr.FromInt32(1)
+			pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: budget, Namespace: ns},
+				Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}
+			if _, err := client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// The disruption controller first computes the budget's
+			// status; until then the API server refuses too ("still being
+			// processed").
+			waitFor(t, "the budget's status", time.Minute, func() (bool, error) {
+				p, err := client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, budget, metav1.GetOptions{})
+				return err == nil && p.Status.ObservedGeneration >= p.Generation && p.Status.CurrentHealthy == 1 && p.Status.DesiredHealthy == 1, err
+			})
+			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+			for range attempts {
+				if err := client.CoreV1().Pods(ns).EvictV1(ctx, ev); !apierrors.IsTooManyRequests(err) {
+					t.Fatalf("eviction: %v, want 429 TooManyRequests", err)
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+		},
+		check: func(t *testing.T, db string, audited bool) {
+			explainText(t, db, ns, name)
+			ex := explainPod(t, db, ns, name)
+			for _, f := range ex.Findings {
+				if f.ID == "ended" {
+					t.Errorf("an ended finding for a pod never evicted: %s", f.Headline)
+				}
+			}
+			if !audited {
+				// Nothing in the recording says an eviction was tried.
+				for _, f := range ex.Findings {
+					if f.ID == "eviction-refused" {
+						t.Errorf("an eviction-refused finding without the audit log: %s", f.Headline)
+					}
+				}
+				return
+			}
+			f := findFinding(t, ex, "eviction-refused")
+			if f.Severity != explain.Warning {
+				t.Errorf("severity %s, want warning", f.Severity)
+			}
+			if !strings.Contains(f.Headline, fmt.Sprintf("%d evictions refused by PodDisruptionBudget %s: it needs 1 healthy pods and has 1 currently", attempts, budget)) {
+				t.Errorf("headline %q", f.Headline)
+			}
+			if f.Actor == nil || f.Actor.Basis != diff.BasisAuditLog || f.Actor.UserAgent != "e2e-client" {
+				t.Errorf("actor %+v, want the test's client from the audit log", f.Actor)
+			}
+			wantEvidence(t, f, fmt.Sprintf("%d create eviction attempts by", attempts), "PodDisruptionBudget "+budget+" (minAvailable 1, selector app="+name+"): disruptionsAllowed 0, currentHealthy 1, desiredHealthy 1, expectedPods 1",
+				"no eviction of this pod went through")
 		},
 	}
 }

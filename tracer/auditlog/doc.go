@@ -11,16 +11,21 @@
 //
 //   - ResponseComplete events of audit.k8s.io/v1 (RequestReceived and
 //     ResponseStarted repeat the same request);
-//   - about pods (core group, a name set);
-//   - create, update, patch or delete of the pod itself or of its status,
-//     binding, eviction, ephemeralcontainers or resize subresource.
+//   - about pods (core group, a name set), or a deletecollection of a
+//     namespace's pods (no name: Event.Collection, with the selectors of
+//     its request URI and the pods its response listed);
+//   - every verb but the reads (get, list, watch), on the pod itself or
+//     any subresource: create, update, patch, delete; binding, status,
+//     eviction (refused ones too: a PodDisruptionBudget's 429),
+//     ephemeralcontainers, resize; exec, attach, portforward.
 //
 // Everything else is a Skip with a reason that summaries count; malformed
 // lines, other audit API versions and kept events without auditID or
 // stageTimestamp also carry a warning. The caller may skip pods by
 // namespace and name (Want). Linking a kept event to the recorded pod is the
 // caller's: by the UID the event names (Event.UID), else by namespace, name
-// and time.
+// and time; a collection's, to the pods it listed, else to those of its
+// namespace present then that its selectors match.
 //
 // Most lines are skipped, and cheaply: a header pass (header.go) reads kind,
 // apiVersion, stage, verb and objectRef with a byte scan that skips over the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -21,12 +22,22 @@ const (
 // copies of a pod, rarely more than a few hundred KiB.
 const MaxLine = 64 << 20
 
-// keptVerbs and keptSubresources are the requests about pods that podtrace
-// keeps: the writes that shape a pod's life.
-var (
-	keptVerbs        = map[string]bool{"create": true, "update": true, "patch": true, "delete": true}
-	keptSubresources = map[string]bool{"": true, "status": true, "binding": true, "eviction": true, "ephemeralcontainers": true, "resize": true}
-)
+// readVerbs are the requests about pods that podtrace does not keep:
+// reads. Every other verb, on a pod or any of its subresources, is kept:
+// the writes that shape a pod's life (create, update, patch, delete,
+// deletecollection; binding, status, eviction, ephemeralcontainers,
+// resize), and who connected to it (exec, attach, portforward).
+var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}
+
+// verbDeleteCollection deletes a collection of pods: a namespace's, or
+// those its selectors match (the namespace controller's, kubectl delete
+// pods --all). Its objectRef names no pod.
+const verbDeleteCollection = "deletecollection"
+
+// kept reports whether podtrace keeps a request with verb about ref.
+func kept(verb string, ref *objectRef) bool {
+	return !readVerbs[verb] && ref.Resource == "pods" && ref.APIGroup == "" && (ref.Name != "" || verb == verbDeleteCollection && ref.Subresource == "")
+}
 
 // Event is what podtrace reads of a kept audit event.
 type Event struct {
@@ -44,6 +55,24 @@ type Event struct {
 	ResourceVersion string
 	// Time is the stageTimestamp: when the response completed.
 	Time time.Time
+
+	// Collection says the request was a deletecollection of the pods of
+	// Namespace (Name is empty): Selector holds its label and field
+	// selectors, as its request URI gave them, and Listed the pods its
+	// response listed (a RequestResponse audit level), each as deleted.
+	Collection bool
+	Selector   Selector
+	Listed     []ListedPod
+}
+
+// Selector is a collection request's selectors.
+type Selector struct {
+	Labels, Fields string
+}
+
+// ListedPod is a pod a deletecollection's response listed.
+type ListedPod struct {
+	Name, UID, ResourceVersion string
 }
 
 // Skip is why a line is not kept.
@@ -65,6 +94,7 @@ type auditEvent struct {
 	Verb           string          `json:"verb"`
 	ObjectRef      *objectRef      `json:"objectRef"`
 	StageTimestamp time.Time       `json:"stageTimestamp"`
+	RequestURI     string          `json:"requestURI"`
 	RequestObject  json.RawMessage `json:"requestObject"`
 	ResponseObject json.RawMessage `json:"responseObject"`
 }
@@ -79,9 +109,6 @@ type objectRef struct {
 	APIGroup    string `json:"apiGroup"`
 }
 
-// isPod: the reference names one pod.
-func (r *objectRef) isPod() bool { return r.Resource == "pods" && r.APIGroup == "" && r.Name != "" }
-
 // objectMeta is the part of a request or response object Parse reads.
 type objectMeta struct {
 	Kind     string `json:"kind"`
@@ -92,8 +119,9 @@ type objectMeta struct {
 }
 
 // Want says whether the caller wants the events about the pod
-// namespace/name: "" if it does, else why not, a Skip's Reason. Parse asks
-// before decoding the line in full.
+// namespace/name (name empty: a deletecollection of the namespace's pods):
+// "" if it does, else why not, a Skip's Reason. Parse asks before
+// decoding the line in full.
 type Want func(namespace, name string) (skipReason string)
 
 // Parse reads one line of an audit log. It returns the event if podtrace
@@ -125,11 +153,8 @@ func parseFull(b []byte, want Want) (Event, *Skip) {
 		return Event{}, &Skip{Reason: "stage " + ev.Stage + " (only ResponseComplete is kept)"}
 	}
 	ref := ev.ObjectRef
-	if ref == nil || !ref.isPod() {
-		return Event{}, &Skip{Reason: "not about a pod"}
-	}
-	if !keptVerbs[ev.Verb] || !keptSubresources[ref.Subresource] {
-		return Event{}, &Skip{Reason: "pod request not kept (reads, exec, logs...)"}
+	if skip := skipRef(ev.Verb, ref); skip != nil {
+		return Event{}, skip
 	}
 	if want != nil {
 		if reason := want(ref.Namespace, ref.Name); reason != "" {
@@ -157,7 +182,61 @@ func parseFull(b []byte, want Want) (Event, *Skip) {
 	if resp.Kind == "Pod" {
 		out.ResourceVersion = resp.Metadata.ResourceVersion
 	}
+	if ev.Verb == verbDeleteCollection {
+		out.Collection = true
+		out.Selector = selectorOf(ev.RequestURI)
+		out.Listed = listed(ev.ResponseObject)
+	}
 	return out, nil
+}
+
+// skipRef says why a request with verb about ref is not kept, or nil.
+func skipRef(verb string, ref *objectRef) *Skip {
+	switch {
+	case ref == nil || ref.Resource != "pods" || ref.APIGroup != "":
+		return &Skip{Reason: "not about a pod"}
+	case readVerbs[verb]:
+		return &Skip{Reason: "pod request not kept (reads: get, list, watch)"}
+	case !kept(verb, ref):
+		return &Skip{Reason: "not about a pod"}
+	}
+	return nil
+}
+
+// selectorOf reads the label and field selectors of a request URI.
+func selectorOf(uri string) Selector {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return Selector{}
+	}
+	q := u.Query()
+	return Selector{Labels: q.Get("labelSelector"), Fields: q.Get("fieldSelector")}
+}
+
+// listed reads the pods of a list in a response: a PodList, or the
+// PartialObjectMetadataList a metadata client asks for (the namespace
+// controller's).
+func listed(raw json.RawMessage) []ListedPod {
+	if len(raw) == 0 {
+		return nil
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name            string `json:"name"`
+				UID             string `json:"uid"`
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if json.Unmarshal(raw, &list) != nil {
+		return nil
+	}
+	out := make([]ListedPod, 0, len(list.Items))
+	for _, it := range list.Items {
+		out = append(out, ListedPod{Name: it.Metadata.Name, UID: it.Metadata.UID, ResourceVersion: it.Metadata.ResourceVersion})
+	}
+	return out
 }
 
 // describe names what a JSON object of apiVersion and kind is, for a
@@ -205,6 +284,12 @@ func (ev *Event) Record(line []byte, podUID string) store.Record {
 // which the caller leaves alone until the record is written (an importer
 // that gathers a batch of lines in one buffer it reuses).
 func (ev *Event) RecordOf(line []byte, podUID string) store.Record {
+	return ev.RecordFor(line, []string{podUID})
+}
+
+// RecordFor is RecordOf for an event about several pods (a
+// deletecollection): the record refers to each of them.
+func (ev *Event) RecordFor(line []byte, podUIDs []string) store.Record {
 	return store.Record{
 		Observed:        ev.Time,
 		Type:            store.Added,
@@ -214,7 +299,7 @@ func (ev *Event) RecordOf(line []byte, podUID string) store.Record {
 		Name:            ev.AuditID,
 		UID:             ev.AuditID,
 		ResourceVersion: ev.ResourceVersion,
-		Refs:            []string{podUID},
+		Refs:            podUIDs,
 		Object:          bytes.TrimSpace(line),
 	}
 }

@@ -50,10 +50,28 @@ func TestParse(t *testing.T) {
 		{name: "no auditID", line: `{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"create","objectRef":{"resource":"pods","name":"p"}}`, skip: "no auditID or stageTimestamp", warn: true},
 		{name: "RequestReceived", line: head + `"stage":"RequestReceived","verb":"create","objectRef":{"resource":"pods","name":"p"}` + ts + `}`, skip: "stage RequestReceived (only ResponseComplete is kept)"},
 		{name: "a secret", line: head + `"stage":"ResponseComplete","verb":"create","objectRef":{"resource":"secrets","name":"s"}` + ts + `}`, skip: "not about a pod"},
-		{name: "a pod collection", line: head + `"stage":"ResponseComplete","verb":"list","objectRef":{"resource":"pods","namespace":"ci"}` + ts + `}`, skip: "not about a pod"},
+		{name: "a list of pods", line: head + `"stage":"ResponseComplete","verb":"list","objectRef":{"resource":"pods","namespace":"ci"}` + ts + `}`, skip: "pod request not kept (reads: get, list, watch)"},
+		{name: "a collection's status: no such request", line: head + `"stage":"ResponseComplete","verb":"deletecollection","objectRef":{"resource":"pods","subresource":"status","namespace":"ci"}` + ts + `}`, skip: "not about a pod"},
+		{
+			name: "deletecollection: the pods its response listed, its selectors",
+			line: head + `"stage":"ResponseComplete","verb":"deletecollection","requestURI":"/api/v1/namespaces/ci/pods?labelSelector=app%3Dweb\u0026fieldSelector=spec.nodeName%3Dn1","objectRef":{"resource":"pods","namespace":"ci","apiVersion":"v1"},` +
+				`"responseObject":{"kind":"PartialObjectMetadataList","items":[{"metadata":{"name":"a","uid":"u-a","resourceVersion":"5"}},{"metadata":{"name":"b","uid":"u-b","resourceVersion":"6"}}]}` + ts + `}`,
+			want: Event{AuditID: "a-1", Verb: "deletecollection", Namespace: "ci", Time: at, Collection: true, Selector: Selector{Labels: "app=web", Fields: "spec.nodeName=n1"},
+				Listed: []ListedPod{{Name: "a", UID: "u-a", ResourceVersion: "5"}, {Name: "b", UID: "u-b", ResourceVersion: "6"}}},
+		},
+		{
+			name: "deletecollection at Metadata level: no pods listed",
+			line: head + `"stage":"ResponseComplete","verb":"deletecollection","requestURI":"/api/v1/namespaces/ci/pods","objectRef":{"resource":"pods","namespace":"ci","apiVersion":"v1"}` + ts + `}`,
+			want: Event{AuditID: "a-1", Verb: "deletecollection", Namespace: "ci", Time: at, Collection: true},
+		},
 		{name: "a pod in another group", line: head + `"stage":"ResponseComplete","verb":"create","objectRef":{"resource":"pods","apiGroup":"metrics.k8s.io","name":"p"}` + ts + `}`, skip: "not about a pod"},
-		{name: "get", line: head + `"stage":"ResponseComplete","verb":"get","objectRef":{"resource":"pods","name":"p"}` + ts + `}`, skip: "pod request not kept (reads, exec, logs...)"},
-		{name: "exec", line: head + `"stage":"ResponseComplete","verb":"create","objectRef":{"resource":"pods","subresource":"exec","name":"p"}` + ts + `}`, skip: "pod request not kept (reads, exec, logs...)"},
+		{name: "get", line: head + `"stage":"ResponseComplete","verb":"get","objectRef":{"resource":"pods","name":"p"}` + ts + `}`, skip: "pod request not kept (reads: get, list, watch)"},
+		{name: "get of the log", line: head + `"stage":"ResponseComplete","verb":"get","objectRef":{"resource":"pods","subresource":"log","name":"p"}` + ts + `}`, skip: "pod request not kept (reads: get, list, watch)"},
+		{
+			name: "exec: who connected",
+			line: head + `"stage":"ResponseComplete","verb":"create","objectRef":{"resource":"pods","subresource":"exec","namespace":"ci","name":"p"}` + ts + `}`,
+			want: Event{AuditID: "a-1", Verb: "create", Subresource: "exec", Namespace: "ci", Name: "p", Time: at},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, skip := Parse([]byte(tc.line), nil)

@@ -135,12 +135,20 @@ func unwrapGKE(b []byte) (Unwrapped, *Skip) {
 		Message string `json:"message"`
 		Reason  string `json:"reason"`
 		Code    int    `json:"code"`
+		// Details, as the API server's audit event's responseStatus
+		// keeps them: an eviction's DisruptionBudget cause names the
+		// budget that refused it.
+		Details json.RawMessage `json:"details"`
 	}
 	_ = json.Unmarshal(ev.ResponseObject, &st)
 	ev.Export = &Export{}
 	switch {
 	case st.Kind == "Status" && st.Code > 0:
-		ev.ResponseStatus, _ = json.Marshal(map[string]any{"metadata": map[string]any{}, "status": st.Status, "message": st.Message, "reason": st.Reason, "code": st.Code})
+		status := map[string]any{"metadata": map[string]any{}, "status": st.Status, "message": st.Message, "reason": st.Reason, "code": st.Code}
+		if len(st.Details) > 0 && string(st.Details) != "null" {
+			status["details"] = st.Details
+		}
+		ev.ResponseStatus, _ = json.Marshal(status)
 	case p.Status == nil:
 		// No status at all: whether the request succeeded is not known.
 		lacks = append(lacks, "responseStatus")

@@ -45,11 +45,11 @@ func headerSkip(line []byte, want Want) *Skip {
 	if json.Unmarshal(h.objectRef, &ref) != nil {
 		return nil
 	}
-	if !ref.isPod() {
-		return &Skip{Reason: "not about a pod"}
+	if h.verb == nil {
+		return nil
 	}
-	if !keptVerbs[string(h.verb)] || !keptSubresources[ref.Subresource] {
-		return &Skip{Reason: "pod request not kept (reads, exec, logs...)"}
+	if skip := skipRef(string(h.verb), &ref); skip != nil {
+		return skip
 	}
 	if want != nil {
 		if reason := want(ref.Namespace, ref.Name); reason != "" {

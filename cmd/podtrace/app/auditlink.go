@@ -1,10 +1,13 @@
 package app
 
 import (
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/podtrace/podtrace/store"
+	"github.com/podtrace/podtrace/tracer/auditlog"
 )
 
 // auditSlack is how far before a pod's first observation an audit event
@@ -95,4 +98,68 @@ func (x *podIndex) resolve(namespace, name, uid string, t time.Time) (p podLife,
 		}
 	}
 	return podLife{}, false, false
+}
+
+// collection returns the UIDs of the recorded pods a deletecollection of
+// pods (ev) deleted: those its response listed, when the audit event holds
+// the response; else the recorded pods of its namespace present when it
+// completed, that match its selectors by matches (nil: a collection with
+// selectors cannot be tied to its pods, and ok is false). ok is false too
+// when it names no recorded pod.
+func (x *podIndex) collection(ev *auditlog.Event, matches func(uid string) (bool, error)) (uids []string, ok bool, err error) {
+	if len(ev.Listed) > 0 {
+		for _, l := range ev.Listed {
+			if p, _, found := x.resolve(ev.Namespace, l.Name, l.UID, ev.Time); found {
+				uids = append(uids, p.UID)
+			}
+		}
+		return uids, len(uids) > 0, nil
+	}
+	if (ev.Selector.Labels != "" || ev.Selector.Fields != "") && matches == nil {
+		return nil, false, nil
+	}
+	x.mu.Lock()
+	var present []string
+	prefix := ev.Namespace + "/"
+	for k, list := range x.byName {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		for _, p := range list {
+			// Present when the request completed: first seen by then,
+			// not gone before it.
+			if !p.First.IsZero() && p.First.After(ev.Time) || p.Deleted && p.Last.Before(ev.Time.Add(-auditSlack)) {
+				continue
+			}
+			present = append(present, p.UID)
+		}
+	}
+	x.mu.Unlock()
+	sort.Strings(present)
+	for _, uid := range present {
+		if matches != nil {
+			ok, err := matches(uid)
+			if err != nil {
+				return nil, false, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		uids = append(uids, uid)
+	}
+	return uids, len(uids) > 0, nil
+}
+
+// hasNamespace reports whether a pod of the namespace was recorded.
+func (x *podIndex) hasNamespace(namespace string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	prefix := namespace + "/"
+	for k := range x.byName {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -185,8 +185,8 @@ func (o *exportOptions) run(shown string) (err error) {
 	}
 
 	// Everything a pod's replay reads: its revisions, events, audit
-	// records, dependents, owners, namespace, node, and the webhook
-	// configurations.
+	// records, dependents, owners, namespace, node, its namespace's
+	// PodDisruptionBudgets, and the webhook configurations.
 	histories := map[string][]store.Record{}
 	for uid, recs := range tc.webhooks {
 		histories[uid] = recs
@@ -219,6 +219,9 @@ func (o *exportOptions) run(shown string) (err error) {
 			histories[e.UID] = append(histories[e.UID], e)
 		}
 		for uid, recs := range in.Related {
+			histories[uid] = recs
+		}
+		for uid, recs := range in.Budgets {
 			histories[uid] = recs
 		}
 		for _, recs := range in.OwnerEvents {
@@ -363,6 +366,11 @@ func (o *exportOptions) redactedLifecycle(in diff.Input) (*explain.Lifecycle, er
 		related[uid] = o.window(h)
 	}
 	in.Related = related
+	budgets := make(map[string][]store.Record, len(in.Budgets))
+	for uid, h := range in.Budgets {
+		budgets[uid] = o.window(h)
+	}
+	in.Budgets = budgets
 	lc, err := explain.Replay(in, diff.Options{})
 	if err != nil {
 		return nil, err

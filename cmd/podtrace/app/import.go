@@ -4,15 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/podtrace/podtrace/store"
 	"github.com/podtrace/podtrace/tracer/auditlog"
@@ -53,8 +58,9 @@ func importCommand(streams Streams) *cli.Command {
 		Description: "Reads kube-apiserver audit logs (JSON lines, audit.k8s.io/v1, gzip or not), or their export by\n" +
 			"GKE (Cloud Logging entries), EKS (CloudWatch Logs events, S3 export) or AKS (diagnostic logs,\n" +
 			"Log Analytics rows), recognized by content, and keeps the requests about the pods recorded in\n" +
-			"the trace: who created, updated, patched, bound, evicted or deleted them, the mutating\n" +
-			"webhooks' patches, and the requests that were denied. Says per file what the export's format\n" +
+			"the trace: who created, updated, patched, bound, evicted or deleted them (a deletecollection\n" +
+			"too, tied to the pods it deleted), the mutating webhooks' patches, and the requests that were\n" +
+			"denied (evictions a PodDisruptionBudget refused). Says per file what the export's format\n" +
 			"does not carry. Importing the same log twice adds nothing.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Value: o.db, Destination: &o.db, Usage: "trace file to add to (recorded by podtrace record)", TakesFile: true},
@@ -318,7 +324,7 @@ const notRecorded = "pod not recorded in the trace"
 // want skips the events about pod names the trace does not have before
 // their lines are decoded in full.
 func (imp *auditImporter) want(namespace, name string) string {
-	if imp.pods.hasName(namespace, name) {
+	if name == "" && imp.pods.hasNamespace(namespace) || name != "" && imp.pods.hasName(namespace, name) {
 		return ""
 	}
 	return notRecorded
@@ -339,10 +345,24 @@ func (imp *auditImporter) entry(name string, e *auditlog.Entry) error {
 		imp.stats.skip("already in the trace")
 		return nil
 	}
-	pod, _, ok := imp.pods.resolve(ev.Namespace, ev.Name, ev.UID, ev.Time)
-	if !ok {
-		imp.stats.skip(notRecorded)
-		return nil
+	var pods []string
+	if ev.Collection {
+		uids, ok, err := imp.pods.collection(ev, imp.matcher(ev))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			imp.stats.skip("deletecollection of no recorded pod")
+			return nil
+		}
+		pods = uids
+	} else {
+		pod, _, ok := imp.pods.resolve(ev.Namespace, ev.Name, ev.UID, ev.Time)
+		if !ok {
+			imp.stats.skip(notRecorded)
+			return nil
+		}
+		pods = []string{pod.UID}
 	}
 	// Asked only of the events about recorded pods: a few of the lines.
 	in, err := imp.db.Has(ev.AuditID)
@@ -359,12 +379,63 @@ func (imp *auditImporter) entry(name string, e *auditlog.Entry) error {
 			imp.file.lacks[f]++
 		}
 	}
-	return imp.add(ev, bytes.TrimSpace(e.Unwrapped.Event), pod.UID)
+	return imp.add(ev, bytes.TrimSpace(e.Unwrapped.Event), pods)
+}
+
+// matcher returns what tells whether a recorded pod matched the selectors
+// of a deletecollection when it completed: its revision as of then, read
+// from the trace (nil when the request had no selector).
+func (imp *auditImporter) matcher(ev *auditlog.Event) func(uid string) (bool, error) {
+	if ev.Selector.Labels == "" && ev.Selector.Fields == "" {
+		return nil
+	}
+	ls, lerr := labels.Parse(ev.Selector.Labels)
+	fs, ferr := fields.ParseSelector(ev.Selector.Fields)
+	return func(uid string) (bool, error) {
+		if lerr != nil || ferr != nil {
+			return false, nil // a selector the API server would have refused
+		}
+		recs, err := imp.db.History(uid)
+		if err != nil || len(recs) == 0 {
+			return false, err
+		}
+		rec := recs[0]
+		for _, r := range recs {
+			if r.Observed.After(ev.Time) {
+				break
+			}
+			rec = r
+		}
+		var pod corev1.Pod
+		if err := json.Unmarshal(rec.Object, &pod); err != nil {
+			return false, nil
+		}
+		return ls.Matches(labels.Set(pod.Labels)) && fs.Matches(podFields(&pod)), nil
+	}
+}
+
+// podFields are the fields of a pod a field selector can name, as the API
+// server sets them (pkg/registry/core/pod/strategy.go,
+// PodToSelectableFields).
+func podFields(p *corev1.Pod) fields.Set {
+	set := fields.Set{
+		"metadata.name":            p.Name,
+		"metadata.namespace":       p.Namespace,
+		"spec.nodeName":            p.Spec.NodeName,
+		"spec.restartPolicy":       string(p.Spec.RestartPolicy),
+		"spec.schedulerName":       p.Spec.SchedulerName,
+		"spec.serviceAccountName":  p.Spec.ServiceAccountName,
+		"spec.hostNetwork":         strconv.FormatBool(p.Spec.HostNetwork),
+		"status.phase":             string(p.Status.Phase),
+		"status.podIP":             p.Status.PodIP,
+		"status.nominatedNodeName": p.Status.NominatedNodeName,
+	}
+	return set
 }
 
 // add adds the event read from line to the batch, writing the batch first
 // if line would make it too large.
-func (imp *auditImporter) add(ev *auditlog.Event, line []byte, podUID string) error {
+func (imp *auditImporter) add(ev *auditlog.Event, line []byte, pods []string) error {
 	if len(imp.pending) > 0 && (len(imp.pending) >= importBatch || imp.pendingBytes+len(line) > importBatchBytes) {
 		if err := imp.flush(); err != nil {
 			return err
@@ -378,9 +449,9 @@ func (imp *auditImporter) add(ev *auditlog.Event, line []byte, podUID string) er
 		// Within the capacity: the records before keep their bytes.
 		start := len(imp.lines)
 		imp.lines = append(imp.lines, line...)
-		rec = ev.RecordOf(imp.lines[start:len(imp.lines):len(imp.lines)], podUID)
+		rec = ev.RecordFor(imp.lines[start:len(imp.lines):len(imp.lines)], pods)
 	} else {
-		rec = ev.Record(line, podUID) // a line larger than a batch: a batch of its own
+		rec = ev.RecordFor(bytes.Clone(line), pods) // a line larger than a batch: a batch of its own
 	}
 	imp.pending = append(imp.pending, rec)
 	imp.pendingIDs[ev.AuditID] = true

@@ -311,3 +311,54 @@ func TestImportThenExplain(t *testing.T) {
 		t.Errorf("audit denied: %+v", lc.Audit)
 	}
 }
+
+// TestImportDeleteCollection: a deletecollection of pods names none in its
+// objectRef. It is tied to the pods its response listed; without a
+// response, to the recorded pods of its namespace present then that match
+// its selectors (read from the trace); to none, and skipped, otherwise.
+func TestImportDeleteCollection(t *testing.T) {
+	const uid = "87d9cb75-b045-4dd1-8c75-c93d921b4f0c"
+	line := func(id, uri, resp string) string {
+		l := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"` + id + `","stage":"ResponseComplete","requestURI":"` + uri +
+			`","verb":"deletecollection","user":{"username":"system:serviceaccount:kube-system:namespace-controller"},"userAgent":"kube-controller-manager/v1.37.2",` +
+			`"objectRef":{"resource":"pods","namespace":"ci","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},` +
+			`"requestReceivedTimestamp":"2026-12-01T04:04:50.000000Z","stageTimestamp":"2026-12-01T04:04:50.100000Z"`
+		if resp != "" {
+			l += `,"responseObject":` + resp
+		}
+		return l + "}"
+	}
+	for _, tc := range []struct {
+		name, line string
+		kept       bool
+	}{
+		{"listed in the response", line("dc-1", "/api/v1/namespaces/ci/pods", `{"kind":"PartialObjectMetadataList","items":[{"metadata":{"name":"runner-job-1","uid":"`+uid+`","resourceVersion":"999"}}]}`), true},
+		{"no response: the namespace's pods then", line("dc-2", "/api/v1/namespaces/ci/pods", ""), true},
+		{"no response; a label selector that matches", line("dc-3", "/api/v1/namespaces/ci/pods?labelSelector=podtrace.dev%2Fjob%3Drunner-job-1", ""), true},
+		{"no response; a field selector that matches", line("dc-4", "/api/v1/namespaces/ci/pods?fieldSelector=metadata.name%3Drunner-job-1", ""), true},
+		{"no response; a label selector that does not match", line("dc-5", "/api/v1/namespaces/ci/pods?labelSelector=app%3Dother", ""), false},
+		{"listed pods not recorded", line("dc-6", "/api/v1/namespaces/ci/pods", `{"kind":"PodList","items":[{"metadata":{"name":"x","uid":"u-x"}}]}`), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := copyTrace(t)
+			path := filepath.Join(t.TempDir(), "audit.log")
+			if err := os.WriteFile(path, []byte(tc.line+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, err := runPodtrace(t, "import", "--audit-log", path, "--db", db)
+			if err != nil {
+				t.Fatalf("import: %v\n%s", err, errOut)
+			}
+			recs := auditRecords(t, db)
+			if !tc.kept {
+				if len(recs) != 0 || !strings.Contains(out, "skipped 1: deletecollection of no recorded pod") {
+					t.Errorf("kept %d records:\n%s", len(recs), out)
+				}
+				return
+			}
+			if len(recs) != 1 || len(recs[0].Refs) != 1 || recs[0].Refs[0] != uid {
+				t.Fatalf("records %+v, want one about pod %s:\n%s", recs, uid, out)
+			}
+		})
+	}
+}

@@ -99,3 +99,67 @@ func TestIncarnations(t *testing.T) {
 		t.Errorf("diff job -n other: %v\n%s", err, out)
 	}
 }
+
+// TestNamespaceIncarnation: a namespace deleted with its pod in it, then
+// created again under its name (as CI does). The pod's namespace is the
+// one it was created in: its deletion reads as the namespace's, though
+// the latest namespace of that name was never deleted.
+func TestNamespaceIncarnation(t *testing.T) {
+	db := writeTestTrace(t, func(session uint32, base time.Time) ([]store.Record, time.Time) {
+		rec := func(at time.Duration, typ store.EventType, obj interface {
+			GetNamespace() string
+			GetName() string
+			GetUID() types.UID
+			GetResourceVersion() string
+		}, kind string) store.Record {
+			raw, _ := json.Marshal(obj)
+			return store.Record{Session: session, Observed: base.Add(at), Type: typ, APIVersion: "v1", Kind: kind, Namespace: obj.GetNamespace(),
+				Name: obj.GetName(), UID: string(obj.GetUID()), ResourceVersion: obj.GetResourceVersion(), Object: raw}
+		}
+		ns := func(uid, rv string, deleting bool) *corev1.Namespace {
+			n := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "ci", UID: types.UID(uid), ResourceVersion: rv}}
+			if deleting {
+				ts := metav1.NewTime(base.Add(10 * time.Second))
+				n.DeletionTimestamp, n.Status.Phase = &ts, corev1.NamespaceTerminating
+			}
+			return n
+		}
+		p := pod("ci", "job", "000000000001")
+		p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+		p.CreationTimestamp = metav1.NewTime(base.Add(time.Second))
+		deleting := p.DeepCopy()
+		deleting.ResourceVersion = "3"
+		ts, grace := metav1.NewTime(base.Add(41*time.Second)), int64(30)
+		deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = &ts, &grace
+		return []store.Record{
+			rec(0, store.Added, ns("ns-1", "1", false), "Namespace"),
+			rec(time.Second, store.Added, p, "Pod"),
+			rec(10*time.Second, store.Updated, ns("ns-1", "2", true), "Namespace"),
+			rec(11*time.Second, store.Updated, deleting, "Pod"),
+			rec(12*time.Second, store.Deleted, deleting, "Pod"),
+			rec(13*time.Second, store.Deleted, ns("ns-1", "2", true), "Namespace"),
+			rec(20*time.Second, store.Added, ns("ns-2", "5", false), "Namespace"),
+		}, base.Add(time.Minute)
+	})
+	var out, errOut bytes.Buffer
+	if err := Run(context.Background(), []string{"podtrace", "explain", "job", "-n", "ci", "--db", db, "-o", "json"}, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}); err != nil {
+		t.Fatalf("explain: %v\n%s", err, errOut.String())
+	}
+	var ex struct {
+		Findings []struct {
+			ID, Mechanism string
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &ex); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ex.Findings {
+		if f.ID == "ended" {
+			if f.Mechanism != "namespace-deletion" {
+				t.Errorf("mechanism %q, want namespace-deletion: the pod's namespace is the one it was created in", f.Mechanism)
+			}
+			return
+		}
+	}
+	t.Errorf("no ended finding: %s", out.String())
+}

@@ -172,10 +172,23 @@ type traceContext struct {
 	// latest is the latest object of each "Namespace/name" and
 	// "Node/name": nodes and namespaces are sometimes re-created.
 	latest map[string]store.Object
+	// namespaces holds every incarnation of each namespace name, in the
+	// order first recorded: a pod's is the one it was created in.
+	namespaces map[string][]store.Object
 
-	mu     sync.Mutex                // guards byName and about
+	mu     sync.Mutex                // guards byName, about and owners
 	byName map[string][]store.Record // "Namespace/name", "Node/name" -> history
 	about  map[string][]store.Record // owner UID -> the Events about it
+	owners map[string]ownerHistory   // owner UID -> its history
+	// siblings holds, by a Deployment's UID, the UIDs of its recorded
+	// ReplicaSets.
+	siblings map[string][]string
+	// budgets holds each namespace's PodDisruptionBudgets, by UID; nil
+	// until first asked for.
+	budgets map[string]map[string][]store.Record
+
+	// histories holds the decoded histories the pods' replays share.
+	histories *diff.Histories
 
 	nodes []store.Object // every node recorded
 	// claims and classes are the PersistentVolumeClaims and StorageClasses
@@ -224,7 +237,8 @@ func loadContext(db *store.DB) (*traceContext, error) {
 
 // newContext loads the trace context from the objects scanTrace listed.
 func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
-	tc := &traceContext{webhooks: map[string][]store.Record{}, policies: map[string][]store.Record{}, latest: map[string]store.Object{}, byName: map[string][]store.Record{}}
+	tc := &traceContext{webhooks: map[string][]store.Record{}, policies: map[string][]store.Record{}, latest: map[string]store.Object{}, namespaces: map[string][]store.Object{}, byName: map[string][]store.Record{},
+		owners: map[string]ownerHistory{}, siblings: map[string][]string{}, histories: diff.NewHistories()}
 	var err error
 	if tc.sessions, err = db.Sessions(); err != nil {
 		return nil, err
@@ -258,9 +272,35 @@ func newContext(db *store.DB, objs [][]store.Object) (*traceContext, error) {
 			if l, ok := tc.latest[key]; !ok || o.FirstSeq > l.FirstSeq {
 				tc.latest[key] = o
 			}
+			if o.Kind == "Namespace" {
+				tc.namespaces[o.Name] = append(tc.namespaces[o.Name], o)
+			}
 		}
 	}
+	for _, incs := range tc.namespaces {
+		sort.Slice(incs, func(i, j int) bool { return incs[i].FirstSeq < incs[j].FirstSeq })
+	}
 	return tc, nil
+}
+
+// namespaceOf returns the history of the namespace the pod was created
+// in: of the incarnations of its name, the last one first recorded by the
+// pod's first record (a namespace deleted and created again under the
+// same name is another object); else the latest.
+func (tc *traceContext) namespaceOf(db *store.DB, pod store.Object) ([]store.Record, error) {
+	incs := tc.namespaces[pod.Namespace] // in the order first recorded
+	if len(incs) < 2 {
+		return tc.named(db, "Namespace", pod.Namespace)
+	}
+	ns := incs[len(incs)-1]
+	for i := len(incs) - 1; i >= 0; i-- {
+		if incs[i].FirstSeq < pod.FirstSeq {
+			ns = incs[i]
+			break
+		}
+	}
+	recs, _, err := tc.owner(db, ns.UID)
+	return recs, err
 }
 
 // named returns the history of the cluster-scoped object kind/name (a
@@ -282,6 +322,84 @@ func (tc *traceContext) named(db *store.DB, kind, name string) ([]store.Record, 
 	}
 	tc.byName[key] = recs
 	return recs, nil
+}
+
+// ownerHistory is an owner's recorded history, or that it was not
+// recorded.
+type ownerHistory struct {
+	recs     []store.Record
+	recorded bool
+}
+
+// owner returns the history of the owner uid, loading it on first use: the
+// pods of a ReplicaSet share it. ok is false when the trace does not hold
+// it (an owner outside the recorded scope).
+func (tc *traceContext) owner(db *store.DB, uid string) (recs []store.Record, ok bool, err error) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if h, ok := tc.owners[uid]; ok {
+		return h.recs, h.recorded, nil
+	}
+	recs, err = db.History(uid)
+	if errors.Is(err, store.ErrNotFound) {
+		tc.owners[uid] = ownerHistory{}
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	tc.owners[uid] = ownerHistory{recs: recs, recorded: true}
+	return recs, true, nil
+}
+
+// replicaSetsOf returns the UIDs of the recorded ReplicaSets that refer to
+// the Deployment uid, loading them on first use: a rollout's new
+// ReplicaSet scaling up beside a pod's own scaling down.
+func (tc *traceContext) replicaSetsOf(db *store.DB, uid string) ([]string, error) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if s, ok := tc.siblings[uid]; ok {
+		return s, nil
+	}
+	refs, err := db.Referring(uid)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, o := range refs {
+		if o.Kind == "ReplicaSet" {
+			out = append(out, o.UID)
+		}
+	}
+	tc.siblings[uid] = out
+	return out, nil
+}
+
+// budgetsIn returns the histories of the PodDisruptionBudgets recorded in
+// namespace ns, by UID: every namespace's are loaded on first use, in one
+// scan of the trace's objects.
+func (tc *traceContext) budgetsIn(db *store.DB, ns string) (map[string][]store.Record, error) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.budgets == nil {
+		objs, err := db.Objects(store.ObjectFilter{Kind: "PodDisruptionBudget"})
+		if err != nil {
+			return nil, err
+		}
+		budgets := map[string]map[string][]store.Record{}
+		for _, o := range objs {
+			recs, err := db.History(o.UID)
+			if err != nil {
+				return nil, err
+			}
+			if budgets[o.Namespace] == nil {
+				budgets[o.Namespace] = map[string][]store.Record{}
+			}
+			budgets[o.Namespace][o.UID] = recs
+		}
+		tc.budgets = budgets
+	}
+	return tc.budgets[ns], nil
 }
 
 // eventsAbout returns the revisions of the Events about the object uid (an
@@ -349,7 +467,7 @@ func (tc *traceContext) fitContext(db *store.DB) (nodes, pods map[string][]store
 
 // loadInput loads everything recorded about one pod incarnation.
 func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, error) {
-	in := diff.Input{Related: map[string][]store.Record{}, Webhooks: tc.webhooks, Policies: tc.policies, Sessions: tc.sessions, Gaps: tc.gaps}
+	in := diff.Input{Related: map[string][]store.Record{}, Webhooks: tc.webhooks, Policies: tc.policies, Sessions: tc.sessions, Gaps: tc.gaps, Histories: tc.histories}
 	var err error
 	if in.Pod, err = db.History(pod.UID); err != nil {
 		return in, err
@@ -381,12 +499,12 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 		if _, ok := in.Related[owner]; ok {
 			continue
 		}
-		recs, err := db.History(owner)
-		if errors.Is(err, store.ErrNotFound) {
-			continue // an owner outside the recorded scope
-		}
+		recs, recorded, err := tc.owner(db, owner)
 		if err != nil {
 			return in, err
+		}
+		if !recorded {
+			continue // an owner outside the recorded scope
 		}
 		in.Related[owner] = recs
 		evs, err := tc.eventsAbout(db, owner)
@@ -401,6 +519,25 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 		}
 		if i < len(pod.Refs) && len(recs) > 0 {
 			owners = append(owners, recs[len(recs)-1].Refs...) // one level up
+		}
+		if i >= len(pod.Refs) && len(recs) > 0 && recs[0].Kind == "Deployment" {
+			// The Deployment's other ReplicaSets: a rollout's new one.
+			rss, err := tc.replicaSetsOf(db, owner)
+			if err != nil {
+				return in, err
+			}
+			for _, rs := range rss {
+				if _, ok := in.Related[rs]; ok {
+					continue
+				}
+				h, recorded, err := tc.owner(db, rs)
+				if err != nil {
+					return in, err
+				}
+				if recorded {
+					in.Related[rs] = h
+				}
+			}
 		}
 	}
 	// The pods its events name as another party: the preemptor of the
@@ -418,7 +555,10 @@ func loadInput(db *store.DB, tc *traceContext, pod store.Object) (diff.Input, er
 		}
 		in.Related[uid] = recs
 	}
-	if recs, err := tc.named(db, "Namespace", pod.Namespace); err != nil {
+	if in.Budgets, err = tc.budgetsIn(db, pod.Namespace); err != nil {
+		return in, err
+	}
+	if recs, err := tc.namespaceOf(db, pod); err != nil {
 		return in, err
 	} else if len(recs) > 0 {
 		in.Related[recs[0].UID] = recs

@@ -141,6 +141,16 @@ func (f *auditFollower) line(b []byte) error {
 // final, it also declines an event whose pod was deleted before it: the
 // informer may not have delivered the pod's next incarnation yet.
 func (f *auditFollower) link(ev auditlog.Event, b []byte, final bool) bool {
+	if ev.Collection {
+		// Tied to the pods its response listed, or to those of its
+		// namespace then; with selectors and no response, only import
+		// (which reads the pods' labels in the trace) ties it.
+		uids, ok, _ := f.pods.collection(&ev, nil)
+		if ok {
+			f.out = append(f.out, ev.RecordFor(bytes.Clone(bytes.TrimSpace(b)), uids))
+		}
+		return ok
+	}
 	pod, gone, ok := f.pods.resolve(ev.Namespace, ev.Name, ev.UID, ev.Time)
 	if !ok || (gone && !final) {
 		return false

@@ -25,19 +25,7 @@ import (
 // millisecond; the response is counted as it is written, not kept).
 func BenchmarkServeGetPods(b *testing.B) {
 	bt := diffTrace(b, benchRecords(b))
-	db, err := store.Open(bt.path, store.Options{ReadOnly: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	red, err := redact.New(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := serve.New(db, serve.Options{Redactor: red})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := benchServer(b, bt.path)
 	sessions := srv.Sessions()
 	start, end := sessions[0].Started, srv.End()
 	for _, frac := range []float64{0.1, 0.5, 1} {
@@ -48,14 +36,7 @@ func BenchmarkServeGetPods(b *testing.B) {
 			peak := sampleHeap()
 			cpu := cpuTime()
 			for b.Loop() {
-				req := httptest.NewRequest(http.MethodGet, serve.Path(at)+"api/v1/pods", nil)
-				req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
-				w := &countingWriter{count: []byte(`"cells":`)}
-				srv.ServeHTTP(w, req)
-				if w.code != 0 && w.code != 200 {
-					b.Fatalf("%d %s", w.code, w.head.Bytes())
-				}
-				rows = w.n
+				rows = getPods(b, srv, at)
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(peak()/(1<<20), "peak-heap-MiB")
@@ -66,6 +47,39 @@ func BenchmarkServeGetPods(b *testing.B) {
 			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 		})
 	}
+}
+
+// benchServer serves the trace at path, redacted as serve redacts by
+// default, until the benchmark ends.
+func benchServer(b *testing.B, path string) *serve.Server {
+	b.Helper()
+	db, err := store.Open(path, store.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	red, err := redact.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := serve.New(db, serve.Options{Redactor: red})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv
+}
+
+// getPods is the request of `kubectl get pods -A` at the moment at: a
+// Table of every pod. It returns the rows, counted as they are written.
+func getPods(b *testing.B, srv *serve.Server, at time.Time) int {
+	req := httptest.NewRequest(http.MethodGet, serve.Path(at)+"api/v1/pods", nil)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	w := &countingWriter{count: []byte(`"cells":`)}
+	srv.ServeHTTP(w, req)
+	if w.code != 0 && w.code != http.StatusOK {
+		b.Fatalf("%d %s", w.code, w.head.Bytes())
+	}
+	return w.n
 }
 
 // sampleHeap samples the bytes of heap objects every millisecond until the

@@ -41,6 +41,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +57,7 @@ var roots = []any{
 	&corev1.PersistentVolumeClaim{}, &storagev1.StorageClass{},
 	&appsv1.ReplicaSet{}, &appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{},
 	&batchv1.Job{}, &batchv1.CronJob{},
+	&policyv1.PodDisruptionBudget{},
 	&admissionregistrationv1.MutatingWebhookConfiguration{},
 	&admissionregistrationv1.ValidatingWebhookConfiguration{},
 	&metav1.PartialObjectMetadata{},
