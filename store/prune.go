@@ -64,9 +64,6 @@ const (
 	// object whose records alone exceed it is pruned in a transaction of
 	// its own, since an object is pruned whole or not at all.
 	pruneTxKeys = 4096
-	// pruneFlushTime bounds the time a flush spends pruning, after it has
-	// written its records: the rest waits for the next flush.
-	pruneFlushTime = 100 * time.Millisecond
 	// pruneScanKeys bounds the object summaries one transaction of the
 	// gone index's catch-up reads.
 	pruneScanKeys = 16384
@@ -138,6 +135,11 @@ func goneKey(o *Object) []byte {
 	k := binary.BigEndian.AppendUint64(make([]byte, 0, 12), uint64(max(unixNano(o.LastObserved), 0)))
 	return binary.BigEndian.AppendUint32(k, o.num)
 }
+
+// pruneFlushTime bounds the time a flush spends pruning, after it has
+// written its records: the rest waits for the next flush. A variable for
+// the test that sets it to nothing (TestPruneTransactionIsShort).
+var pruneFlushTime = 100 * time.Millisecond
 
 // prune runs retention in db, which update has open, after the flush's
 // records are written: for up to pruneFlushTime, in transactions of up to

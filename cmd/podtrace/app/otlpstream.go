@@ -65,6 +65,10 @@ type streamedPod struct {
 	// sent: sent, or dropped, since its last revision: not again until it
 	// changes.
 	sent bool
+	// hold: a quiet pod found terminating within its grace period (and
+	// explain's slack past it) is not sent until then, when what it is
+	// (gone, or stuck) is known; zero when not held.
+	hold time.Time
 }
 
 // otlpStreamStats are the stream's counters, for /metrics and the summary.
@@ -192,7 +196,7 @@ func (s *otlpStream) quietScan() {
 		if len(s.queue) >= s.bound/2 {
 			return
 		}
-		if !p.ended && !p.queued && !p.sent && now.Sub(p.last) >= s.quiet {
+		if !p.ended && !p.queued && !p.sent && now.Sub(p.last) >= s.quiet && !now.Before(p.hold) {
 			s.enqueue(uid, p)
 		}
 	}
@@ -376,6 +380,9 @@ type loadedPod struct {
 	read time.Time
 	// ready: its revision that queued it is in the trace.
 	ready bool
+	// hold, when not zero: a quiet pod still within its grace period and
+	// the slack past it, not sent now (streamedPod.hold).
+	hold  time.Time
 	spans tracetest.SpanStubs
 }
 
@@ -383,9 +390,10 @@ type loadedPod struct {
 func (s *otlpStream) load(batch []string) (map[string]*loadedPod, error) {
 	s.mu.Lock()
 	want := make(map[string]time.Time, len(batch))
+	ended := make(map[string]bool, len(batch))
 	for _, uid := range batch {
 		if p := s.pods[uid]; p != nil {
-			want[uid] = p.last
+			want[uid], ended[uid] = p.last, p.ended
 		}
 	}
 	s.mu.Unlock()
@@ -421,11 +429,20 @@ func (s *otlpStream) load(batch []string) (map[string]*loadedPod, error) {
 		l.ready = true
 		// The recorder is observing the cluster now: the recording ends
 		// now for the pod, not at its last flush (the session's Alive).
-		spans, ok, err := otlpPod(db, tc, obj, nil, s.finish, s.objects, s.opts, s.now())
+		now := s.now()
+		finish := func(lc *explain.Lifecycle) {
+			if !ended[uid] {
+				l.hold = settles(lc, now)
+			}
+			if s.finish != nil {
+				s.finish(lc)
+			}
+		}
+		spans, ok, err := otlpPod(db, tc, obj, nil, finish, s.objects, s.opts, now)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
+		if ok && l.hold.IsZero() {
 			l.spans = spans
 		}
 	}
@@ -454,6 +471,10 @@ func (s *otlpStream) sent(batch []string, loaded map[string]*loadedPod, spans in
 		case !l.ready:
 			p.queued = true
 			again = append(again, uid)
+		case !l.hold.IsZero():
+			// Within its grace period: read again once it is over, unless
+			// it changes or ends first.
+			p.hold = l.hold
 		default:
 			any = true
 			s.st.SentPods++
@@ -484,6 +505,22 @@ func (s *otlpStream) sent(batch []string, loaded map[string]*loadedPod, spans in
 		}
 	}
 	return any
+}
+
+// settles returns when a pod replayed at now, terminating, will have
+// gone past its grace period and the slack explain allows after it
+// (explain.PastGrace, explain.TerminationSlack): until then a quiet pod is
+// not stuck, only going, and its trace would say neither. Zero for a pod
+// not terminating, or already past it.
+func settles(lc *explain.Lifecycle, now time.Time) time.Time {
+	if lc.Outcome != "Terminating" {
+		return time.Time{}
+	}
+	past := explain.PastGrace(lc.Lifecycle)
+	if past > explain.TerminationSlack {
+		return time.Time{}
+	}
+	return now.Add(explain.TerminationSlack - past + time.Second)
 }
 
 // errNoCluster says record --otlp needs a cluster name.

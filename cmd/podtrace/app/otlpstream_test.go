@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podtrace/podtrace/explain"
 	"github.com/podtrace/podtrace/otlp"
 	"github.com/podtrace/podtrace/otlp/otlptest"
 	"github.com/podtrace/podtrace/store"
@@ -191,5 +192,71 @@ func waitUntil(t *testing.T, what string, d time.Duration, ok func() bool) {
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOTLPStreamHoldsWithinGrace: a quiet pod whose deletion was asked for
+// moments ago is going, not stuck, and its trace would say neither: the
+// stream holds it until its grace period and explain's slack are over,
+// then sends it as it is then (the sample trace's pod: stuck, its root in
+// error), once.
+func TestOTLPStreamHoldsWithinGrace(t *testing.T) {
+	recs := traceRecords(t, sampleTrace)
+	var requested time.Time
+	for _, r := range recs {
+		if r.Kind == "Pod" && bytes.Contains(r.Object, []byte(`"deletionTimestamp"`)) {
+			requested = r.Observed
+			break
+		}
+	}
+	if requested.IsZero() {
+		t.Fatal("the sample trace's pod has no deletion request")
+	}
+	path := filepath.Join(t.TempDir(), "trace.db")
+	w, err := store.NewWriter(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	session, err := w.BeginSession(store.Session{Server: "https://127.0.0.1:6443", Context: "test", Started: recs[0].Observed.Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := newTraceSink(w, path, session.ID, func(string) {})
+	rc, srv := otlptest.NewServer()
+	defer srv.Close()
+	client, err := otlp.NewClient(otlp.ClientOptions{Endpoint: srv.URL, Protocol: otlp.ProtocolHTTP, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	red := &redactFlags{}
+	if err := red.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	s := newOTLPStream(path, client, otlp.Options{Cluster: "test"}, 200*time.Millisecond, 10, red, func(string) {})
+	var mu sync.Mutex
+	now := requested.Add(3 * time.Second) // within the grace period (0s) and the slack
+	s.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	if err := s.wrap(sink).Write(recs); err != nil {
+		t.Fatal(err)
+	}
+	sink.flush()
+	go s.run()
+	defer s.finishAndReport(&bytes.Buffer{})
+	time.Sleep(3 * time.Second) // quiet scans, a read of the pod, the gather
+	if st := s.stats(); st.SentPods != 0 || len(rc.Spans()) != 0 {
+		t.Fatalf("sent %d pods (%d spans) 3s after the deletion request: want it held until its grace period and the slack are over", st.SentPods, len(rc.Spans()))
+	}
+	mu.Lock()
+	now = requested.Add(explain.TerminationSlack + 5*time.Second)
+	mu.Unlock()
+	waitUntil(t, "the pod sent once past its grace period and the slack", 20*time.Second, func() bool { return s.stats().SentPods == 1 })
+	text := otlptest.Text(rc.Spans())
+	if !strings.Contains(text, "STATUS_CODE_ERROR") || !strings.Contains(text, `podtrace.finding = "stuck-finalizer"`) {
+		t.Errorf("the pod's trace, sent past its grace period and the slack: want its root in error with stuck-finalizer:\n%s", text)
+	}
+	time.Sleep(time.Second)
+	if st := s.stats(); st.SentPods != 1 {
+		t.Errorf("sent %d times, want once", st.SentPods)
 	}
 }
