@@ -432,11 +432,11 @@ func gracefulCase(client kubernetes.Interface, node, ns, what, script string, co
 			grace := int64(3)
 			p.Spec.TerminationGracePeriodSeconds = &grace
 			createPod(t, client, p)
-			waitPod(t, client, ns, name, "Ready", podReady)
+			waitRealPod(t, client, ns, name, "Ready", podReady)
 			if err := client.CoreV1().Pods(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "pod deleted", time.Minute, podGone(client, ns, name))
+			waitFor(t, "pod deleted", realWait, podGone(client, ns, name))
 		},
 		check: func(t *testing.T, tr *realTrace, audited bool) {
 			pods := recordedPods(t, tr.db, ns, name)
@@ -471,7 +471,7 @@ func oomCase(client kubernetes.Interface, node, ns string, policy corev1.Restart
 				Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(oomLimit)},
 			}
 			createPod(t, client, p)
-			waitPod(t, client, ns, name, "OOMKilled", func(p *corev1.Pod) bool {
+			waitRealPod(t, client, ns, name, "OOMKilled", func(p *corev1.Pod) bool {
 				for _, s := range p.Status.ContainerStatuses {
 					for _, term := range []*corev1.ContainerStateTerminated{s.State.Terminated, s.LastTerminationState.Terminated} {
 						if term != nil && term.Reason == "OOMKilled" {
@@ -522,7 +522,7 @@ func crashLoopCase(client kubernetes.Interface, node string) *realCase {
 		run: func(t *testing.T) {
 			createNamespace(t, client, ns, nil)
 			createPod(t, client, realPod(ns, name, node, "echo giving up; exit 3"))
-			waitPod(t, client, ns, name, "in CrashLoopBackOff after a restart", func(p *corev1.Pod) bool {
+			waitRealPod(t, client, ns, name, "in CrashLoopBackOff after a restart", func(p *corev1.Pod) bool {
 				s := p.Status.ContainerStatuses
 				return len(s) == 1 && s[0].RestartCount >= 1 && s[0].State.Waiting != nil && s[0].State.Waiting.Reason == "CrashLoopBackOff"
 			})
@@ -556,7 +556,7 @@ func realImagePullCase(client kubernetes.Interface, node string) *realCase {
 			p.Spec.Containers[0].Image = missingImage
 			p.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
 			createPod(t, client, p)
-			waitPod(t, client, ns, name, "in ImagePullBackOff", func(p *corev1.Pod) bool {
+			waitRealPod(t, client, ns, name, "in ImagePullBackOff", func(p *corev1.Pod) bool {
 				s := p.Status.ContainerStatuses
 				return len(s) == 1 && s[0].State.Waiting != nil && s[0].State.Waiting.Reason == "ImagePullBackOff"
 			})
@@ -589,7 +589,7 @@ func initFailCase(client kubernetes.Interface, node string) *realCase {
 				Command: []string{"sh", "-c", "echo cannot set up; exit 2"},
 			}}
 			createPod(t, client, p)
-			waitPod(t, client, ns, name, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+			waitRealPod(t, client, ns, name, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
 		},
 		check: func(t *testing.T, tr *realTrace, audited bool) {
 			pods := recordedPods(t, tr.db, ns, name)
@@ -623,8 +623,8 @@ func realNeverReadyCase(client kubernetes.Interface, node string) *realCase {
 				FailureThreshold: 1,
 			}
 			createPod(t, client, p)
-			waitPod(t, client, ns, name, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-			waitFor(t, "three failed probes", time.Minute, func() (bool, error) {
+			waitRealPod(t, client, ns, name, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+			waitFor(t, "three failed probes", realWait, func() (bool, error) {
 				evs, err := client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=Unhealthy"})
 				if err != nil {
 					return false, err
@@ -722,14 +722,14 @@ func realHealthyCase(client kubernetes.Interface, node string) *realCase {
 			note(t)
 			updateDeployment(t, client, ns, web, func(d *appsv1.Deployment) { n := int32(1); d.Spec.Replicas = &n })
 			waitRolledOut(t, client, ns, web)
-			waitFor(t, "one web pod left", time.Minute, func() (bool, error) { return len(podNames(t, client, ns, "app="+web)) == 1, nil })
+			waitFor(t, "one web pod left", realWait, func() (bool, error) { return len(podNames(t, client, ns, "app="+web)) == 1, nil })
 			waitJobComplete(t, client, ns, job)
 			note(t)
-			waitPod(t, client, ns, bare, "Ready", podReady)
+			waitRealPod(t, client, ns, bare, "Ready", podReady)
 			if err := client.CoreV1().Pods(ns).Delete(ctx, bare, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "bare pod deleted", time.Minute, podGone(client, ns, bare))
+			waitFor(t, "bare pod deleted", realWait, podGone(client, ns, bare))
 		},
 		check: func(t *testing.T, tr *realTrace, audited bool) {
 			mu.Lock()
@@ -771,7 +771,7 @@ func unconfirmedCase(client kubernetes.Interface, node *cluster.RealNode) *realC
 			g := int64(grace)
 			p.Spec.TerminationGracePeriodSeconds = &g
 			createPod(t, client, p)
-			waitPod(t, client, ns, name, "Ready", podReady)
+			waitRealPod(t, client, ns, name, "Ready", podReady)
 			if err := client.CoreV1().Pods(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -833,4 +833,33 @@ func getPod(t *testing.T, client kubernetes.Interface, ns, name string) *corev1.
 		t.Fatalf("get pod %s/%s: %v", ns, name, err)
 	}
 	return p
+}
+
+// realWait bounds a wait on the real node: a kubelet on a loaded 2-core
+// machine, beside the other test packages, reports a container's state
+// change tens of seconds late at times (a crash loop's second back-off
+// was once not reported within a minute).
+const realWait = 3 * time.Minute
+
+// waitRealPod waits up to realWait for the pod to be as ok says, and on
+// a timeout says what its containers were doing when it gave up.
+func waitRealPod(t *testing.T, client kubernetes.Interface, ns, name, what string, ok func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var p *corev1.Pod
+	deadline := time.Now().Add(realWait)
+	for {
+		var err error
+		p, err = client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err == nil && ok(p) {
+			return p
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				t.Fatalf("timed out after %s waiting for pod %s/%s %s: %v", realWait, ns, name, what, err)
+			}
+			b, _ := json.Marshal(p.Status)
+			t.Fatalf("timed out after %s waiting for pod %s/%s %s; its status then: %s", realWait, ns, name, what, b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
