@@ -189,6 +189,7 @@ func (c *containerLife) findings(lc *diff.Lifecycle) []Finding {
 		f.Evidence = append(f.Evidence, backOffEvents(lc, c.name)...)
 		f.Evidence = append(f.Evidence, probeKills(lc, c)...)
 		f.Next = []string{"read the previous container's logs: kubectl logs --previous -n " + lc.Namespace + " " + lc.Name + " -c " + c.name}
+		c.killedByProbe(lc, c.crash, &f)
 		out = append(out, f)
 	}
 	if c.oom != nil {
@@ -213,13 +214,10 @@ func (c *containerLife) findings(lc *diff.Lifecycle) []Finding {
 		if t := c.restarts.status.LastTerminationState.Terminated; t != nil {
 			f.Headline += fmt.Sprintf(", the last time after it exited %d (%s)", t.ExitCode, t.Reason)
 		}
-		kills := probeKills(lc, c)
-		f.Evidence = append(f.Evidence, kills...)
+		f.Evidence = append(f.Evidence, probeKills(lc, c)...)
 		f.Evidence = append(f.Evidence, backOffEvents(lc, c.name)...)
 		f.Next = []string{"read the previous container's logs: kubectl logs --previous -n " + lc.Namespace + " " + lc.Name + " -c " + c.name}
-		if len(kills) > 0 {
-			f.Next = append([]string{"the kubelet restarted it for a failing liveness or startup probe: see the probe's failures, and what the probe checks"}, f.Next...)
-		}
+		c.killedByProbe(lc, c.restarts, &f)
 		out = append(out, f)
 	}
 	if c.errored != nil {
@@ -325,6 +323,68 @@ func probeKills(lc *diff.Lifecycle, c *containerLife) []Evidence {
 		}
 	}
 	return out
+}
+
+// probeKilled is the probe the kubelet killed the container for, as its
+// Killing events name it ("Container NAME failed liveness probe, will be
+// restarted": kuberuntime's message for a liveness or startup failure),
+// the last such kind, and how many kills; "" and 0 if none was recorded.
+func probeKilled(lc *diff.Lifecycle, name string) (kind string, kills int) {
+	prefix := "Container " + name + " failed "
+	// An event's revisions repeat its message with a growing count: the
+	// kills of one message are its highest count.
+	counts := map[string]int{}
+	for i := range lc.Events {
+		e := &lc.Events[i]
+		if e.Reason != "Killing" || !strings.HasPrefix(e.Message, prefix) {
+			continue
+		}
+		rest := strings.TrimPrefix(e.Message, prefix)
+		for _, k := range []string{"Liveness", "Startup"} {
+			if strings.HasPrefix(rest, strings.ToLower(k)+" probe") {
+				kind = k
+				counts[e.Message] = max(counts[e.Message], int(e.Count), 1)
+			}
+		}
+	}
+	for _, n := range counts {
+		kills += n
+	}
+	return kind, kills
+}
+
+// killedByProbe puts in f's headline and first next step that the kubelet
+// restarted the container because a probe failed, quoting the probe, when
+// its Killing events say so: the exit code (137, SIGKILL) alone would read
+// like the container's own failure.
+func (c *containerLife) killedByProbe(lc *diff.Lifecycle, s *sighting, f *Finding) {
+	kind, kills := probeKilled(lc, c.name)
+	if kind == "" {
+		return
+	}
+	f.Headline += fmt.Sprintf("; the kubelet killed it %s because its %s probe failed", times(kills), strings.ToLower(kind))
+	probe := ""
+	for _, spec := range containersOf(s.pod, c.init) {
+		if spec.Name == c.name {
+			if p := probeOf(&spec, kind); p != nil {
+				probe = describeProbe(kind, p)
+				f.Evidence = append(f.Evidence, Evidence{Seq: s.first.Seq, Time: s.first.Time, Text: c.noun() + " has a " + probe})
+				probe = " (" + probe + ")"
+			}
+		}
+	}
+	f.Next = append([]string{"the " + strings.ToLower(kind) + " probe fails and the kubelet restarts the container for it: check what it checks against what the app serves, and its timing" + probe}, f.Next...)
+}
+
+// containersOf is a pod's containers, or its init containers.
+func containersOf(pod *corev1.Pod, init bool) []corev1.Container {
+	if pod == nil {
+		return nil
+	}
+	if init {
+		return pod.Spec.InitContainers
+	}
+	return pod.Spec.Containers
 }
 
 // times says a count: "once", "3 times".

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -110,14 +111,36 @@ func quoteAll(ss []string) []string {
 
 // eventsLike returns the pod's events with one of the given reasons as
 // evidence.
+//
+// An event repeated with the same message (the kubelet retrying, one event
+// object counting up) is cited by its first and last occurrences, as
+// groupEvidence does.
 func eventsLike(lc *diff.Lifecycle, reasons ...string) []Evidence {
+	type key struct{ typ, reason, message string }
+	last := map[key]int{}  // the index of each message's last occurrence
+	count := map[key]int{} // occurrences of each message
+	for i := range lc.Events {
+		e := &lc.Events[i]
+		if slices.Contains(reasons, e.Reason) {
+			k := key{e.Type, e.Reason, e.Message}
+			last[k] = i
+			count[k]++
+		}
+	}
 	var out []Evidence
-	for _, e := range lc.Events {
-		for _, r := range reasons {
-			if e.Reason == r {
-				out = append(out, Evidence{Seq: e.Seq, Time: e.Time, Text: fmt.Sprintf("event %s %s (x%d): %s", e.Type, e.Reason, max(e.Count, 1), e.Message)})
-				break
-			}
+	seen := map[key]bool{}
+	for i := range lc.Events {
+		e := &lc.Events[i]
+		k := key{e.Type, e.Reason, e.Message}
+		if count[k] == 0 {
+			continue
+		}
+		switch {
+		case !seen[k]:
+			seen[k] = true
+			out = append(out, Evidence{Seq: e.Seq, Time: e.Time, Text: eventText(e)})
+		case last[k] == i:
+			out = append(out, Evidence{Seq: e.Seq, Time: e.Time, Text: fmt.Sprintf("%s (the last of %d occurrences recorded)", eventText(e), count[k])})
 		}
 	}
 	return out

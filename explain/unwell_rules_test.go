@@ -211,6 +211,29 @@ func TestUnwellRules(t *testing.T) {
 		},
 		want: "restarted",
 	}, {
+		name: "crash-loop: the kubelet kills it for its startup probe, quoted from the spec",
+		in: func(t *testing.T) diff.Input {
+			probed := uwRev(p, "100", func(p *corev1.Pod) {
+				p.Spec.Containers[0].StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9000)}},
+					PeriodSeconds: 5, FailureThreshold: 3, TimeoutSeconds: 1, SuccessThreshold: 1}
+			})
+			loop := uwRev(uwRunning(probed, "101", false), "101", func(p *corev1.Pod) {
+				cs := &p.Status.ContainerStatuses[0]
+				cs.RestartCount = 3
+				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+					Message: "back-off 40s restarting failed container=web pod=web-0_ci(0000)"}}
+				cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error",
+					FinishedAt: metav1.NewTime(finStart.Add(50 * time.Second))}
+			})
+			return uwInput(t, 2*time.Minute, []store.Record{
+				uwEvent(t, 30, 20*time.Second, corev1.EventTypeWarning, "Unhealthy", "Startup probe failed: dial tcp 10.0.0.5:9000: connect: connection refused", 9),
+				uwEvent(t, 31, 21*time.Second, corev1.EventTypeNormal, "Killing", "Container web failed startup probe, will be restarted", 1),
+				uwEvent(t, 32, 49*time.Second, corev1.EventTypeNormal, "Killing", "Container web failed startup probe, will be restarted", 3),
+				uwEvent(t, 33, 51*time.Second, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container web in pod web-0_ci(0000)", 2),
+			}, probed, 2*time.Second, uwRunning(probed, "101", true), 51*time.Second, loop)
+		},
+		want: "crash-loop",
+	}, {
 		name: "container-error: a ConfigMap its env names is missing",
 		in: func(t *testing.T) diff.Input {
 			e := uwRev(p, "100", func(p *corev1.Pod) {
@@ -220,8 +243,12 @@ func TestUnwellRules(t *testing.T) {
 				p.Status.Phase = corev1.PodPending
 				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: `configmap "web-env" not found`}}
 			})
-			return uwInput(t, time.Minute, []store.Record{uwEvent(t, 30, 3*time.Second, corev1.EventTypeWarning, "Failed", `Error: configmap "web-env" not found`, 4)},
-				e, 2*time.Second, w)
+			// The kubelet's retries count one event up: cited first and last.
+			return uwInput(t, time.Minute, []store.Record{
+				uwEvent(t, 30, 3*time.Second, corev1.EventTypeWarning, "Failed", `Error: configmap "web-env" not found`, 4),
+				uwEvent(t, 31, 13*time.Second, corev1.EventTypeWarning, "Failed", `Error: configmap "web-env" not found`, 5),
+				uwEvent(t, 32, 23*time.Second, corev1.EventTypeWarning, "Failed", `Error: configmap "web-env" not found`, 6),
+			}, e, 2*time.Second, w)
 		},
 		want: "container-error",
 	}, {
@@ -287,6 +314,26 @@ func TestUnwellRules(t *testing.T) {
 		want: "oom-killed",
 		check: func(t *testing.T, lc *Lifecycle) {
 			if f := finFind(lc.Findings, "oom-killed"); !strings.Contains(f.Headline, "memory limit 64Mi, request 32Mi") {
+				t.Errorf("headline %q", f.Headline)
+			}
+		},
+	}, {
+		name: "volume: a hostPath directory that is not there, named with its path",
+		in: func(t *testing.T) diff.Input {
+			dir := corev1.HostPathDirectory
+			v := uwRev(p, "100", func(p *corev1.Pod) {
+				p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/data", Type: &dir}}}}
+			})
+			w := uwRev(uwRunning(v, "101", false), "101", func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+			})
+			return uwInput(t, 2*time.Minute, []store.Record{uwEvent(t, 30, 3*time.Second, corev1.EventTypeWarning, "FailedMount",
+				`MountVolume.SetUp failed for volume "data" : hostPath type check failed, /srv/data is not a directory`, 5)}, v, 2*time.Second, w)
+		},
+		want: "volume",
+		check: func(t *testing.T, lc *Lifecycle) {
+			if f := finFind(lc.Findings, "volume"); !strings.HasPrefix(f.Headline, `volume "data" (hostPath /srv/data, type Directory): FailedMount`) {
 				t.Errorf("headline %q", f.Headline)
 			}
 		},

@@ -60,6 +60,9 @@ func volumeTrouble(lc *diff.Lifecycle, in diff.Input) []Finding {
 			continue
 		}
 		src, text := volumeSource(lc, in, pod, v)
+		if src == "" && named[v.Name] {
+			src = volumeKind(v)
+		}
 		if src == "" {
 			continue
 		}
@@ -139,6 +142,45 @@ func volumeSource(lc *diff.Lifecycle, in diff.Input, pod *corev1.Pod, v corev1.V
 		return "projected " + strings.Join(parts, ", "), ""
 	}
 	return "", ""
+}
+
+// volumeKind says what a volume is when volumeSource has nothing to
+// look up: a hostPath's path and type, a CSI driver, an NFS export, else
+// the kind the API names it by.
+func volumeKind(v corev1.Volume) string {
+	switch {
+	case v.HostPath != nil:
+		s := "hostPath " + v.HostPath.Path
+		if v.HostPath.Type != nil && *v.HostPath.Type != "" {
+			s += ", type " + string(*v.HostPath.Type)
+		}
+		return s
+	case v.CSI != nil:
+		return "CSI driver " + v.CSI.Driver
+	case v.NFS != nil:
+		return "NFS " + v.NFS.Server + ":" + v.NFS.Path
+	case v.EmptyDir != nil:
+		return "emptyDir"
+	case v.Projected != nil:
+		return "projected"
+	case v.DownwardAPI != nil:
+		return "downwardAPI"
+	case v.Image != nil:
+		return "image " + v.Image.Reference
+	}
+	// The other sources by their field's name in the API.
+	b, err := json.Marshal(v.VolumeSource)
+	if err != nil {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	for k := range m {
+		return k
+	}
+	return ""
 }
 
 // claimState is what the recording says of a claim a pod's volume names.
