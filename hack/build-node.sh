@@ -62,7 +62,7 @@ kube_ldflags
 
 total=${SECONDS}
 echo "building the real node's parts (kubelet ${KUBE_VERSION}, containerd, images) into ${BIN#"${ROOT}/"}"
-echo "(about 10 minutes on 2 cores with a cold Go build cache, most of it containerd: the kubelet shares its packages with the control plane)"
+echo "(1.5 minutes on 2 cores with a cold Go build cache, up to 10 on a busy machine, most of it containerd: the kubelet shares its packages with the control plane)"
 build kubelet hack/kube k8s.io/kubernetes/cmd/kubelet "${KUBE_LDFLAGS}"
 
 # containerd as its release builds it without cgo: no btrfs, devmapper or zfs

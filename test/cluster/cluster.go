@@ -47,7 +47,10 @@ const (
 	NodeAnnotation = "podtrace.dev/kwok"
 
 	serviceCIDR = "10.96.0.0/16"
-	mainKwok    = "main"
+	// clusterDNS is the real nodes' DNS address in serviceCIDR, where a
+	// cluster's DNS Service usually is.
+	clusterDNS = "10.96.0.10"
+	mainKwok   = "main"
 )
 
 // serviceIP is the first address of serviceCIDR: the kubernetes Service.

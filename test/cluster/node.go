@@ -382,6 +382,12 @@ func (n *RealNode) startKubelet(ctx context.Context) error {
 		"imageGCHighThresholdPercent": 100,
 		"imageGCLowThresholdPercent":  99,
 		"serializeImagePulls":         false,
+		// A cluster's DNS address, as every real cluster gives its kubelets:
+		// without one the kubelet warns (MissingClusterDNS) on every pod
+		// with the default dnsPolicy. No DNS server answers there; the
+		// test images resolve no names.
+		"clusterDNS":    []string{clusterDNS},
+		"clusterDomain": "cluster.local",
 	}
 	if cgroupV1() {
 		config["failCgroupV1"] = false

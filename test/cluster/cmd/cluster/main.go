@@ -254,7 +254,7 @@ func (s state) supervise(nodes, realNodes int, auditFile string, timeout time.Du
 	}
 	fmt.Fprintf(&summary, "logs in %s\n", c.LogDir)
 	if c.AuditLog != "" {
-		fmt.Fprintf(&summary, "audit log %s\n  (podtrace record --audit-log %s -o trace.db follows it; podtrace import --audit-log adds it afterwards)\n", c.AuditLog, c.AuditLog)
+		fmt.Fprintf(&summary, "audit log %s\n  (podtrace record --audit-log %s --db trace.db follows it; podtrace import --audit-log adds it afterwards)\n", c.AuditLog, c.AuditLog)
 	} else {
 		fmt.Fprintf(&summary, "no audit log (started without -audit-policy): podtrace's audit evidence is missing\n")
 	}
