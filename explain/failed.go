@@ -65,6 +65,15 @@ func podFailed(lc *diff.Lifecycle, in diff.Input) []Finding {
 	case "DeadlineExceeded":
 		f.ID, f.Headline = "deadline-exceeded", said("failed by deadline", pod.Status.Message)
 		f.Next = []string{"the pod ran longer than spec.activeDeadlineSeconds"}
+		if d := pod.Spec.ActiveDeadlineSeconds; d != nil {
+			f.Headline = fmt.Sprintf("failed by deadline: active on its node longer than its spec.activeDeadlineSeconds (%ds) allows", *d)
+			start := "its start"
+			if pod.Status.StartTime != nil {
+				start = stamp(pod.Status.StartTime.Time) + " (status.startTime)"
+			}
+			f.Evidence = append(f.Evidence, Evidence{Seq: p.Seq, Time: p.Time, Text: fmt.Sprintf("spec.activeDeadlineSeconds %d, counted from %s", *d, start)})
+			f.Next = []string{fmt.Sprintf("the pod ran longer than spec.activeDeadlineSeconds (%ds) allows: raise it, or find why the work took longer", *d)}
+		}
 	case "Preempting", "Preempted":
 		f.ID, f.Headline = "preempted", said("preempted", pod.Status.Message)
 	default:

@@ -210,6 +210,16 @@ func TestRuleGoldens(t *testing.T) {
 		},
 		want: "deadline-exceeded",
 	}, {
+		name: "deadline-exceeded: its spec.activeDeadlineSeconds named",
+		in: func(t *testing.T) diff.Input {
+			p := failedWith("102", "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+			d := int64(15)
+			p.Spec.ActiveDeadlineSeconds = &d
+			p.Status.StartTime = &metav1.Time{Time: finStart.Add(2 * time.Second)}
+			return history(t, p)
+		},
+		want: "deadline-exceeded",
+	}, {
 		name: "healthy: created, running, still running",
 		in:   func(t *testing.T) diff.Input { return history(t) },
 	}} {
