@@ -74,6 +74,8 @@ var Rules = []Rule{
 		Reads: "a pod present past its grace period (its first deletionTimestamp) and TerminationSlack, with no finalizer left and its node reporting: the containers' last states, the kubelet's events while stopping it, the node's Ready condition"},
 	{IDs: []string{"node-lost"}, run: lostNode,
 		Reads: "a terminating pod whose node was deleted or stopped reporting (Ready not True, its taints)"},
+	{IDs: []string{"node-not-ready"}, run: nodeNotReady,
+		Reads: "the node lifecycle controller's NodeNotReady events on the pod, and the node's recorded Ready condition and taints then: from when, why, whether it came back"},
 	{IDs: []string{"unschedulable"}, run: unschedulable,
 		Reads: "PodScheduled=False, FailedScheduling events, scheduling gates, the claims its volumes name (their recorded phase, StorageClass, events), and each recorded node as of then: cordon, nodeSelector, required node affinity, taints, allocatable resources; and the failures before a late binding"},
 	{IDs: []string{"image-pull", "crash-loop", "oom-killed", "restarted", "container-error", "exited"}, run: containerTrouble,

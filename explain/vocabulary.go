@@ -158,7 +158,7 @@ var Vocabulary = []Reason{
 	evBenign("UnmanagedPods", onController),
 	evBenign("CalculateExpectedPodCountFailed", onController),
 	evMeans("PossibleMemoryBackedVolumesOnDisk", "the kubelet found memory-backed volumes (emptyDir medium Memory) it may have put on disk", "the node's swap and the kubelet's log"),
-	evBenign("NodeNotReady", onNode),
+	ev("NodeNotReady", "node-not-ready", "node-lost"),
 	evBenign("NodeReady", onNode),
 	evBenign("NodeSchedulable", onNode),
 	evBenign("NodeNotSchedulable", onNode),
