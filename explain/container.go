@@ -172,8 +172,20 @@ func (c *containerLife) findings(lc *diff.Lifecycle) []Finding {
 	var out []Finding
 	if c.pull != nil {
 		f := Finding{ID: "image-pull", Severity: Warning, Headline: "image never pulled for " + c.noun(), Evidence: c.pull.evidence()}
+		st := c.pull.status
+		if st.Image != "" {
+			f.Headline = "image " + st.Image + " never pulled for " + c.noun()
+		}
+		if w := st.State.Waiting; w != nil && w.Reason != "" {
+			f.Headline += ": " + w.Reason
+		}
 		f.Evidence = append(f.Evidence, eventsLike(lc, "Failed", "BackOff", "ErrImagePull", "InspectFailed", "ErrImageNeverPull")...)
 		f.Next = []string{"check the image name and tag, that the registry is reachable from the node, and the pod's imagePullSecrets"}
+		if w := st.State.Waiting; w != nil && w.Reason == "ErrImageNeverPull" {
+			// imagePullPolicy Never: the kubelet does not pull, the image
+			// must be on the node (kubelet images.ErrImageNeverPull).
+			f.Next = []string{"with imagePullPolicy Never the kubelet never pulls: put the image on the node first, or set imagePullPolicy IfNotPresent"}
+		}
 		out = append(out, f)
 	}
 	if c.crash != nil {
@@ -189,6 +201,15 @@ func (c *containerLife) findings(lc *diff.Lifecycle) []Finding {
 		f.Evidence = append(f.Evidence, backOffEvents(lc, c.name)...)
 		f.Evidence = append(f.Evidence, probeKills(lc, c)...)
 		f.Next = []string{"read the previous container's logs: kubectl logs --previous -n " + lc.Namespace + " " + lc.Name + " -c " + c.name}
+		if t := c.crash.status.LastTerminationState.Terminated; t != nil && t.ExitCode == 0 && !c.init {
+			// Exit 0 restarted: restartPolicy Always (or OnFailure would
+			// not restart it), a command that ends instead of serving.
+			policy := ""
+			if c.crash.pod != nil && c.crash.pod.Spec.RestartPolicy != "" {
+				policy = " (restartPolicy " + string(c.crash.pod.Spec.RestartPolicy) + ")"
+			}
+			f.Next = append([]string{"it exits 0 and the kubelet starts it again" + policy + ": its command ends instead of running on; run-to-completion work belongs in a Job"}, f.Next...)
+		}
 		c.killedByProbe(lc, c.crash, &f)
 		out = append(out, f)
 	}

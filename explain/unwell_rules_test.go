@@ -234,6 +234,57 @@ func TestUnwellRules(t *testing.T) {
 		},
 		want: "crash-loop",
 	}, {
+		name: "node-not-ready: the node stopped reporting under a running pod and came back",
+		in: func(t *testing.T) diff.Input {
+			in := uwInput(t, 2*time.Minute, []store.Record{
+				uwEvent(t, 30, 45*time.Second, corev1.EventTypeWarning, "NodeNotReady", "Node is not ready", 1),
+			}, p, 2*time.Second, uwRunning(p, "101", true))
+			node := func(rv string, at time.Duration, status corev1.ConditionStatus, reason string, taints ...corev1.Taint) store.Record {
+				n := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "node-uid-a", ResourceVersion: rv},
+					Spec: corev1.NodeSpec{Taints: taints},
+					Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: reason,
+						LastTransitionTime: metav1.NewTime(finStart.Add(at))}}}}
+				return finRecord(t, 0, at, store.Updated, "Node", n)
+			}
+			in.Related["node-uid-a"] = []store.Record{
+				node("1", 0, corev1.ConditionTrue, "KubeletReady"),
+				node("2", 45*time.Second, corev1.ConditionUnknown, "NodeStatusUnknown", corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}),
+				node("3", 80*time.Second, corev1.ConditionTrue, "KubeletReady"),
+			}
+			for i := range in.Related["node-uid-a"] {
+				in.Related["node-uid-a"][i].Seq = uint64(40 + i)
+			}
+			return in
+		},
+		want: "node-not-ready",
+	}, {
+		name: "crash-loop: a command that exits 0 under restartPolicy Always",
+		in: func(t *testing.T) diff.Input {
+			loop := uwRev(uwRunning(p, "101", false), "101", func(p *corev1.Pod) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyAlways
+				cs := &p.Status.ContainerStatuses[0]
+				cs.RestartCount = 2
+				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 20s restarting failed container=web pod=web-0_ci(0000)"}}
+				cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.NewTime(finStart.Add(20 * time.Second))}
+			})
+			return uwInput(t, time.Minute, nil, p, 2*time.Second, uwRunning(p, "101", true), 21*time.Second, loop)
+		},
+		want: "crash-loop",
+	}, {
+		name: "image-pull: imagePullPolicy Never and the image not on the node",
+		in: func(t *testing.T) diff.Input {
+			w := uwRev(uwRunning(p, "101", false), "101", func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodPending
+				cs := &p.Status.ContainerStatuses[0]
+				cs.Image = "registry.example.com/web:9"
+				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull",
+					Message: `Container image "registry.example.com/web:9" is not present with pull policy of Never`}}
+			})
+			return uwInput(t, 2*time.Minute, []store.Record{uwEvent(t, 30, 3*time.Second, corev1.EventTypeWarning, "ErrImageNeverPull",
+				`Container image "registry.example.com/web:9" is not present with pull policy of Never`, 1)}, p, 2*time.Second, w)
+		},
+		want: "image-pull",
+	}, {
 		name: "container-error: a ConfigMap its env names is missing",
 		in: func(t *testing.T) diff.Input {
 			e := uwRev(p, "100", func(p *corev1.Pod) {
