@@ -95,6 +95,7 @@ func nodeNotReady(lc *diff.Lifecycle, in diff.Input) []Finding {
 	// event (the transition), and the first Ready again after it.
 	var down, up *corev1.NodeCondition
 	var downRec, upRec store.Record
+	var readyLater *store.Record // the first revision, Ready, recorded after the event
 	for _, rec := range in.RelatedNamed("Node", lc.Node) {
 		if rec.Type == store.Deleted || rec.Type == store.DeletedUnknown {
 			f.Evidence = append(f.Evidence, Evidence{Seq: rec.Seq, Time: rec.Observed, Text: "node " + lc.Node + " deleted"})
@@ -105,6 +106,9 @@ func nodeNotReady(lc *diff.Lifecycle, in diff.Input) []Finding {
 			continue
 		}
 		ready := readyCondition(node)
+		if ready != nil && ready.Status == corev1.ConditionTrue && rec.Observed.After(first) && readyLater == nil && down == nil {
+			readyLater = &rec
+		}
 		switch {
 		case ready == nil:
 		case ready.Status != corev1.ConditionTrue && (down == nil || up != nil) && !rec.Observed.After(first.Add(time.Minute)):
@@ -114,8 +118,11 @@ func nodeNotReady(lc *diff.Lifecycle, in diff.Input) []Finding {
 		}
 	}
 	switch {
+	case down == nil && readyLater != nil:
+		f.Headline = fmt.Sprintf("node %s went not ready while the pod was on it (NodeNotReady at %s), before the node's first recorded revision, which shows it Ready", lc.Node, first.UTC().Format(time.RFC3339))
+		f.Evidence = append(f.Evidence, Evidence{Seq: readyLater.Seq, Time: readyLater.Observed, Text: "node " + lc.Node + " Ready=True, its first revision recorded after the event"})
 	case down == nil:
-		f.Headline = fmt.Sprintf("node %s went not ready while the pod was on it (NodeNotReady); the node's revisions recorded do not say why", lc.Node)
+		f.Headline = fmt.Sprintf("node %s went not ready while the pod was on it (NodeNotReady at %s); the node's recorded revisions do not say why", lc.Node, first.UTC().Format(time.RFC3339))
 	default:
 		since := down.LastTransitionTime.Time
 		if since.IsZero() {
