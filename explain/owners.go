@@ -416,11 +416,18 @@ func namespaceDeletion(in diff.Input, ns string, at time.Time) (rev *diff.Revisi
 	revs := diff.DecodeHistory[corev1.Namespace](in.Histories, in.RelatedNamed("Namespace", ns))
 	for i := range revs {
 		r := &revs[i]
-		if r.Observed.After(at.Add(ownerSlack)) {
-			break
-		}
-		if r.Deleted() || r.Object != nil && r.Object.DeletionTimestamp != nil {
+		deleting := r.Deleted() || r.Object != nil && r.Object.DeletionTimestamp != nil
+		late := r.Observed.After(at.Add(ownerSlack))
+		switch {
+		case deleting && !late:
 			return r, true, !r.Observed.After(at)
+		case deleting && r.Object != nil && !r.Object.DeletionTimestamp.After(at):
+			// Seen late (a recording that began after both deletions), but
+			// the namespace's own deletionTimestamp, the API server's clock
+			// like the pod's, is not after the pod's deletion.
+			return r, true, true
+		case late:
+			return nil, false, false
 		}
 	}
 	return nil, false, false

@@ -131,6 +131,23 @@ func TestEndedWhoAsked(t *testing.T) {
 		evidence: []string{"audit log: deletecollection of the namespace's pods by system:serviceaccount:kube-system:namespace-controller, kube-controller-manager/v1.37.2 (200)",
 			"audit log: DELETE by kwok-controller, kwok/v0.8.0, grace period 0s (200) after the deletion was asked for: its confirmation, not its cause"},
 	}, {
+		name: "namespace deleted, both seen only after (the recording began later): the namespace's deletionTimestamp is not after the pod's deletion",
+		in: func(t *testing.T) diff.Input {
+			in := endInput(deletedAt(t, endPod(false)), nil)
+			in.Related[string(endNSUID)] = []store.Record{finRecord(t, 25, 25*time.Second, store.Initial, "Namespace", endNamespace("2", 19*time.Second))}
+			return in
+		},
+		mechanism: MechanismNamespaceDeletion, basis: diff.BasisFieldSemantics, who: "the namespace controller",
+		evidence: []string{"namespace ci deletion requested (deletionTimestamp 2026-05-04T10:00:19Z, phase Terminating)"},
+	}, {
+		name: "a namespace deleted after the pod, seen only later, is no cause",
+		in: func(t *testing.T) diff.Input {
+			in := endInput(deletedAt(t, endPod(false)), nil)
+			in.Related[string(endNSUID)] = []store.Record{finRecord(t, 25, 25*time.Second, store.Initial, "Namespace", endNamespace("2", 21*time.Second))}
+			return in
+		},
+		mechanism: MechanismDelete, basis: diff.BasisUnknown, who: "unknown",
+	}, {
 		name: "a namespace not being deleted is no cause",
 		in: func(t *testing.T) diff.Input {
 			in := endInput(deletedAt(t, endPod(false)), nil)
