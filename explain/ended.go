@@ -143,9 +143,36 @@ func ended(lc *diff.Lifecycle, in diff.Input) []Finding {
 				return out
 			}
 			f = deleted(lc, in)
+			forced(lc, &f)
 		}
 	}
 	return append(out, f)
+}
+
+// forced notes a deletion asked for with grace period 0 while the pod was
+// bound to a node and not finished (kubectl delete --force
+// --grace-period=0): the API server removes the object at once, without
+// the kubelet's confirmation that the containers stopped.
+func forced(lc *diff.Lifecycle, f *Finding) {
+	req, ok := lc.Phase(diff.PhaseDeletionRequested)
+	if !ok {
+		return
+	}
+	for i, s := range lc.Steps {
+		if s.Seq != req.Seq {
+			continue
+		}
+		pod := lc.Pods()[i]
+		g := pod.DeletionGracePeriodSeconds
+		if g == nil || *g != 0 || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			return
+		}
+		f.Headline += ", with grace period 0 (a forced deletion)"
+		f.Evidence = append(f.Evidence, Evidence{Seq: s.Seq, Time: s.Time, Text: fmt.Sprintf(
+			"grace period 0 while the pod was bound to node %s and %s: the API server removed it without waiting for the kubelet to confirm that its containers stopped; they may have run on until the kubelet saw the deletion, which the recording cannot see",
+			pod.Spec.NodeName, orUnknown(string(pod.Status.Phase)))})
+		return
+	}
 }
 
 // endedFinding starts a finding for mechanism m.

@@ -148,6 +148,19 @@ func TestEndedWhoAsked(t *testing.T) {
 		},
 		mechanism: MechanismDelete, basis: diff.BasisUnknown, who: "unknown",
 	}, {
+		name: "a forced deletion: grace period 0 while running on a node",
+		in: func(t *testing.T) diff.Input {
+			p := endPod(false)
+			forced := finDeleted(endRev(p, "110"), "110", 20*time.Second, 0)
+			return endInput([]store.Record{
+				finRecord(t, 10, 0, store.Added, "Pod", p),
+				finRecord(t, 20, 20*time.Second, store.Updated, "Pod", forced),
+				finRecord(t, 21, 20*time.Second+time.Millisecond, store.Deleted, "Pod", forced),
+			}, nil)
+		},
+		mechanism: MechanismDelete, basis: diff.BasisUnknown, who: "unknown",
+		evidence: []string{"grace period 0 while the pod was bound to node node-a and Running: the API server removed it without waiting for the kubelet to confirm that its containers stopped; they may have run on until the kubelet saw the deletion, which the recording cannot see"},
+	}, {
 		name: "a namespace not being deleted is no cause",
 		in: func(t *testing.T) diff.Input {
 			in := endInput(deletedAt(t, endPod(false)), nil)
