@@ -82,6 +82,8 @@ var Rules = []Rule{
 		Reads: "container and init container statuses in every revision: waiting reasons (image pulls, CrashLoopBackOff, the kubelet's create and start errors), terminated reasons and exit codes, restartCount and lastState; the containers' memory limits and requests; BackOff events, and the kubelet's kills for failed liveness or startup probes"},
 	{IDs: []string{"volume"}, run: volumeTrouble,
 		Reads: "the kubelet's and the attach-detach controller's volume events (FailedMount, FailedAttachVolume...), the volume they name and its source: a ConfigMap or Secret (recorded only when a pod owns them), a PersistentVolumeClaim's recorded phase and class, its StorageClass, the volume controllers' events on the claim"},
+	{IDs: []string{"init-running"}, read: initRunning,
+		Reads: "a pod Pending past its allowance once bound while an init container (not a restartable sidecar) is running: its start, its command, the Initialized condition"},
 	{IDs: []string{"event-warning"}, read: eventWarnings,
 		Reads: "Warning events whose reason the vocabulary (explain.Vocabulary) says what it means and no other rule reads: the sandbox and CNI, DNS configuration, image pull secrets, dynamic resources, pod certificates, resizes"},
 	{IDs: []string{"not-ready", "probe-failed"}, read: probeTrouble,

@@ -195,6 +195,21 @@ func unexplainedFinding(lc *diff.Lifecycle, in diff.Input, s Stretch) Finding {
 		}
 	}
 	f.Evidence = append(f.Evidence, containerEvidence(lc.Steps[i], pod)...)
+	// And as the stretch ended, if the pod changed since: the kubelet's
+	// statuses come after the binding that starts a Pending stretch.
+	last := i
+	for j := i + 1; j < len(lc.Steps) && !lc.Steps[j].Time.After(s.End); j++ {
+		last = j
+	}
+	if last != i {
+		end := lc.Pods()[last]
+		for _, c := range end.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				f.Evidence = append(f.Evidence, Evidence{Seq: lc.Steps[last].Seq, Time: lc.Steps[last].Time, Text: fmt.Sprintf("condition %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)})
+			}
+		}
+		f.Evidence = append(f.Evidence, containerEvidence(lc.Steps[last], end)...)
+	}
 	if s.State == StateUnscheduled && s.Reason == "" && !slices.ContainsFunc(lc.Events, func(e diff.Event) bool { return e.Reason == "FailedScheduling" }) {
 		f.Evidence = append(f.Evidence, Evidence{Seq: s.Seq, Time: s.Start, Text: fmt.Sprintf("no PodScheduled condition and no FailedScheduling event: the scheduler %q had not tried the pod (its queue, or no scheduler of that name runs)", orDefault(pod.Spec.SchedulerName, "default-scheduler"))})
 	}
@@ -233,6 +248,8 @@ func containerEvidence(step diff.Step, pod *corev1.Pod) []Evidence {
 				text = fmt.Sprintf("terminated: %s, %s", t.Reason, exitText(t))
 			case s.State.Running != nil && !s.Ready && !l.init:
 				text = "running, not ready"
+			case s.State.Running != nil && l.init && !s.Ready:
+				text = "running since " + s.State.Running.StartedAt.UTC().Format(time.RFC3339)
 			default:
 				continue
 			}

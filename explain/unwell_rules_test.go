@@ -285,6 +285,26 @@ func TestUnwellRules(t *testing.T) {
 		},
 		want: "image-pull",
 	}, {
+		name: "init-running: an init container that waits on and on holds the pod Pending",
+		in: func(t *testing.T) diff.Input {
+			withInit := uwRev(p, "100", func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "wait-for-db", Image: "registry.example.com/tools:1", Command: []string{"sh", "-c", "until nc -z db 5432; do sleep 2; done"}}}
+			})
+			bound := uwRev(withInit, "101", func(p *corev1.Pod) { p.Spec.NodeName = "node-a" })
+			waiting := uwRev(bound, "102", func(p *corev1.Pod) {
+				p.Status.Conditions = []corev1.PodCondition{
+					{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+					{Type: corev1.PodInitialized, Status: corev1.ConditionFalse, Reason: "ContainersNotInitialized", Message: "containers with incomplete status: [wait-for-db]"},
+				}
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "wait-for-db", Image: "registry.example.com/tools:1",
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(finStart.Add(3 * time.Second))}}}}
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", Image: "registry.example.com/web:2",
+					State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
+			})
+			return uwInput(t, 7*time.Minute, nil, withInit, 2*time.Second, bound, 3*time.Second, waiting)
+		},
+		want: "init-running",
+	}, {
 		name: "container-error: a ConfigMap its env names is missing",
 		in: func(t *testing.T) diff.Input {
 			e := uwRev(p, "100", func(p *corev1.Pod) {

@@ -31,6 +31,11 @@ import (
 // evicted by its 10 s toleration, left Terminating, and the pods of an
 // earlier run deleted with their namespace while the node was down; and a
 // healthy pod deleted with a preStop hook.
+//
+// realnode-held.db holds pods held for minutes, played the same way: an
+// init container that never exits, a readiness gate nobody sets,
+// runAsNonRoot with an image that runs as root, a postStart hook that
+// fails.
 const realNodeTrace = "testdata/realnode.db"
 
 // TestRealNodeTrace: on what a real kubelet wrote, every pod's findings
@@ -46,6 +51,9 @@ func TestRealNodeTrace(t *testing.T) {
 	}, {
 		trace: "testdata/realnode-shapes.db", findings: "realnode-shapes-findings.txt",
 		healthy: func(ns, name string) bool { return ns == "rn2" && name == "prestop" },
+	}, {
+		trace: "testdata/realnode-held.db", findings: "realnode-held-findings.txt",
+		healthy: func(string, string) bool { return false },
 	}} {
 		t.Run(filepath.Base(tc.trace), func(t *testing.T) {
 			var b strings.Builder
